@@ -121,12 +121,20 @@ func gemmRows(ta, tb blas.Transpose, alpha float64, a, b blas64.General, beta fl
 	}
 }
 
-// Resize returns m if it already has shape r×c, otherwise a new zero r×c
-// matrix. Layers use it to keep their buffers across batches of equal size.
+// Resize returns m reshaped to r×c: m itself if it already has that shape,
+// otherwise m zeroed and reshaped in place when its backing array is large
+// enough, otherwise a new zero r×c matrix. Layers use it to keep their
+// buffers across batches, also of varying sizes, without allocating. m must
+// not be a view of another matrix.
 func Resize(m *mat.Dense, r, c int) *mat.Dense {
 	if m != nil {
 		mr, mc := m.Dims()
 		if mr == r && mc == c {
+			return m
+		}
+		if cap(m.RawMatrix().Data) >= r*c {
+			m.Reset()
+			m.ReuseAs(r, c)
 			return m
 		}
 	}

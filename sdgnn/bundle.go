@@ -58,24 +58,33 @@ func (b *Bundle) Receptive(z int) ([]int, []float64) { return b.Theta.Nodes[z], 
 // (step, channel), oldest first; missing readings (0) are fed as the channel
 // mean, as in training.
 func (b *Bundle) Embed(dst, window []float64) error {
+	return b.EmbedBatch(dst, window, 1)
+}
+
+// EmbedBatch is Embed for rows windows at once: windows holds rows windows
+// one after the other (rows × Window × Channels) and dst receives the rows
+// embeddings (rows × Hidden). One batched pass of the GRU and φ costs far
+// less per window than rows calls of Embed. It allocates only when rows
+// exceeds every earlier call's.
+func (b *Bundle) EmbedBatch(dst, windows []float64, rows int) error {
 	T, C, d := b.Meta.Window, len(b.Meta.Norm.Mean), b.Meta.Hidden
-	if len(window) != T*C || len(dst) != d {
-		return fmt.Errorf("embed: window of %d values (want %d×%d), destination %d (want %d)", len(window), T, C, len(dst), d)
+	if rows < 1 || len(windows) != rows*T*C || len(dst) != rows*d {
+		return fmt.Errorf("embed: %d windows of %d values (want %d×%d×%d), destination %d (want %d×%d)", rows, len(windows), rows, T, C, len(dst), rows, d)
 	}
 	if len(b.xs) != T {
 		b.xs = make([]*mat.Dense, T)
-		for t := range b.xs {
-			b.xs[t] = mat.NewDense(1, C, nil)
-		}
 	}
-	for t := 0; t < T; t++ {
-		row := b.xs[t].RawRowView(0)
-		for c := 0; c < C; c++ {
-			v := window[t*C+c]
-			if v == 0 || math.IsNaN(v) || math.IsInf(v, 0) {
-				row[c] = 0
-			} else {
-				row[c] = b.Meta.Norm.Normalize(v, c)
+	for t := range b.xs {
+		b.xs[t] = nn.Resize(b.xs[t], rows, C)
+		x := b.xs[t].RawMatrix().Data
+		for i := 0; i < rows; i++ {
+			w := windows[(i*T+t)*C : (i*T+t+1)*C]
+			for c, v := range w {
+				if v == 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+					x[i*C+c] = 0
+				} else {
+					x[i*C+c] = b.Meta.Norm.Normalize(v, c)
+				}
 			}
 		}
 	}
@@ -83,7 +92,7 @@ func (b *Bundle) Embed(dst, window []float64) error {
 	if err != nil {
 		return err
 	}
-	copy(dst, b.Phi.Forward(h).RawRowView(0))
+	copy(dst, b.Phi.Forward(h).RawMatrix().Data)
 	return nil
 }
 

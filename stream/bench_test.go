@@ -133,12 +133,12 @@ func BenchmarkPipeline(b *testing.B) {
 		if err := v.Check(r); err != nil {
 			b.Fatal(err)
 		}
+		now := time.UnixMilli((slot + 1) * testStep)
 		res, err := st.Apply(r)
 		if err != nil {
 			b.Fatal(err)
 		}
-		em.OnApply(res)
-		now := time.UnixMilli((slot + 1) * testStep)
+		em.OnApply(res, now)
 		for _, d := range em.Due(now) {
 			if _, err := em.Emit(d, now, &f); err != nil {
 				b.Fatal(err)

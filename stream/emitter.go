@@ -2,40 +2,50 @@ package stream
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"time"
 )
 
-// Emitter decides when each node's forecast is emitted, and makes sure no
-// forecast slot of a node is emitted twice, also under replay and across a
-// Snapshot/Restore (the last emitted slot is part of the State).
+// Emitter decides when each node's forecast is emitted, and makes sure
+// every forecast slot of a node is emitted once, in order, also under
+// replay and across a Snapshot/Restore (the last emitted slot is part of
+// the State).
 //
-// The rule, for node z with t the newest slot over its receptive nodes
-// (so that its forecast is for slot t+1, see State.Forecast):
+// Node z's next target is the slot after its last emitted one (its first
+// is one after the oldest newest slot over its receptive nodes). Target t
+// is due
 //
-//   - fresh: as soon as every receptive node has slot t (State.Ready), z is
-//     due, with StaleSlots 0;
-//   - deadline: otherwise z is due once the clock passes the end of slot t
-//     plus Lateness, (t+1)·step + Lateness, and is then emitted from the
-//     newest readings there are, with StaleSlots > 0.
+//   - fresh: as soon as every receptive node has slot t−1 (State.Ready),
+//     with StaleSlots 0;
+//   - deadline: otherwise, once some receptive node has reached slot t−1,
+//     when the clock passes Lateness after the start of slot t or after the
+//     moment the target became pending, whichever is later; it is then
+//     emitted from the readings there are (StaleSlots > 0 if an input has
+//     not reached t−1).
 //
-// A target slot already emitted (or older) is never due again; a target
-// superseded before it was emitted (newer readings moved t on) is skipped
-// and counted. The clock is an argument of every call, so the policy is
-// deterministic and testable.
+// The second clock keeps a consumer that catches up on a backlog from
+// emitting stale forecasts for old slots whose readings are still on their
+// way. A target whose input windows have left the State's history (an
+// input ran more than History slots ahead) is skipped and counted. The
+// clock is an argument of every call, so the policy is deterministic and
+// testable.
 //
-// Use: after each State.Apply call OnApply with its result, then emit the
-// nodes Due returns with Emit; call Due also on a timer (NextDeadline says
-// when). An Emitter is not safe for concurrent use.
+// Use: after each State.Apply call OnApply with its result; then, until
+// Due returns nothing, emit the nodes Due returns with Emit. Call Due also
+// on a timer (NextDeadline says when). An Emitter is not safe for
+// concurrent use.
 type Emitter struct {
 	st       *State
 	lateness int64 // ms
 
-	ready   []int  // fresh nodes, in the order they became ready
-	inReady []bool // z is in ready
-	heap    []deadline
-	pending []int64 // target slot of z's live heap entry, noSlot if none
-	due     []int
+	ready     []int  // fresh nodes, in the order they became ready
+	inReady   []bool // z is in ready
+	heap      []deadline
+	pending   []int64 // target slot of z's live heap entry, noSlot if none
+	pendingAt []int64 // its deadline, Unix ms
+	due       []int
+	targets   []int64
 }
 
 type deadline struct {
@@ -49,13 +59,14 @@ type deadline struct {
 // after a Restore.
 func NewEmitter(st *State, lateness time.Duration) *Emitter {
 	e := &Emitter{st: st, lateness: max(lateness.Milliseconds(), 0),
-		inReady: make([]bool, st.n), pending: make([]int64, st.n)}
+		inReady: make([]bool, st.n), pending: make([]int64, st.n), pendingAt: make([]int64, st.n)}
 	e.Rescan()
 	return e
 }
 
 // Rescan forgets the pending work and schedules every node again from the
-// state; call it after State.Restore.
+// state; call it after State.Restore. Deadlines are counted from the slots
+// alone (as if the targets had been pending since their slot started).
 func (e *Emitter) Rescan() {
 	e.ready, e.heap = e.ready[:0], e.heap[:0]
 	clear(e.inReady)
@@ -63,73 +74,118 @@ func (e *Emitter) Rescan() {
 		e.pending[z] = noSlot
 	}
 	for z := 0; z < e.st.n; z++ {
-		e.schedule(z)
+		e.schedule(z, math.MinInt64)
 	}
 }
 
-// OnApply updates the pending forecasts after st.Apply returned res: a
-// reading that advanced a node's window may make the node's dependents due.
-func (e *Emitter) OnApply(res ApplyResult) {
-	if res.Kind != Advanced {
-		return // a filled, duplicate or late reading moves no target
+// OnApply updates the pending forecasts after st.Apply returned res at
+// now: a reading that advanced or filled a node's window may make the
+// node's dependents due.
+func (e *Emitter) OnApply(res ApplyResult, now time.Time) {
+	if !res.Changed() {
+		return
 	}
+	ms := now.UnixMilli()
 	for _, z := range e.st.Dependents(res.Sensor) {
-		e.schedule(z)
+		e.schedule(z, ms)
 	}
 }
 
-func (e *Emitter) schedule(z int) {
-	newest, oldest, ok := e.st.horizon(z)
+// target returns z's next forecast slot, and false if z cannot be
+// forecast yet (a receptive node without readings).
+func (e *Emitter) target(z int) (int64, bool) {
+	_, oldest, earliest, ok := e.st.horizon(z)
+	if !ok {
+		return noSlot, false
+	}
+	t := oldest + 1
+	if last := e.st.nodes[z].lastEmitted; last != noSlot {
+		t = last + 1
+	}
+	return max(t, earliest), true
+}
+
+// started reports whether some receptive node of z has reached slot
+// target−1.
+func (e *Emitter) started(z int, target int64) bool {
+	newest, _, _, ok := e.st.horizon(z)
+	return ok && newest >= target-1
+}
+
+func (e *Emitter) schedule(z int, nowMs int64) {
+	t, ok := e.target(z)
 	if !ok {
 		return
 	}
-	target := newest + 1
-	if last := e.st.nodes[z].lastEmitted; last != noSlot && target <= last {
-		return
-	}
-	if newest == oldest {
+	if e.st.readyFor(z, t) {
 		if !e.inReady[z] {
 			e.inReady[z] = true
 			e.ready = append(e.ready, z)
 		}
 		return
 	}
-	if e.pending[z] == target {
+	if !e.started(z, t) || e.pending[z] == t {
 		return
 	}
-	e.pending[z] = target
-	e.push(deadline{at: satAdd(target*e.st.stepMs, e.lateness), target: target, z: z})
+	at := satAdd(max(satMul(t, e.st.stepMs), nowMs), e.lateness)
+	e.pending[z], e.pendingAt[z] = t, at
+	e.push(deadline{at: at, target: t, z: z})
 }
 
-// Due returns the nodes whose forecast is to be emitted at now, ascending:
-// the fresh ones and those past their deadline. They are removed from the
-// pending work: emit each with Emit. The slice is the emitter's own, valid
-// until the next call.
+func satMul(a, b int64) int64 {
+	if a > math.MaxInt64/b {
+		return math.MaxInt64
+	}
+	if a < math.MinInt64/b {
+		return math.MinInt64
+	}
+	return a * b
+}
+
+// isDue reports whether z's target t is due at ms.
+func (e *Emitter) isDue(z int, t, ms int64) bool {
+	return e.st.readyFor(z, t) || e.started(z, t) && e.pending[z] == t && e.pendingAt[z] <= ms
+}
+
+// Due returns the nodes whose next forecast is to be emitted at now,
+// ascending: the fresh ones and those past their deadline; emit each with
+// Emit, then call Due again (an emitted node's next slot may be due at
+// once). The embeddings their forecasts need are computed here, in one
+// batch. The slice is the emitter's own, valid until the next call.
 func (e *Emitter) Due(now time.Time) []int {
 	ms := now.UnixMilli()
 	e.due = e.due[:0]
 	for _, z := range e.ready {
 		e.inReady[z] = false
-		// Still fresh? If an input moved on meanwhile, the new target waits
-		// for its own readiness or deadline.
-		newest, oldest, ok := e.st.horizon(z)
-		if last := e.st.nodes[z].lastEmitted; ok && newest == oldest && (last == noSlot || newest+1 > last) {
+		if t, ok := e.target(z); ok && e.st.readyFor(z, t) {
 			e.due = append(e.due, z)
+		} else {
+			e.schedule(z, ms)
 		}
 	}
 	e.ready = e.ready[:0]
 	for len(e.heap) > 0 && e.heap[0].at <= ms {
 		d := e.pop()
 		if e.pending[d.z] != d.target {
-			continue // superseded by a newer target
+			continue // emitted fresh meanwhile, or superseded
+		}
+		if t, ok := e.target(d.z); ok && t == d.target && e.started(d.z, t) {
+			e.due = append(e.due, d.z)
+			continue
 		}
 		e.pending[d.z] = noSlot
-		if last := e.st.nodes[d.z].lastEmitted; last == noSlot || d.target > last {
-			e.due = append(e.due, d.z)
-		}
+		e.schedule(d.z, ms) // the target moved on (inputs left the history)
 	}
 	slices.Sort(e.due)
 	e.due = slices.Compact(e.due)
+	e.targets = e.targets[:0]
+	for _, z := range e.due {
+		t, _ := e.target(z)
+		e.targets = append(e.targets, t)
+	}
+	// An error here recurs in Emit, which computes what is missing one
+	// forecast at a time and returns it.
+	_ = e.st.Prepare(e.due, e.targets)
 	return e.due
 }
 
@@ -145,35 +201,41 @@ func (e *Emitter) NextDeadline() (at time.Time, ok bool) {
 	return time.UnixMilli(e.heap[0].at), true
 }
 
-// Emit computes node z's forecast into dst (see State.Forecast), stamps it
-// with now and records its slot as emitted. It returns false, without
-// error, if that slot (or a later one) was already emitted for z: emitting
-// is idempotent. Emitted, stale and skipped forecasts and the emission
-// delay after the forecast slot's start are counted.
+// Emit computes node z's forecast for its next slot into dst (see
+// State.ForecastSlot), stamps it with now and records the slot as emitted,
+// if that slot is due at now; otherwise it returns false without error.
+// Emitting is idempotent: an emitted slot is never emitted again. Emitted,
+// stale and skipped forecasts and the emission delay after the forecast
+// slot's start are counted.
 func (e *Emitter) Emit(z int, now time.Time, dst *Forecast) (bool, error) {
 	st := e.st
-	if err := st.Forecast(z, dst); err != nil {
-		return false, fmt.Errorf("emit: %w", err)
+	if z < 0 || z >= st.n {
+		return false, fmt.Errorf("emit: node %d outside [0,%d)", z, st.n)
 	}
-	target := dst.TS / st.stepMs
-	nd := &st.nodes[z]
-	if nd.lastEmitted != noSlot && target <= nd.lastEmitted {
+	ms := now.UnixMilli()
+	t, ok := e.target(z)
+	if !ok || !e.isDue(z, t, ms) {
 		return false, nil
 	}
-	cnt := st.Counters
-	if nd.lastEmitted != noSlot && target > nd.lastEmitted+1 {
-		cnt.Skipped.Add(uint64(target - nd.lastEmitted - 1))
+	if err := st.ForecastSlot(z, t*st.stepMs, dst); err != nil {
+		return false, fmt.Errorf("emit: %w", err)
 	}
-	nd.lastEmitted = target
-	if e.pending[z] == target {
+	nd := &st.nodes[z]
+	cnt := st.Counters
+	if nd.lastEmitted != noSlot && t > nd.lastEmitted+1 {
+		cnt.Skipped.Add(uint64(t - nd.lastEmitted - 1))
+	}
+	nd.lastEmitted = t
+	if e.pending[z] == t {
 		e.pending[z] = noSlot
 	}
-	dst.EmittedMs = now.UnixMilli()
+	dst.EmittedMs = ms
 	cnt.Emitted.Add(1)
 	if dst.StaleSlots > 0 {
 		cnt.Stale.Add(1)
 	}
 	cnt.EmitDelay.Observe(time.Duration(dst.EmittedMs-dst.TS) * time.Millisecond)
+	e.schedule(z, ms)
 	return true, nil
 }
 

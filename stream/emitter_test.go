@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"math"
 	"slices"
 	"testing"
 	"time"
@@ -32,20 +33,26 @@ func TestEmitter(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			em.OnApply(res)
+			em.OnApply(res, now)
 		}
 		var out []Forecast
-		for _, z := range em.Due(now) {
-			ok, err := em.Emit(z, now, &f)
-			if err != nil {
-				t.Fatal(err)
+		for {
+			due := em.Due(now)
+			if len(due) == 0 {
+				return out
 			}
-			if ok {
+			for _, z := range due {
+				ok, err := em.Emit(z, now, &f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !ok {
+					t.Fatalf("node %d due but not emitted", z)
+				}
 				emitted[[2]int64{int64(z), f.TS / testStep}]++
 				out = append(out, Forecast{Sensor: f.Sensor, TS: f.TS / testStep, StaleSlots: f.StaleSlots, EmittedMs: f.EmittedMs, Inputs: slices.Clone(f.Inputs)})
 			}
 		}
-		return out
 	}
 	all := func(s int64, except ...int) [][2]int64 {
 		var rs [][2]int64
@@ -77,22 +84,24 @@ func TestEmitter(t *testing.T) {
 	if want := []fc{{0, 12, 0}, {2, 12, 0}}; !slices.Equal(got, want) {
 		t.Fatalf("slot 11 without node 4: %v, want %v", got, want)
 	}
-	if at, ok := em.NextDeadline(); !ok || !at.Equal(slotEnd(11, lateness)) {
-		t.Fatalf("next deadline %v %v, want %v", at, ok, slotEnd(11, lateness))
+	// The deadline is lateness after the later of the target slot's start
+	// and the moment the target became pending (1 s after it started).
+	if at, ok := em.NextDeadline(); !ok || !at.Equal(slotEnd(11, lateness+time.Second)) {
+		t.Fatalf("next deadline %v %v, want %v", at, ok, slotEnd(11, lateness+time.Second))
 	}
 	// Just before the deadline: nothing; at it: 1, 3 and 4, stale by one.
-	if got := step(slotEnd(11, lateness-time.Millisecond)); len(got) != 0 {
+	if got := step(slotEnd(11, lateness+time.Second-time.Millisecond)); len(got) != 0 {
 		t.Fatalf("before the deadline: %v", brief(got))
 	}
-	fs := step(slotEnd(11, lateness))
+	fs := step(slotEnd(11, lateness+time.Second))
 	if want := []fc{{1, 12, 1}, {3, 12, 1}, {4, 12, 1}}; !slices.Equal(brief(fs), want) {
 		t.Fatalf("at the deadline: %v, want %v", brief(fs), want)
 	}
 	if in := fs[0].Inputs; !slices.Equal(in, []Input{{1, 11 * testStep}, {2, 11 * testStep}, {4, 10 * testStep}}) {
 		t.Errorf("stale forecast inputs %v", in)
 	}
-	if fs[0].EmittedMs != slotEnd(11, lateness).UnixMilli() {
-		t.Errorf("emitted_ms %d, want %d", fs[0].EmittedMs, slotEnd(11, lateness).UnixMilli())
+	if fs[0].EmittedMs != slotEnd(11, lateness+time.Second).UnixMilli() {
+		t.Errorf("emitted_ms %d, want %d", fs[0].EmittedMs, slotEnd(11, lateness+time.Second).UnixMilli())
 	}
 	// Node 4's late reading for slot 11 makes nothing due again.
 	if got := step(slotEnd(11, 2*lateness), [2]int64{4, 11}); len(got) != 0 {
@@ -104,31 +113,37 @@ func TestEmitter(t *testing.T) {
 			t.Fatalf("replay of slot %d emitted %v", s, brief(got))
 		}
 	}
-	// Emit itself is idempotent.
+	// Emit itself is idempotent, and emits nothing not due.
 	if ok, err := em.Emit(1, farFuture, &f); ok || err != nil {
 		t.Fatalf("Emit of an emitted slot: %v %v", ok, err)
 	}
 
-	// Superseded targets: nodes 0 and 2 reach slot 12, then 13, while the
-	// others stay at 11. Nodes 1, 2 and 4 wait for target 13, but before
-	// their deadline passes, node 2's slot 13 moves them to target 14; only
-	// that is emitted (at its deadline), and slot 13 is counted skipped.
-	skipped := st.Counters.Skipped.Load()
+	// Inputs running ahead: nodes 0 and 2 reach slot 12, then 13, while the
+	// others stay at 11. Nodes 1, 2 and 4 wait for target 13 until its
+	// deadline, and emit it from the windows ending at slot 12 (node 2's,
+	// although it has 13 by then) or before; then target 14.
 	if got := brief(step(slotEnd(12, 0), [2]int64{2, 12}, [2]int64{0, 12})); !slices.Equal(got, []fc{{0, 13, 0}}) {
 		t.Fatalf("slot 12: %v", got)
 	}
 	if got := brief(step(slotEnd(12, lateness-time.Millisecond), [2]int64{2, 13}, [2]int64{0, 13})); !slices.Equal(got, []fc{{0, 14, 0}}) {
 		t.Fatalf("slot 13: %v", got)
 	}
+	fs = step(slotEnd(12, lateness))
+	if want := []fc{{1, 13, 1}, {2, 13, 1}, {4, 13, 1}}; !slices.Equal(brief(fs), want) {
+		t.Fatalf("deadline of target 13: %v, want %v", brief(fs), want)
+	}
+	if in := fs[1].Inputs; !slices.Equal(in, []Input{{0, 12 * testStep}, {2, 12 * testStep}, {3, 11 * testStep}}) {
+		t.Errorf("node 2's inputs for slot 13: %v", in)
+	}
 	if got := step(slotEnd(13, lateness-time.Millisecond)); len(got) != 0 {
 		t.Fatalf("before the deadline of target 14: %v", brief(got))
 	}
 	got = brief(step(slotEnd(13, lateness)))
 	if want := []fc{{1, 14, 2}, {2, 14, 2}, {4, 14, 2}}; !slices.Equal(got, want) {
-		t.Fatalf("deadline of slot 13: %v, want %v", got, want)
+		t.Fatalf("deadline of target 14: %v, want %v", got, want)
 	}
-	if d := st.Counters.Skipped.Load() - skipped; d != 3 {
-		t.Errorf("skipped %d forecast slots, want 3 (nodes 1, 2 and 4, slot 13)", d)
+	if d := st.Counters.Skipped.Load(); d != 0 {
+		t.Errorf("skipped %d forecast slots, want 0", d)
 	}
 
 	for k, n := range emitted {
@@ -139,8 +154,8 @@ func TestEmitter(t *testing.T) {
 	if e := st.Counters.Emitted.Load(); e != uint64(len(emitted)) {
 		t.Errorf("emitted counter %d, want %d", e, len(emitted))
 	}
-	if st.Counters.Stale.Load() != 6 {
-		t.Errorf("stale counter %d, want 6", st.Counters.Stale.Load())
+	if st.Counters.Stale.Load() != 9 {
+		t.Errorf("stale counter %d, want 9", st.Counters.Stale.Load())
 	}
 
 	// Readings the emitter is not told about leave node 3 (inputs 1, 3, 4)
@@ -163,5 +178,107 @@ func TestEmitter(t *testing.T) {
 	}
 	if got := em2.Due(farFuture); len(got) != 0 {
 		t.Errorf("after restore and emit, still due %v", got)
+	}
+}
+
+// TestEmitterCatchUp replays a stream as a consumer catching up on a
+// backlog sees it: the sensors of one partition first, all slots, then
+// those of the other. Within the history, every forecast slot is emitted
+// once, fresh, and equal to the forecast of the same stream in slot order;
+// beyond it, the slots whose windows are gone are skipped and counted, and
+// the rest are still exact.
+func TestEmitterCatchUp(t *testing.T) {
+	const n, T, C, d, steps = 8, 4, 2, 5, 20
+	b := testBundle(t, n, T, C, d, 41)
+	data := testSeries(steps, n, C, 42)
+	for i, v := range data {
+		if v == 0 { // no missing readings: a missing one holds its dependents until the deadline
+			data[i] = 40 + float64(i%7)
+		}
+	}
+	rs := streamOf(data, steps, n, C, 3000)
+	now := time.UnixMilli((3000 + steps) * testStep)
+	run := func(history int, order []Reading) (map[[2]int64][]float64, *State) {
+		t.Helper()
+		st, err := NewStateHistory(b, testStep, history)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Lateness far beyond the test: only fresh forecasts.
+		em := NewEmitter(st, 1<<40*time.Millisecond)
+		got := map[[2]int64][]float64{}
+		var f Forecast
+		for _, r := range order {
+			res, err := st.Apply(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			em.OnApply(res, time.UnixMilli(0))
+			for due := em.Due(now); len(due) > 0; due = em.Due(now) {
+				for _, z := range due {
+					ok, err := em.Emit(z, now, &f)
+					if err != nil || !ok {
+						t.Fatalf("emit %d: %v %v", z, ok, err)
+					}
+					key := [2]int64{int64(z), f.TS / testStep}
+					if _, dup := got[key]; dup {
+						t.Fatalf("node %d slot %d emitted twice", z, key[1])
+					}
+					if f.StaleSlots != 0 {
+						t.Fatalf("node %d slot %d stale by %d", z, key[1], f.StaleSlots)
+					}
+					got[key] = slices.Clone(f.Values)
+				}
+			}
+		}
+		return got, st
+	}
+	want, _ := run(0, rs)
+	if len(want) == 0 {
+		t.Fatal("no forecasts in slot order")
+	}
+	// The first three slots in order, then partition by partition.
+	var skewed []Reading
+	for _, r := range rs {
+		if r.TS/testStep < 3003 {
+			skewed = append(skewed, r)
+		}
+	}
+	for _, part := range []int{0, 1} {
+		for _, r := range rs {
+			if r.Sensor%2 == part && r.TS/testStep >= 3003 {
+				skewed = append(skewed, r)
+			}
+		}
+	}
+	got, st := run(steps, skewed)
+	if st.Counters.Skipped.Load() != 0 {
+		t.Errorf("history %d: %d slots skipped", steps, st.Counters.Skipped.Load())
+	}
+	for k, w := range want {
+		g, ok := got[k]
+		if !ok {
+			t.Errorf("history %d: node %d slot %d missing", steps, k[0], k[1])
+			continue
+		}
+		for c := range w {
+			if math.Abs(g[c]-w[c]) > 1e-12*max(1, math.Abs(w[c])) {
+				t.Errorf("node %d slot %d channel %d: %.15g caught up, %.15g in order", k[0], k[1], c, g[c], w[c])
+			}
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("history %d: %d forecasts caught up, %d in order", steps, len(got), len(want))
+	}
+
+	got, st = run(5, skewed)
+	if sk := st.Counters.Skipped.Load(); sk == 0 || len(got)+int(sk) != len(want) {
+		t.Errorf("history 5 of a skew of %d slots: %d skipped + %d emitted, want > 0 skipped and %d in all", steps-3, sk, len(got), len(want))
+	}
+	for k, g := range got {
+		w, ok := want[k]
+		if !ok || math.Abs(g[0]-w[0]) > 1e-12*max(1, math.Abs(w[0])) {
+			t.Errorf("history 5: node %d slot %d: %v, in order %v", k[0], k[1], g, w)
+		}
 	}
 }

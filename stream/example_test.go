@@ -61,7 +61,7 @@ func Example() {
 			fmt.Println(err)
 			return
 		}
-		em.OnApply(res)
+		em.OnApply(res, now)
 		for _, z := range em.Due(now) {
 			if ok, err := em.Emit(z, now, &f); err != nil || !ok {
 				continue

@@ -18,8 +18,9 @@ import (
 // readings changed nothing. Gaps counts skipped slots. Rejected counts
 // refused messages by reason (index as in Reasons); whoever dead-letters a
 // message calls Reject, State.Apply does not. Emitted, Stale (emitted with
-// StaleSlots > 0) and Skipped (forecast slots never emitted because newer
-// data superseded them) are counted by Emitter.Emit.
+// StaleSlots > 0) and Skipped (forecast slots of a node, after its first,
+// never emitted because an input ran more than the history ahead) are
+// counted by Emitter.Emit.
 type Counters struct {
 	Applied, Duplicates, Conflicts, OutOfOrder, Late, Gaps atomic.Uint64
 	Rejected                                               [len(Reasons)]atomic.Uint64
@@ -139,7 +140,7 @@ func (c *Counters) WritePrometheus(w io.Writer) error {
 	fmt.Fprintf(bw, "%sreadings_rejected_total{reason=\"internal\"} %d\n", metricPrefix, c.Internal.Load())
 	counter("forecasts_emitted_total", "Forecasts emitted.", c.Emitted.Load())
 	counter("forecasts_stale_total", "Forecasts emitted at the deadline with lagging inputs.", c.Stale.Load())
-	counter("forecast_slots_skipped_total", "Forecast slots superseded before emission.", c.Skipped.Load())
+	counter("forecast_slots_skipped_total", "Forecast slots never emitted because an input ran more than the history ahead.", c.Skipped.Load())
 	c.ForecastLatency.write(bw, metricPrefix+"forecast_latency_seconds", "Time from a reading's arrival to its forecasts' hand-off.")
 	c.EmitDelay.write(bw, metricPrefix+"emit_delay_seconds", "Emission time after the start of the forecast slot.")
 	if err := bw.Flush(); err != nil {

@@ -34,6 +34,11 @@ type Config struct {
 	MaxAgeSlots    int64         // readings older than this many slots before now are rejected (0: no limit)
 	MaxFutureSlots int64         // readings this many slots after now are rejected (0: no limit)
 	Now            func() time.Time
+	// History is the number of slots kept beyond the window, so that a
+	// forecast is still made from exact windows when its inputs arrive up
+	// to this many slots apart (catching up on a backlog); 0 means
+	// DefaultHistory.
+	History int
 
 	// StateFile, when set, holds the state snapshot written before every
 	// offset commit, so that a restarted service (even after kill -9)
@@ -117,7 +122,10 @@ func NewService(b *sdgnn.Bundle, cfg Config) (*Service, error) {
 	if cfg.StepMs <= 0 {
 		return nil, fmt.Errorf("stream service: slot length %d ms must be positive", cfg.StepMs)
 	}
-	st, err := NewState(b, cfg.StepMs)
+	if cfg.History == 0 {
+		cfg.History = DefaultHistory
+	}
+	st, err := NewStateHistory(b, cfg.StepMs, cfg.History)
 	if err != nil {
 		return nil, err
 	}
@@ -219,6 +227,7 @@ func (s *Service) Run(ctx context.Context) error {
 		r       Reading
 		f       Forecast
 		arrived []time.Time
+		resumed = map[int]bool{}
 	)
 	for {
 		batch, dead, out, arrived = batch[:0], dead[:0], out[:0], arrived[:0]
@@ -238,12 +247,17 @@ func (s *Service) Run(ctx context.Context) error {
 				}
 				return fmt.Errorf("fetch readings: %w", err)
 			}
+			if !resumed[m.Partition] {
+				resumed[m.Partition] = true
+				cfg.Log.Info().Int("partition", m.Partition).Int64("offset", m.Offset).Msg("first reading of partition")
+			}
 			batch = append(batch, m)
 			arrived = append(arrived, time.Now())
 			if len(batch) == 1 {
 				deadline = time.Now().Add(2 * time.Millisecond) // gather what is already buffered
 			}
 		}
+		now := cfg.Now()
 		for _, m := range batch {
 			err := DecodeReadingInto(&r, m.Key, m.Value)
 			if err == nil {
@@ -252,12 +266,7 @@ func (s *Service) Run(ctx context.Context) error {
 			if err == nil {
 				var res ApplyResult
 				if res, err = s.state.Apply(r); err == nil {
-					s.emitter.OnApply(res)
-					// Emit at once what this reading made due, before a later
-					// reading of the batch moves an input's window on.
-					if out, err = s.emitDue(out, &f); err != nil {
-						return err
-					}
+					s.emitter.OnApply(res, now)
 					continue
 				}
 			}
@@ -265,7 +274,7 @@ func (s *Service) Run(ctx context.Context) error {
 			dl := NewDeadLetter(err, m.Key, m.Value, m.Topic, int32(m.Partition), m.Offset)
 			dead = append(dead, kafka.Message{Key: m.Key, Value: EncodeDeadLetter(nil, &dl)})
 		}
-		if out, err = s.emitDue(out, &f); err != nil { // deadlines
+		if out, err = s.emitDue(out, &f); err != nil { // fresh and past deadline
 			return err
 		}
 		// Writes and commits use a context that outlives a shutdown request,
@@ -283,22 +292,30 @@ func (s *Service) Run(ctx context.Context) error {
 	}
 }
 
-// emitDue appends the forecasts due now to out.
+// emitDue appends the forecasts due now to out, round after round (a
+// node's next slot may be due as soon as one is emitted, as when catching
+// up), each round's embeddings computed in one batch.
 func (s *Service) emitDue(out []kafka.Message, f *Forecast) ([]kafka.Message, error) {
 	now := s.cfg.Now()
-	for _, z := range s.emitter.Due(now) {
-		ok, err := s.emitter.Emit(z, now, f)
-		if err != nil {
-			if errors.Is(err, ErrNoData) {
-				continue
+	for {
+		emitted := false
+		for _, z := range s.emitter.Due(now) {
+			ok, err := s.emitter.Emit(z, now, f)
+			if err != nil {
+				if errors.Is(err, ErrNoData) {
+					continue
+				}
+				return out, fmt.Errorf("forecast sensor %d: %w", z, err)
 			}
-			return out, fmt.Errorf("forecast sensor %d: %w", z, err)
+			if ok {
+				emitted = true
+				out = append(out, kafka.Message{Key: strconv.AppendInt(nil, int64(f.Sensor), 10), Value: EncodeForecast(nil, f)})
+			}
 		}
-		if ok {
-			out = append(out, kafka.Message{Key: strconv.AppendInt(nil, int64(f.Sensor), 10), Value: EncodeForecast(nil, f)})
+		if !emitted {
+			return out, nil
 		}
 	}
-	return out, nil
 }
 
 func (s *Service) flush(ctx context.Context, batch, out, dead []kafka.Message, arrived []time.Time) error {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/pemsforecast/sdgnn/sdgnn"
 )
@@ -73,20 +74,32 @@ type NodeInfo struct {
 type node struct {
 	newest      int64     // newest slot index (ts/step), noSlot if none
 	lastEmitted int64     // slot index of the last forecast emitted, noSlot if none
-	slots       []int64   // T ring positions: slot index held, or noSlot
-	vals        []float64 // T×C ring values
-	emb         []float64 // cached φ(GRU(window)) for the window ending at newest
+	slots       []int64   // R ring positions: slot index held, or noSlot
+	vals        []float64 // R×C ring values
+	embAt       []int64   // R positions: window-end slot whose embedding is cached there, or noSlot
+	embs        []float64 // R×d cached φ(GRU(window)), by window-end slot
 
 	applied, dups, ooo, late, gaps uint64
 }
 
-// State is the streaming forecaster's state: for every node the last Window
-// readings by slot in a ring buffer, its newest slot, the cached embedding
-// φ(GRU(window)) of that window and the slot of its last emitted forecast.
+// DefaultHistory is the number of slots a State keeps beyond the window
+// (three hours of 5-minute slots): a forecast can still be made from exact
+// windows when the inputs of a node are up to this many slots apart, as
+// when partitions are consumed unevenly while catching up.
+const DefaultHistory = 36
+
+// State is the streaming forecaster's state: for every node its readings
+// of the last Window+History slots in a ring buffer, its newest slot, the
+// embeddings φ(GRU(window)) of its windows as far as computed, and the slot
+// of its last emitted forecast.
 //
-// The embedding is recomputed once whenever a node's window changes
-// (Apply), so that a forecast (Forecast) costs only the weighted sum of
-// |θ_z| ≤ 6 cached vectors and one decoder pass, allocation-free.
+// The forecast for slot t of node z uses, of every receptive node k, the
+// window ending at slot t−1 (or at k's newest slot, if k lags behind):
+// the same windows the offline path uses, whatever order the readings
+// arrive in, as long as the inputs are at most History slots apart. Each
+// embedding is computed once per window, in batches (Prepare), so that a
+// forecast costs only the weighted sum of |θ_z| ≤ 6 cached vectors and one
+// decoder pass, allocation-free.
 //
 // A State is not safe for concurrent use (it owns the Bundle, whose layers
 // keep activations); its Counters are, so metrics may be scraped from
@@ -95,18 +108,30 @@ type State struct {
 	b        *sdgnn.Bundle
 	n, t, c  int
 	d        int
+	r        int // ring length: window + history
 	stepMs   int64
 	nodes    []node
 	deps     [][]int // deps[k]: nodes z with k ∈ θ_z, ascending
 	window   []float64
 	embs     [][]float64
 	Counters *Counters
+
+	// Embedding batch: queued windows, their embeddings, and where each goes.
+	qwin, qemb []float64
+	queued     []queued
 }
 
 // NewState returns an empty state for forecasting with b on a grid of
-// stepMs-millisecond slots. The state takes b over: b must not be used
-// elsewhere concurrently (give it a Clone).
+// stepMs-millisecond slots, keeping DefaultHistory slots beyond the window.
+// The state takes b over: b must not be used elsewhere concurrently (give
+// it a Clone).
 func NewState(b *sdgnn.Bundle, stepMs int64) (*State, error) {
+	return NewStateHistory(b, stepMs, DefaultHistory)
+}
+
+// NewStateHistory is NewState keeping history slots beyond the window
+// (0: only the window; a node's inputs must then advance in step).
+func NewStateHistory(b *sdgnn.Bundle, stepMs int64, history int) (*State, error) {
 	if b == nil || b.Theta == nil || b.GRU == nil || b.Phi == nil || b.Dec == nil {
 		return nil, errors.New("new state: incomplete bundle")
 	}
@@ -117,24 +142,30 @@ func NewState(b *sdgnn.Bundle, stepMs int64) (*State, error) {
 	if stepMs <= 0 {
 		return nil, fmt.Errorf("new state: step %d ms must be positive", stepMs)
 	}
+	if history < 0 || history > 1<<20 {
+		return nil, fmt.Errorf("new state: history of %d slots outside [0, %d]", history, 1<<20)
+	}
 	if err := b.Theta.Validate(n); err != nil {
 		return nil, fmt.Errorf("new state: %w", err)
 	}
-	s := &State{b: b, n: n, t: t, c: c, d: d, stepMs: stepMs,
+	r := t + history
+	s := &State{b: b, n: n, t: t, c: c, d: d, r: r, stepMs: stepMs,
 		nodes: make([]node, n), deps: make([][]int, n), window: make([]float64, t*c), Counters: new(Counters)}
-	slots := make([]int64, n*t)
-	vals := make([]float64, n*t*c)
-	embs := make([]float64, n*d)
+	slots := make([]int64, n*r)
+	vals := make([]float64, n*r*c)
+	embAt := make([]int64, n*r)
+	embs := make([]float64, n*r*d)
+	for i := range slots {
+		slots[i], embAt[i] = noSlot, noSlot
+	}
 	maxR := 0
 	for z := range s.nodes {
 		nd := &s.nodes[z]
 		nd.newest, nd.lastEmitted = noSlot, noSlot
-		nd.slots = slots[z*t : (z+1)*t : (z+1)*t]
-		nd.vals = vals[z*t*c : (z+1)*t*c : (z+1)*t*c]
-		nd.emb = embs[z*d : (z+1)*d : (z+1)*d]
-		for i := range nd.slots {
-			nd.slots[i] = noSlot
-		}
+		nd.slots = slots[z*r : (z+1)*r : (z+1)*r]
+		nd.vals = vals[z*r*c : (z+1)*r*c : (z+1)*r*c]
+		nd.embAt = embAt[z*r : (z+1)*r : (z+1)*r]
+		nd.embs = embs[z*r*d : (z+1)*r*d : (z+1)*r*d]
 		ks, _ := b.Receptive(z)
 		maxR = max(maxR, len(ks))
 		for _, k := range ks {
@@ -144,6 +175,9 @@ func NewState(b *sdgnn.Bundle, stepMs int64) (*State, error) {
 	s.embs = make([][]float64, maxR)
 	return s, nil
 }
+
+// History returns the number of slots kept beyond the window.
+func (s *State) History() int { return s.r - s.t }
 
 // Nodes returns the number of nodes.
 func (s *State) Nodes() int { return s.n }
@@ -182,9 +216,9 @@ func (s *State) ms(slot int64) int64 {
 }
 
 func (s *State) pos(slot int64) int {
-	p := slot % int64(s.t)
+	p := slot % int64(s.r)
 	if p < 0 {
-		p += int64(s.t)
+		p += int64(s.r)
 	}
 	return int(p)
 }
@@ -196,15 +230,16 @@ func (s *State) pos(slot int64) int {
 //   - a slot newer than the node's newest advances the window (Advanced);
 //     slots skipped on the way are missing (zeros, as in training) and
 //     counted as gaps;
-//   - a missing slot still inside the window is filled (Filled, counted as
-//     out-of-order);
+//   - a missing slot still held (within Window+History slots of the
+//     newest) is filled (Filled, counted as out-of-order);
 //   - a slot already present is a Duplicate (same values) or a Conflict
 //     (other values; the first reading is kept);
-//   - a slot older than the window is Late and dropped.
+//   - a slot older than that is Late and dropped.
 //
-// Advanced and Filled recompute the node's embedding. A reading the state
-// cannot hold (sensor not a node, wrong number of values, non-finite value,
-// timestamp off the grid) is refused with a *RejectError and changes
+// Embeddings are not computed here but when a forecast needs them (a
+// Filled slot invalidates those of the windows it lies in). A reading the
+// state cannot hold (sensor not a node, wrong number of values, non-finite
+// value, timestamp off the grid) is refused with a *RejectError and changes
 // nothing; such readings are normally caught by Validator first.
 func (s *State) Apply(r Reading) (ApplyResult, error) {
 	res := ApplyResult{Sensor: r.Sensor, TS: r.TS}
@@ -228,15 +263,15 @@ func (s *State) Apply(r Reading) (ApplyResult, error) {
 	}
 	nd := &s.nodes[r.Sensor]
 	cnt := s.Counters
-	T := int64(s.t)
+	R := int64(s.r)
 	switch {
 	case nd.newest == noSlot || slot > nd.newest:
 		res.Kind = Advanced
 		if nd.newest != noSlot {
 			res.Gap = slot - nd.newest - 1
 			// Clear the positions of the skipped slots (all of them when the
-			// gap spans the window), the new slot's position included.
-			for sl, i := nd.newest+1, int64(0); sl <= slot && i < T; sl, i = sl+1, i+1 {
+			// gap spans the ring), the new slot's position included.
+			for sl, i := nd.newest+1, int64(0); sl <= slot && i < R; sl, i = sl+1, i+1 {
 				nd.slots[s.pos(sl)] = noSlot
 			}
 		}
@@ -248,11 +283,10 @@ func (s *State) Apply(r Reading) (ApplyResult, error) {
 			nd.gaps += uint64(res.Gap)
 			cnt.Gaps.Add(uint64(res.Gap))
 		}
-	case slot <= nd.newest-T:
+	case slot <= nd.newest-R:
 		res.Kind = Late
 		nd.late++
 		cnt.Late.Add(1)
-		return res, nil
 	default:
 		p := s.pos(slot)
 		if nd.slots[p] == slot {
@@ -278,9 +312,12 @@ func (s *State) Apply(r Reading) (ApplyResult, error) {
 		nd.ooo++
 		cnt.Applied.Add(1)
 		cnt.OutOfOrder.Add(1)
-	}
-	if err := s.embed(nd); err != nil {
-		return res, fmt.Errorf("apply sensor %d ts %d: %w", r.Sensor, r.TS, err)
+		// The windows that hold the slot have changed.
+		for e := slot; e < slot+int64(s.t) && e <= nd.newest; e++ {
+			if q := s.pos(e); nd.embAt[q] == e {
+				nd.embAt[q] = noSlot
+			}
+		}
 	}
 	return res, nil
 }
@@ -291,14 +328,14 @@ func (s *State) store(nd *node, slot int64, vals []float64) {
 	copy(nd.vals[p*s.c:(p+1)*s.c], vals)
 }
 
-// fillWindow writes the node's window ending at its newest slot into
-// s.window, oldest first, zeros for missing slots.
-func (s *State) fillWindow(nd *node) {
+// fillWindow writes the node's window ending at slot end into dst
+// (Window×Channels), oldest first, zeros for missing slots.
+func (s *State) fillWindow(dst []float64, nd *node, end int64) {
 	c := s.c
 	for j := 0; j < s.t; j++ {
-		sl := nd.newest - int64(s.t-1-j)
+		sl := end - int64(s.t-1-j)
 		p := s.pos(sl)
-		w := s.window[j*c : (j+1)*c]
+		w := dst[j*c : (j+1)*c]
 		if nd.slots[p] == sl {
 			copy(w, nd.vals[p*c:(p+1)*c])
 		} else {
@@ -307,9 +344,51 @@ func (s *State) fillWindow(nd *node) {
 	}
 }
 
-func (s *State) embed(nd *node) error {
-	s.fillWindow(nd)
-	return s.b.Embed(nd.emb, s.window)
+// held reports whether node nd's window ending at slot end is still held:
+// end is at most its newest slot and at least History slots before.
+func (s *State) held(nd *node, end int64) bool {
+	return nd.newest != noSlot && end <= nd.newest && end > nd.newest-int64(s.r-s.t+1)
+}
+
+// queue makes sure node k's embedding of the window ending at end (held) is
+// cached or queued for the next flushEmbeddings, and returns where it is
+// (or will be).
+func (s *State) queue(k int, end int64) []float64 {
+	nd := &s.nodes[k]
+	p := s.pos(end)
+	e := nd.embs[p*s.d : (p+1)*s.d]
+	if nd.embAt[p] == end {
+		return e
+	}
+	nd.embAt[p] = end // valid once flushed
+	n, w := len(s.queued), s.t*s.c
+	s.qwin = slices.Grow(s.qwin[:n*w], w)[:(n+1)*w]
+	s.fillWindow(s.qwin[n*w:], nd, end)
+	s.queued = append(s.queued, queued{k, p})
+	return e
+}
+
+// queued is an embedding waiting for flushEmbeddings: node k, ring position p.
+type queued struct{ k, p int }
+
+// flushEmbeddings computes the queued embeddings in one batch.
+func (s *State) flushEmbeddings() error {
+	n, d := len(s.queued), s.d
+	if n == 0 {
+		return nil
+	}
+	s.qemb = slices.Grow(s.qemb[:0], n*d)[:n*d]
+	err := s.b.EmbedBatch(s.qemb, s.qwin[:n*s.t*s.c], n)
+	for i, q := range s.queued {
+		nd := &s.nodes[q.k]
+		if err != nil {
+			nd.embAt[q.p] = noSlot // not computed
+			continue
+		}
+		copy(nd.embs[q.p*d:(q.p+1)*d], s.qemb[i*d:(i+1)*d])
+	}
+	s.queued = s.queued[:0]
+	return err
 }
 
 // Window copies node k's current window (Window×Channels, oldest first,
@@ -320,7 +399,7 @@ func (s *State) Window(dst []float64, k int) (w []float64, newest int64, ok bool
 		return dst, 0, false
 	}
 	nd := &s.nodes[k]
-	s.fillWindow(nd)
+	s.fillWindow(s.window, nd, nd.newest)
 	return append(dst, s.window...), s.ms(nd.newest), true
 }
 
@@ -331,11 +410,16 @@ func (s *State) Ready(z int, ts int64) bool {
 	if z < 0 || z >= s.n || ts%s.stepMs != 0 {
 		return false
 	}
-	slot := ts / s.stepMs
+	return s.readyFor(z, ts/s.stepMs+1)
+}
+
+// readyFor reports whether every receptive node of z has slot target−1.
+func (s *State) readyFor(z int, target int64) bool {
+	slot := target - 1
 	ks, _ := s.b.Receptive(z)
 	for _, k := range ks {
 		nd := &s.nodes[k]
-		if nd.newest == noSlot || slot > nd.newest || slot <= nd.newest-int64(s.t) || nd.slots[s.pos(slot)] != slot {
+		if nd.newest == noSlot || slot > nd.newest || slot <= nd.newest-int64(s.r) || nd.slots[s.pos(slot)] != slot {
 			return false
 		}
 	}
@@ -343,50 +427,85 @@ func (s *State) Ready(z int, ts int64) bool {
 }
 
 // horizon returns, for z's receptive nodes, the newest slot over them, the
-// oldest of their newest slots, and whether all have a reading.
-func (s *State) horizon(z int) (newest, oldest int64, ok bool) {
+// oldest of their newest slots, the earliest forecast slot whose input
+// windows are all still held, and whether all have a reading.
+func (s *State) horizon(z int) (newest, oldest, earliest int64, ok bool) {
 	ks, _ := s.b.Receptive(z)
 	if len(ks) == 0 {
-		return noSlot, noSlot, false
+		return noSlot, noSlot, noSlot, false
 	}
-	newest, oldest = noSlot, math.MaxInt64
+	newest, oldest, earliest = noSlot, math.MaxInt64, noSlot
+	h := int64(s.r - s.t)
 	for _, k := range ks {
 		nk := s.nodes[k].newest
 		if nk == noSlot {
-			return noSlot, noSlot, false
+			return noSlot, noSlot, noSlot, false
 		}
-		newest, oldest = max(newest, nk), min(oldest, nk)
+		newest, oldest, earliest = max(newest, nk), min(oldest, nk), max(earliest, nk-h+1)
 	}
-	return newest, oldest, true
+	return newest, oldest, earliest, true
 }
 
-// Forecast writes node z's forecast into dst from the cached embeddings of
-// z's receptive nodes, each at its newest window.
-//
-// The forecast slot is one step after the newest slot over the receptive
-// nodes: dst.TS = (max_k newest_k + 1)·step. Each input is reported with its
-// newest slot, and dst.StaleSlots = max_k (forecast slot − 1 − newest_k), in
-// slots: 0 when every receptive node has the slot just before the forecast
-// slot, positive when some lag behind (their windows end earlier).
-//
-// dst's slices are reused (with enough capacity nothing is allocated);
-// dst.EmittedMs is left to the caller (Emitter.Emit sets it). The error
-// wraps ErrNoData if some receptive node has no reading yet.
+// Forecast writes node z's forecast from the newest readings into dst: the
+// forecast slot is one step after the newest slot over the receptive
+// nodes, dst.TS = (max_k newest_k + 1)·step (see ForecastSlot).
 func (s *State) Forecast(z int, dst *Forecast) error {
 	if z < 0 || z >= s.n {
 		return fmt.Errorf("forecast: node %d outside [0,%d)", z, s.n)
 	}
-	newest, oldest, ok := s.horizon(z)
+	newest, _, _, ok := s.horizon(z)
 	if !ok {
 		return fmt.Errorf("forecast node %d: receptive nodes without readings: %w", z, ErrNoData)
 	}
+	return s.ForecastSlot(z, (newest+1)*s.stepMs, dst)
+}
+
+// ErrGone is returned (wrapped) by ForecastSlot when an input window of the
+// forecast slot is no longer held: some receptive node is more than
+// History slots ahead of it.
+var ErrGone = errors.New("input window no longer held")
+
+// ForecastSlot writes node z's forecast for the slot starting at ts (Unix
+// ms) into dst, from every receptive node k's window ending at slot
+// ts/step − 1, or at k's newest slot if k has not reached it yet. Each
+// input is reported with the end of the window used, and dst.StaleSlots =
+// max_k (forecast slot − 1 − window end_k): 0 when every receptive node
+// had the slot before the forecast slot.
+//
+// Cached embeddings make this cheap; missing ones are computed first, one
+// at a time (Prepare computes them in a batch). dst's slices are reused
+// (with enough capacity nothing is allocated); dst.EmittedMs is left to
+// the caller (Emitter.Emit sets it). The error wraps ErrNoData if some
+// receptive node has no reading yet and ErrGone if a window needed has
+// left the ring.
+func (s *State) ForecastSlot(z int, ts int64, dst *Forecast) error {
+	if z < 0 || z >= s.n {
+		return fmt.Errorf("forecast: node %d outside [0,%d)", z, s.n)
+	}
+	if ts%s.stepMs != 0 {
+		return fmt.Errorf("forecast node %d: ts %d is not a multiple of the %d ms slot", z, ts, s.stepMs)
+	}
+	target := ts / s.stepMs
 	ks, _ := s.b.Receptive(z)
 	embs := s.embs[:len(ks)]
 	dst.Inputs = dst.Inputs[:0]
+	stale := int64(0)
 	for i, k := range ks {
 		nd := &s.nodes[k]
-		embs[i] = nd.emb
-		dst.Inputs = append(dst.Inputs, Input{Sensor: k, TS: nd.newest * s.stepMs})
+		if nd.newest == noSlot {
+			return fmt.Errorf("forecast node %d: receptive node %d without readings: %w", z, k, ErrNoData)
+		}
+		end := min(target-1, nd.newest)
+		if !s.held(nd, end) {
+			return fmt.Errorf("forecast node %d slot %d: node %d is at slot %d, beyond the %d slots of history: %w",
+				z, target, k, nd.newest, s.r-s.t, ErrGone)
+		}
+		embs[i] = s.queue(k, end)
+		stale = max(stale, target-1-end)
+		dst.Inputs = append(dst.Inputs, Input{Sensor: k, TS: end * s.stepMs})
+	}
+	if err := s.flushEmbeddings(); err != nil {
+		return fmt.Errorf("forecast node %d: %w", z, err)
 	}
 	if cap(dst.Values) < s.c {
 		dst.Values = make([]float64, s.c)
@@ -401,8 +520,39 @@ func (s *State) Forecast(z int, dst *Forecast) error {
 		}
 	}
 	dst.Sensor = z
-	dst.TS = (newest + 1) * s.stepMs
-	dst.StaleSlots = newest - oldest
+	dst.TS = ts
+	dst.StaleSlots = stale
 	dst.Model = s.b.Meta.Version
+	return nil
+}
+
+// Prepare computes, in one batch, the embeddings that the forecasts of
+// nodes zs for slots targets (slot indices, one per node) need and that are
+// not cached yet. Forecasts whose inputs are missing or gone are left out
+// (ForecastSlot reports them).
+func (s *State) Prepare(zs []int, targets []int64) error {
+	for i, z := range zs {
+		if z < 0 || z >= s.n {
+			continue
+		}
+		ks, _ := s.b.Receptive(z)
+		for _, k := range ks {
+			nd := &s.nodes[k]
+			if nd.newest == noSlot {
+				continue
+			}
+			if end := min(targets[i]-1, nd.newest); s.held(nd, end) {
+				s.queue(k, end)
+			}
+		}
+		if len(s.queued) >= 512 {
+			if err := s.flushEmbeddings(); err != nil {
+				return fmt.Errorf("prepare: %w", err)
+			}
+		}
+	}
+	if err := s.flushEmbeddings(); err != nil {
+		return fmt.Errorf("prepare: %w", err)
+	}
 	return nil
 }

@@ -129,7 +129,7 @@ func TestForecastStaleAndNoData(t *testing.T) {
 
 func TestApplyCounts(t *testing.T) {
 	b := testBundle(t, 3, 4, 2, 3, 5)
-	st, err := NewState(b, testStep)
+	st, err := NewStateHistory(b, testStep, 0) // the window only
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,7 +222,8 @@ func TestIdempotence(t *testing.T) {
 	data := testSeries(steps, n, C, 10)
 	rs := streamOf(data, steps, n, C, 1000)
 
-	st1, _ := NewState(b, testStep)
+	const history = 3
+	st1, _ := NewStateHistory(b, testStep, history)
 	mustApply(t, st1, rs)
 	snap1 := st1.Snapshot()
 	fc1 := allForecasts(t, st1)
@@ -231,14 +232,15 @@ func TestIdempotence(t *testing.T) {
 		t.Fatalf("applied %d of %d", applied, len(rs))
 	}
 
-	// Twice: every reading is a duplicate (inside the final window) or late.
+	// Twice: every reading is a duplicate (inside the final window and
+	// history) or late.
 	mustApply(t, st1, rs)
 	if !bytes.Equal(snap1, st1.Snapshot()) {
 		t.Fatal("second application changed the state")
 	}
 	inWindow := 0
 	for _, r := range rs {
-		if r.TS/testStep > 1000+steps-1-T {
+		if r.TS/testStep > 1000+steps-1-T-history {
 			inWindow++
 		}
 	}
@@ -262,7 +264,7 @@ func TestIdempotence(t *testing.T) {
 		rng.Shuffle(hi-lo, func(i, j int) { sh[lo+i], sh[lo+j] = sh[lo+j], sh[lo+i] })
 		lo = hi
 	}
-	st2, _ := NewState(b, testStep)
+	st2, _ := NewStateHistory(b, testStep, history)
 	mustApply(t, st2, sh)
 	if !bytes.Equal(snap1, st2.Snapshot()) {
 		t.Error("shuffled stream gives another state")

@@ -33,14 +33,6 @@ func TestKill9LosesNothing(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and kills a process")
 	}
-	// Known failure, not yet fixed (issue 4): after kill -9 the restarted
-	// process joins the consumer group on the embedded broker but receives
-	// no readings, even when restarted after the dead member's session
-	// timeout; a graceful restart works. Run with SDGNN_CRASH_TEST=1 to
-	// reproduce.
-	if os.Getenv("SDGNN_CRASH_TEST") == "" {
-		t.Skip("known failure: restart after kill -9 stalls in the consumer group; set SDGNN_CRASH_TEST=1")
-	}
 	dir, err := pems.ResolveDataDir("")
 	if err != nil {
 		if os.Getenv("CI") != "" {
@@ -77,7 +69,7 @@ func TestKill9LosesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer emb.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	if err := stream.EnsureTopics(ctx, []string{emb.Addr}, 4, "readings", "forecasts", "readings-dead-letter"); err != nil {
 		t.Fatal(err)
@@ -117,27 +109,31 @@ func TestKill9LosesNothing(t *testing.T) {
 	// lateness deadline pass during the test.
 	t0 := time.Now().UTC().Truncate(stepMs * time.Millisecond).Add(-time.Duration(from) * stepMs * time.Millisecond)
 	series := stream.Series{Steps: s.Steps, Nodes: s.Nodes, Channels: s.Channels, Data: s.Data}
-	pub := func(a, z int) {
-		if _, err := stream.Publish(ctx, series, stream.PublishConfig{Brokers: []string{emb.Addr}, Topic: "readings", From: a, To: z,
-			Start: t0, StepMs: stepMs, SlotPause: 15 * time.Millisecond}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	mid := (from + to) / 2
-	pub(from, mid)
-	time.Sleep(100 * time.Millisecond)
+	// The publisher runs on while the service is killed and restarted.
+	pubDone := make(chan error, 1)
+	go func() {
+		_, err := stream.Publish(ctx, series, stream.PublishConfig{Brokers: []string{emb.Addr}, Topic: "readings", From: from, To: to,
+			Start: t0, StepMs: stepMs, SlotPause: 25 * time.Millisecond})
+		pubDone <- err
+	}()
+	time.Sleep(400 * time.Millisecond) // mid-stream
 	if err := proc.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
+	select {
+	case err := <-pubDone:
+		t.Fatalf("the publisher finished (%v) before the kill: not mid-stream", err)
+	default:
+	}
 	proc.Wait()
-	pub(mid, mid+3) // readings that arrive while the service is down
-	// Let the group's session (10 s) of the killed member expire before the
-	// restart, as a supervisor's restart back-off would.
-	time.Sleep(11 * time.Second)
+	// Restarted at once, as a supervisor would: the group hands the dead
+	// member's partitions over when its session (10 s) expires.
 	proc, up = start()
 	<-up
 	defer func() { proc.Process.Signal(syscall.SIGTERM); proc.Wait() }()
-	pub(mid+3, to)
+	if err := <-pubDone; err != nil {
+		t.Fatal(err)
+	}
 
 	want := (to - (from + T) + 1) * s.Nodes
 	r := kafka.NewReader(kafka.ReaderConfig{Brokers: []string{emb.Addr}, GroupID: "crash-check", Topic: "forecasts", StartOffset: kafka.FirstOffset, MaxWait: 50 * time.Millisecond})
@@ -147,7 +143,15 @@ func TestKill9LosesNothing(t *testing.T) {
 	for len(got) < want {
 		m, err := r.ReadMessage(ctx)
 		if err != nil {
-			t.Fatalf("after %d of %d forecasts: %v", len(got), want, err)
+			missing := map[int]int{}
+			for slot := from + T; slot <= to; slot++ {
+				for z := 0; z < s.Nodes; z++ {
+					if _, ok := got[[2]int64{int64(z), int64(slot)}]; !ok {
+						missing[slot-from]++
+					}
+				}
+			}
+			t.Fatalf("after %d of %d forecasts: %v; missing per slot (offset from the first published): %v", len(got), want, err, missing)
 		}
 		f, err := stream.DecodeForecast(m.Value)
 		if err != nil {

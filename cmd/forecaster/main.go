@@ -133,6 +133,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		state    = fs.String("state", "", "state snapshot file: kill -9 loses nothing when set")
 		lateness = fs.Duration("lateness", 2*time.Minute, "how long after a slot ends a forecast waits for missing inputs")
 		group    = fs.String("group", "sdgnn-forecaster", "consumer group")
+		history  = fs.Int("history", stream.DefaultHistory, "slots of readings kept beyond the window, so that inputs up to this far apart (catching up) still give exact forecasts")
 		jsonLogs = fs.Bool("log-json", false, "JSON log lines")
 	)
 	if err := fs.Parse(args); err != nil {
@@ -140,6 +141,10 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if *model == "" {
 		fmt.Fprintln(stderr, "serve: -model B.sdgnn is required")
+		return errUsage
+	}
+	if *history < 1 {
+		fmt.Fprintf(stderr, "serve: -history %d: want at least 1 slot\n", *history)
 		return errUsage
 	}
 	log := newLogger(stderr, *jsonLogs)
@@ -157,7 +162,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	defer closeBroker()
 	svc, err := stream.NewService(b, stream.Config{Brokers: brokers, GroupID: *group, StepMs: step, Lateness: *lateness,
-		StateFile: *state, HTTPAddr: *httpAddr, Log: log})
+		History: *history, StateFile: *state, HTTPAddr: *httpAddr, Log: log})
 	if err != nil {
 		return err
 	}
