@@ -13,7 +13,8 @@ import (
 // the State).
 //
 // Node z's next target is the slot after its last emitted one (its first
-// is one after the oldest newest slot over its receptive nodes). Target t
+// is the slot after the first one all its receptive nodes have a reading
+// of). Target t
 // is due
 //
 //   - fresh: as soon as every receptive node has slot t−1 (State.Ready),
@@ -92,13 +93,15 @@ func (e *Emitter) OnApply(res ApplyResult, now time.Time) {
 }
 
 // target returns z's next forecast slot, and false if z cannot be
-// forecast yet (a receptive node without readings).
+// forecast yet (a receptive node without readings). The first is the slot
+// after the first one every receptive node has a reading of (or the
+// earliest whose inputs are still held).
 func (e *Emitter) target(z int) (int64, bool) {
-	_, oldest, earliest, ok := e.st.horizon(z)
+	_, _, earliest, first, ok := e.st.horizon(z)
 	if !ok {
 		return noSlot, false
 	}
-	t := oldest + 1
+	t := first + 1
 	if last := e.st.nodes[z].lastEmitted; last != noSlot {
 		t = last + 1
 	}
@@ -108,7 +111,7 @@ func (e *Emitter) target(z int) (int64, bool) {
 // started reports whether some receptive node of z has reached slot
 // target−1.
 func (e *Emitter) started(z int, target int64) bool {
-	newest, _, _, ok := e.st.horizon(z)
+	newest, _, _, _, ok := e.st.horizon(z)
 	return ok && newest >= target-1
 }
 

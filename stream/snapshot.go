@@ -153,10 +153,14 @@ func (s *State) Restore(data []byte) error {
 		for i := range nd.slots {
 			nd.slots[i], nd.embAt[i] = noSlot, noSlot
 		}
+		nd.first = noSlot
 		for i := 0; i < R; i++ {
 			sl := slots[z*R+i]
 			if sl != noSlot && sl > nd.newest-int64(s.r) {
 				s.store(nd, sl, vals[(z*R+i)*C:(z*R+i+1)*C])
+				if nd.first == noSlot || sl < nd.first {
+					nd.first = sl
+				}
 			}
 		}
 	}

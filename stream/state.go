@@ -74,6 +74,7 @@ type NodeInfo struct {
 type node struct {
 	newest      int64     // newest slot index (ts/step), noSlot if none
 	lastEmitted int64     // slot index of the last forecast emitted, noSlot if none
+	first       int64     // oldest slot held when its first reading came (or at Restore), noSlot if none
 	slots       []int64   // R ring positions: slot index held, or noSlot
 	vals        []float64 // R×C ring values
 	embAt       []int64   // R positions: window-end slot whose embedding is cached there, or noSlot
@@ -161,7 +162,7 @@ func NewStateHistory(b *sdgnn.Bundle, stepMs int64, history int) (*State, error)
 	maxR := 0
 	for z := range s.nodes {
 		nd := &s.nodes[z]
-		nd.newest, nd.lastEmitted = noSlot, noSlot
+		nd.newest, nd.lastEmitted, nd.first = noSlot, noSlot, noSlot
 		nd.slots = slots[z*r : (z+1)*r : (z+1)*r]
 		nd.vals = vals[z*r*c : (z+1)*r*c : (z+1)*r*c]
 		nd.embAt = embAt[z*r : (z+1)*r : (z+1)*r]
@@ -276,6 +277,9 @@ func (s *State) Apply(r Reading) (ApplyResult, error) {
 			}
 		}
 		nd.newest = slot
+		if nd.first == noSlot {
+			nd.first = slot
+		}
 		s.store(nd, slot, r.Values)
 		nd.applied++
 		cnt.Applied.Add(1)
@@ -307,6 +311,7 @@ func (s *State) Apply(r Reading) (ApplyResult, error) {
 			return res, nil
 		}
 		res.Kind = Filled
+		nd.first = min(nd.first, slot)
 		s.store(nd, slot, r.Values)
 		nd.applied++
 		nd.ooo++
@@ -428,22 +433,23 @@ func (s *State) readyFor(z int, target int64) bool {
 
 // horizon returns, for z's receptive nodes, the newest slot over them, the
 // oldest of their newest slots, the earliest forecast slot whose input
-// windows are all still held, and whether all have a reading.
-func (s *State) horizon(z int) (newest, oldest, earliest int64, ok bool) {
+// windows are all still held, the latest of their first slots, and whether
+// all have a reading.
+func (s *State) horizon(z int) (newest, oldest, earliest, first int64, ok bool) {
 	ks, _ := s.b.Receptive(z)
 	if len(ks) == 0 {
-		return noSlot, noSlot, noSlot, false
+		return noSlot, noSlot, noSlot, noSlot, false
 	}
-	newest, oldest, earliest = noSlot, math.MaxInt64, noSlot
+	newest, oldest, earliest, first = noSlot, math.MaxInt64, noSlot, noSlot
 	h := int64(s.r - s.t)
 	for _, k := range ks {
-		nk := s.nodes[k].newest
-		if nk == noSlot {
-			return noSlot, noSlot, noSlot, false
+		nd := &s.nodes[k]
+		if nd.newest == noSlot {
+			return noSlot, noSlot, noSlot, noSlot, false
 		}
-		newest, oldest, earliest = max(newest, nk), min(oldest, nk), max(earliest, nk-h+1)
+		newest, oldest, earliest, first = max(newest, nd.newest), min(oldest, nd.newest), max(earliest, nd.newest-h+1), max(first, nd.first)
 	}
-	return newest, oldest, earliest, true
+	return newest, oldest, earliest, first, true
 }
 
 // Forecast writes node z's forecast from the newest readings into dst: the
@@ -453,7 +459,7 @@ func (s *State) Forecast(z int, dst *Forecast) error {
 	if z < 0 || z >= s.n {
 		return fmt.Errorf("forecast: node %d outside [0,%d)", z, s.n)
 	}
-	newest, _, _, ok := s.horizon(z)
+	newest, _, _, _, ok := s.horizon(z)
 	if !ok {
 		return fmt.Errorf("forecast node %d: receptive nodes without readings: %w", z, ErrNoData)
 	}
