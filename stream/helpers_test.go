@@ -89,3 +89,21 @@ func mustApply(tb testing.TB, st *State, rs []Reading) {
 		}
 	}
 }
+
+// testBundle6 is testBundle with six receptive nodes per node (z, z+1,
+// z+2, z+3, z+5, z+8 mod n), the budget of the shipped models.
+func testBundle6(tb testing.TB, n, T, C, d int, seed uint64) *sdgnn.Bundle {
+	tb.Helper()
+	b := testBundle(tb, n, T, C, d, seed)
+	rng := rand.New(rand.NewPCG(seed, 8))
+	for z := 0; z < n; z++ {
+		ks := []int{z, (z + 1) % n, (z + 2) % n, (z + 3) % n, (z + 5) % n, (z + 8) % n}
+		slices.Sort(ks)
+		ks = slices.Compact(ks)
+		b.Theta.Nodes[z], b.Theta.Weights[z] = ks, nil
+		for range ks {
+			b.Theta.Weights[z] = append(b.Theta.Weights[z], 0.1+rng.Float64())
+		}
+	}
+	return b
+}

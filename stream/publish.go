@@ -43,7 +43,7 @@ func Publish(ctx context.Context, s Series, cfg PublishConfig) (int, error) {
 		return 0, fmt.Errorf("publish: start %s is not on the %d ms slot grid", cfg.Start.UTC().Format(time.RFC3339), cfg.StepMs)
 	}
 	w := &kafka.Writer{Addr: kafka.TCP(cfg.Brokers...), Topic: cfg.Topic, Balancer: &kafka.Hash{},
-		RequiredAcks: kafka.RequireAll, BatchTimeout: time.Millisecond, BatchSize: 10000, BatchBytes: 16 << 20}
+		RequiredAcks: kafka.RequireAll, BatchTimeout: time.Millisecond, BatchSize: 1000, BatchBytes: 16 << 20}
 	defer w.Close()
 	base := cfg.Start.UnixMilli()
 	var (

@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -194,7 +196,7 @@ func (s *Service) Run(ctx context.Context) error {
 		// RequiredAcks must be set: the zero value does not wait for the
 		// broker and so hides its errors.
 		return &kafka.Writer{Addr: kafka.TCP(cfg.Brokers...), Topic: topic, Balancer: &kafka.Hash{},
-			RequiredAcks: kafka.RequireAll, BatchTimeout: time.Millisecond, BatchSize: 10000, BatchBytes: 16 << 20}
+			RequiredAcks: kafka.RequireAll, BatchTimeout: time.Millisecond, BatchSize: 1000, BatchBytes: 16 << 20}
 	}
 	s.forecasts, s.letters = newWriter(cfg.ForecastsTopic), newWriter(cfg.DeadLetterTopic)
 	defer func() {
@@ -219,25 +221,34 @@ func (s *Service) Run(ctx context.Context) error {
 	cfg.Log.Info().Strs("brokers", cfg.Brokers).Str("readings", cfg.ReadingsTopic).Str("forecasts", cfg.ForecastsTopic).
 		Str("group", cfg.GroupID).Msg("consuming")
 
+	parts, err := partitionsOf(ctx, cfg.Brokers, cfg.ReadingsTopic)
+	if err != nil {
+		return err
+	}
+	// Partitions may run at most half the history apart (see Aligner).
+	align := NewAligner(parts, int64(max(s.state.History()/2, 1)), time.Second, 1<<20, time.Now())
 	var (
-		err     error
 		batch   []kafka.Message
 		out     []kafka.Message
 		dead    []kafka.Message
+		held    []Held
 		r       Reading
 		f       Forecast
 		arrived []time.Time
 		resumed = map[int]bool{}
 	)
 	for {
-		batch, dead, out, arrived = batch[:0], dead[:0], out[:0], arrived[:0]
+		batch, dead, out, arrived, held = batch[:0], dead[:0], out[:0], arrived[:0], held[:0]
 		// Block for the first reading until the next forecast deadline.
 		wait := cfg.CommitEvery
 		if at, ok := s.emitter.NextDeadline(); ok {
 			wait = min(wait, max(time.Millisecond, at.Sub(cfg.Now())))
 		}
+		if align.Len() > 0 {
+			wait = min(wait, 50*time.Millisecond) // held readings wait for other partitions
+		}
 		deadline := time.Now().Add(wait)
-		for len(batch) < cfg.BatchSize {
+		for fetched := 0; fetched < cfg.BatchSize; fetched++ {
 			fctx, cancel := context.WithDeadline(ctx, deadline)
 			m, err := s.reader.FetchMessage(fctx)
 			cancel()
@@ -251,14 +262,33 @@ func (s *Service) Run(ctx context.Context) error {
 				resumed[m.Partition] = true
 				cfg.Log.Info().Int("partition", m.Partition).Int64("offset", m.Offset).Msg("first reading of partition")
 			}
-			batch = append(batch, m)
-			arrived = append(arrived, time.Now())
-			if len(batch) == 1 {
+			h := Held{Msg: m, Arrived: time.Now()}
+			if DecodeReadingInto(&r, m.Key, m.Value) == nil && r.TS%cfg.StepMs == 0 {
+				h.Slot, h.OK = r.TS/cfg.StepMs, true
+			}
+			align.Add(h)
+			if fetched == 0 {
 				deadline = time.Now().Add(2 * time.Millisecond) // gather what is already buffered
 			}
 		}
+		overflows := align.Overflows
+		held = align.Release(time.Now(), held)
+		if align.Overflows != overflows {
+			cfg.Log.Warn().Int("released", len(held)).Msg("more readings held for slower partitions than allowed: released all")
+		}
+		// In slot order, emitting at every new slot, so that no input runs
+		// ahead of a pending forecast by more than the partitions' slack.
+		slices.SortStableFunc(held, func(a, b Held) int { return cmp.Compare(a.Slot, b.Slot) })
 		now := cfg.Now()
-		for _, m := range batch {
+		for i, h := range held {
+			if i > 0 && h.OK && held[i-1].OK && h.Slot != held[i-1].Slot {
+				if out, err = s.emitDue(out, &f); err != nil {
+					return err
+				}
+			}
+			m := h.Msg
+			batch = append(batch, m)
+			arrived = append(arrived, h.Arrived)
 			err := DecodeReadingInto(&r, m.Key, m.Value)
 			if err == nil {
 				err = s.valid.Check(r)
@@ -286,10 +316,34 @@ func (s *Service) Run(ctx context.Context) error {
 			return err
 		}
 		if ctx.Err() != nil {
-			cfg.Log.Info().Msg("shutting down: batch committed")
+			cfg.Log.Info().Int("held", align.Len()).Msg("shutting down: batch committed (held readings are read again at restart)")
 			return nil
 		}
 	}
+}
+
+// partitionsOf returns the partition ids of topic.
+func partitionsOf(ctx context.Context, brokers []string, topic string) ([]int, error) {
+	client := &kafka.Client{Addr: kafka.TCP(brokers...), Timeout: 10 * time.Second}
+	resp, err := client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{topic}})
+	if err != nil {
+		return nil, fmt.Errorf("metadata of %s: %w", topic, err)
+	}
+	for _, t := range resp.Topics {
+		if t.Name != topic {
+			continue
+		}
+		if t.Error != nil {
+			return nil, fmt.Errorf("metadata of %s: %w", topic, t.Error)
+		}
+		ps := make([]int, 0, len(t.Partitions))
+		for _, p := range t.Partitions {
+			ps = append(ps, p.ID)
+		}
+		slices.Sort(ps)
+		return ps, nil
+	}
+	return nil, fmt.Errorf("metadata of %s: topic not found", topic)
 }
 
 // emitDue appends the forecasts due now to out, round after round (a

@@ -1,0 +1,309 @@
+package bench
+
+import (
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"testing"
+	"time"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/pemsforecast/sdgnn/datasets/pems"
+	"github.com/pemsforecast/sdgnn/nn"
+	"github.com/pemsforecast/sdgnn/sdgnn"
+	"github.com/pemsforecast/sdgnn/snapshot"
+	"github.com/pemsforecast/sdgnn/stream"
+	"github.com/pemsforecast/sdgnn/teacher"
+)
+
+// The shapes of the shipped models: window 12, 3 channels (PeMS), hidden
+// 16, at most 6 receptive nodes.
+const (
+	window   = 12
+	channels = 3
+	hidden   = 16
+	budget   = 6
+	stepMs   = 5 * 60 * 1000
+	requests = 10000 // the paper's protocol: 10,000 random single-node requests
+)
+
+type setup struct {
+	n      int
+	adj    *pems.CSR
+	model  *teacher.Model
+	bundle *sdgnn.Bundle
+	state  *stream.State
+	target int64 // the slot every forecast is for (Unix ms)
+	raw    []float64
+	two    [][]int     // two[z]: z's 2-hop neighbourhood, sorted
+	sub    []*pems.CSR // Â restricted to the rows and columns of two[z]
+	local  []int       // z's row in two[z]
+	order  []int       // the random requests
+}
+
+var cached *setup
+
+// load builds everything once: the real PeMS04 graph, an initialised
+// GRU-GCN (weights do not change costs), a bundle that shares its GRU and
+// decoder with θ_z = z and its 5 nearest hops, and a stream.State holding
+// one window of random readings of every sensor.
+func load(b *testing.B) *setup {
+	b.Helper()
+	if cached != nil {
+		return cached
+	}
+	dir, err := pems.ResolveDataDir("")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			b.Fatal(err)
+		}
+		b.Skip(err)
+	}
+	info, err := pems.Lookup("pems04")
+	if err != nil {
+		b.Fatal(err)
+	}
+	g, err := pems.ReadDistanceCSV(filepath.Join(dir, filepath.FromSlash(info.GraphFile)), info.Nodes)
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := &setup{n: g.Nodes, adj: g.NormalizedAdjacency()}
+	s.model, err = teacher.New(teacher.Config{Kind: teacher.KindGRUGCN, Window: window, Channels: channels, Hidden: hidden, Seed: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	nb := g.Neighbors()
+	theta := &sdgnn.Theta{Nodes: make([][]int, s.n), Weights: make([][]float64, s.n)}
+	s.two, s.sub, s.local = make([][]int, s.n), make([]*pems.CSR, s.n), make([]int, s.n)
+	for z := 0; z < s.n; z++ {
+		// Breadth first: z, its neighbours, theirs.
+		seen := map[int]bool{z: true}
+		ring := []int{z}
+		bfs := []int{z}
+		for hop := 0; hop < 2; hop++ {
+			var next []int
+			for _, u := range ring {
+				for _, v := range nb[u] {
+					if !seen[v] {
+						seen[v] = true
+						next = append(next, v)
+					}
+				}
+			}
+			bfs = append(bfs, next...)
+			ring = next
+		}
+		ks := slices.Clone(bfs[:min(budget, len(bfs))])
+		slices.Sort(ks)
+		theta.Nodes[z] = ks
+		for range ks {
+			theta.Weights[z] = append(theta.Weights[z], 1/float64(len(ks)))
+		}
+		two := slices.Clone(bfs)
+		slices.Sort(two)
+		s.two[z] = two
+		s.local[z], _ = slices.BinarySearch(two, z)
+		s.sub[z] = restrict(s.adj, two)
+	}
+	norm := snapshot.Normalizer{Mean: []float64{200, 0.05, 60}, Std: []float64{100, 0.03, 10}}
+	meta := sdgnn.BundleMeta{Dataset: "pems04", Nodes: s.n, Window: window, Hidden: hidden, Norm: norm, Version: "bench"}
+	meta.Config.PhiHidden = hidden
+	rng := rand.New(rand.NewPCG(1, 2))
+	s.bundle, err = sdgnn.NewBundle(meta, s.model.GRU, nn.NewMLP("phi", hidden, hidden, hidden, rng), theta, s.model.Dec)
+	if err != nil {
+		b.Fatal(err)
+	}
+	s.state, err = stream.NewState(s.bundle, stepMs)
+	if err != nil {
+		b.Fatal(err)
+	}
+	const slot0 = 5_900_000
+	s.raw = make([]float64, window*s.n*channels)
+	for t := 0; t < window; t++ {
+		for z := 0; z < s.n; z++ {
+			v := []float64{200 + 100*rng.NormFloat64(), 0.05 + 0.01*rng.Float64(), 60 + 5*rng.NormFloat64()}
+			copy(s.raw[(t*s.n+z)*channels:], v)
+			if _, err := s.state.Apply(stream.Reading{Sensor: z, TS: (slot0 + int64(t)) * stepMs, Values: v}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	s.target = (slot0 + window) * stepMs
+	s.order = make([]int, requests)
+	for i := range s.order {
+		s.order[i] = rng.IntN(s.n)
+	}
+	cached = s
+	return s
+}
+
+// restrict returns Â's rows and columns of the sorted node set ns, with
+// Â's own weights (degrees of the whole graph): the operator a 2-hop
+// computation of one node's GCN output needs.
+func restrict(a *pems.CSR, ns []int) *pems.CSR {
+	r := &pems.CSR{N: len(ns), RowPtr: make([]int, 1, len(ns)+1)}
+	for _, u := range ns {
+		for p := a.RowPtr[u]; p < a.RowPtr[u+1]; p++ {
+			if j, ok := slices.BinarySearch(ns, a.Col[p]); ok {
+				r.Col = append(r.Col, j)
+				r.Val = append(r.Val, a.Val[p])
+			}
+		}
+		r.RowPtr = append(r.RowPtr, len(r.Col))
+	}
+	return r
+}
+
+// latencies keeps the last 10,000 per-request times and reports their
+// median and 99th percentile with the benchmark.
+type latencies struct {
+	d []time.Duration
+	i int
+}
+
+func (l *latencies) add(d time.Duration) {
+	if len(l.d) < requests {
+		l.d = append(l.d, d)
+		return
+	}
+	l.d[l.i%requests] = d
+	l.i++
+}
+
+func (l *latencies) report(b *testing.B) {
+	s := slices.Clone(l.d)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	if len(s) == 0 {
+		return
+	}
+	q := func(p float64) float64 { return float64(s[int(p*float64(len(s)-1))].Nanoseconds()) / 1e3 }
+	b.ReportMetric(q(0.5), "p50-µs")
+	b.ReportMetric(q(0.99), "p99-µs")
+}
+
+// BenchmarkSDGNNCached is one forecast from the cached embeddings of the
+// node's receptive nodes: the streaming service's hot path.
+func BenchmarkSDGNNCached(b *testing.B) {
+	s := load(b)
+	var f stream.Forecast
+	for z := 0; z < s.n; z++ { // compute every embedding once
+		if err := s.state.ForecastSlot(z, s.target, &f); err != nil {
+			b.Fatal(err)
+		}
+	}
+	l := latencies{d: make([]time.Duration, 0, requests)}
+	i := 0
+	b.ReportAllocs()
+	for b.Loop() {
+		z := s.order[i%requests]
+		i++
+		t0 := time.Now()
+		if err := s.state.ForecastSlot(z, s.target, &f); err != nil {
+			b.Fatal(err)
+		}
+		l.add(time.Since(t0))
+	}
+	l.report(b)
+}
+
+// BenchmarkSDGNNCold is one forecast computing the receptive nodes' GRU
+// windows and φ from their readings first (no cache).
+func BenchmarkSDGNNCold(b *testing.B) {
+	s := load(b)
+	wins := make([]float64, 0, budget*window*channels)
+	embs := make([]float64, budget*hidden)
+	rows := make([][]float64, budget)
+	out := make([]float64, channels)
+	l := latencies{d: make([]time.Duration, 0, requests)}
+	i := 0
+	b.ReportAllocs()
+	for b.Loop() {
+		z := s.order[i%requests]
+		i++
+		t0 := time.Now()
+		ks, _ := s.bundle.Receptive(z)
+		wins = wins[:0]
+		for _, k := range ks {
+			wins, _, _ = s.state.Window(wins, k)
+		}
+		if err := s.bundle.EmbedBatch(embs[:len(ks)*hidden], wins, len(ks)); err != nil {
+			b.Fatal(err)
+		}
+		for j := range ks {
+			rows[j] = embs[j*hidden : (j+1)*hidden]
+		}
+		if err := s.bundle.Forecast(out, z, rows[:len(ks)]); err != nil {
+			b.Fatal(err)
+		}
+		l.add(time.Since(t0))
+	}
+	l.report(b)
+}
+
+// BenchmarkGRUGCNNode is the teacher's forecast of one node computed
+// exactly from its 2-hop receptive field: the GRU over every window in it,
+// two graph convolutions on the restricted operator, the decoder on the
+// node's row.
+func BenchmarkGRUGCNNode(b *testing.B) {
+	s := load(b)
+	m := s.model
+	xs := make([]*mat.Dense, window)
+	zr := mat.NewDense(1, hidden, nil)
+	field := 0
+	l := latencies{d: make([]time.Duration, 0, requests)}
+	i := 0
+	b.ReportAllocs()
+	for b.Loop() {
+		z := s.order[i%requests]
+		i++
+		t0 := time.Now()
+		ns := s.two[z]
+		field += len(ns)
+		for t := range xs {
+			xs[t] = nn.Resize(xs[t], len(ns), channels)
+			x := xs[t].RawMatrix().Data
+			for r, u := range ns {
+				for c := 0; c < channels; c++ {
+					x[r*channels+c] = s.bundle.Meta.Norm.Normalize(s.raw[(t*s.n+u)*channels+c], c)
+				}
+			}
+		}
+		_, zz, err := m.Embed(xs, s.sub[z])
+		if err != nil {
+			b.Fatal(err)
+		}
+		copy(zr.RawRowView(0), zz.RawRowView(s.local[z]))
+		m.Dec.Forward(zr)
+		l.add(time.Since(t0))
+	}
+	l.report(b)
+	b.ReportMetric(float64(field)/float64(max(i, 1)), "receptive-nodes")
+}
+
+// BenchmarkGRUGCNGraph is the teacher's forecast of every node at once;
+// ns/op is for the whole graph, and node-µs the cost per node.
+func BenchmarkGRUGCNGraph(b *testing.B) {
+	s := load(b)
+	m := s.model
+	xs := make([]*mat.Dense, window)
+	for t := range xs {
+		xs[t] = mat.NewDense(s.n, channels, nil)
+		x := xs[t].RawMatrix().Data
+		for j := range x {
+			x[j] = s.bundle.Meta.Norm.Normalize(s.raw[t*s.n*channels+j], j%channels)
+		}
+	}
+	b.ReportAllocs()
+	start := time.Now()
+	ops := 0
+	for b.Loop() {
+		if _, err := m.Forward(xs, s.adj, nil); err != nil {
+			b.Fatal(err)
+		}
+		ops++
+	}
+	b.ReportMetric(float64(time.Since(start).Nanoseconds())/1e3/float64(max(ops, 1))/float64(s.n), "node-µs")
+}

@@ -1,0 +1,144 @@
+package stream
+
+import (
+	"math"
+	"slices"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+)
+
+// Aligner holds the readings fetched from the partitions of the readings
+// topic and releases them so that no partition runs more than Slack slots
+// ahead of the slowest one still catching up.
+//
+// A consumer catching up on a backlog reads partitions unevenly (kafka-go
+// fetches each partition on its own and a partition with fewer sensors
+// covers more slots per message); applied as fetched, the readings of one
+// partition could run hundreds of slots ahead of another's and the
+// forecasts that need both would lose their exact windows. Held readings
+// keep their partition's order, so the offsets committed after they are
+// applied never pass a reading still held.
+//
+// A partition counts as catching up while it has messages left after the
+// last one fetched (Message.HighWaterMark) or, before its first message,
+// for Idle after the aligner started. Partitions that are caught up or
+// idle hold nobody back. Readings that cannot be decoded (slot unknown)
+// are released as soon as they reach the head of their partition, to be
+// dead-lettered in order. If more than MaxHeld readings are held, all are
+// released (and Overflows counts it): exactness gives way to memory.
+//
+// An Aligner is not safe for concurrent use.
+type Aligner struct {
+	Slack   int64
+	Idle    time.Duration
+	MaxHeld int
+
+	Overflows uint64
+
+	started time.Time
+	parts   map[int]*partQueue
+	order   []int // partitions, ascending
+	held    int
+}
+
+// Held is a fetched message with its reading's slot (ok false: not
+// decodable) and its arrival time.
+type Held struct {
+	Msg     kafka.Message
+	Slot    int64
+	OK      bool
+	Arrived time.Time
+}
+
+type partQueue struct {
+	items    []Held
+	head     int
+	frontier int64 // largest slot fetched, noSlot if none
+	seen     bool
+	behind   bool // messages were left after the last one fetched
+}
+
+// NewAligner returns an aligner for the given partitions (those of the
+// readings topic, all assigned to this consumer), started at now.
+func NewAligner(partitions []int, slack int64, idle time.Duration, maxHeld int, now time.Time) *Aligner {
+	a := &Aligner{Slack: max(slack, 0), Idle: idle, MaxHeld: maxHeld, started: now, parts: map[int]*partQueue{}}
+	for _, p := range partitions {
+		a.queue(p)
+	}
+	return a
+}
+
+func (a *Aligner) queue(p int) *partQueue {
+	q := a.parts[p]
+	if q == nil {
+		q = &partQueue{frontier: noSlot}
+		a.parts[p] = q
+		i, _ := slices.BinarySearch(a.order, p)
+		a.order = slices.Insert(a.order, i, p)
+	}
+	return q
+}
+
+// Add holds a fetched message.
+func (a *Aligner) Add(h Held) {
+	q := a.queue(h.Msg.Partition)
+	q.items = append(q.items, h)
+	q.seen = true
+	q.behind = h.Msg.HighWaterMark > h.Msg.Offset+1
+	if h.OK {
+		q.frontier = max(q.frontier, h.Slot)
+	}
+	a.held++
+}
+
+// Len returns the number of readings held.
+func (a *Aligner) Len() int { return a.held }
+
+// Limit returns the newest slot that may be released now: Slack after the
+// frontier of the slowest partition catching up, math.MaxInt64 if none is.
+func (a *Aligner) Limit(now time.Time) int64 {
+	w := int64(math.MaxInt64)
+	for _, q := range a.parts {
+		switch {
+		case q.seen && q.behind:
+			w = min(w, q.frontier)
+		case !q.seen && now.Sub(a.started) < a.Idle:
+			return noSlot // wait for every partition's first fetch
+		}
+	}
+	if w == math.MaxInt64 || w == noSlot {
+		return w
+	}
+	return satAdd(w, a.Slack)
+}
+
+// Release appends to dst, partition by partition in fetch order, the held
+// messages that may be applied now, and removes them.
+func (a *Aligner) Release(now time.Time, dst []Held) []Held {
+	limit := a.Limit(now)
+	if a.MaxHeld > 0 && a.held > a.MaxHeld {
+		limit = math.MaxInt64
+		a.Overflows++
+	}
+	for _, p := range a.order {
+		q := a.parts[p]
+		for q.head < len(q.items) {
+			h := q.items[q.head]
+			if h.OK && h.Slot > limit {
+				break
+			}
+			dst = append(dst, h)
+			q.items[q.head] = Held{}
+			q.head++
+			a.held--
+		}
+		if q.head == len(q.items) {
+			q.items, q.head = q.items[:0], 0
+		} else if q.head > 4096 && q.head*2 > len(q.items) {
+			q.items = append(q.items[:0], q.items[q.head:]...)
+			q.head = 0
+		}
+	}
+	return dst
+}
