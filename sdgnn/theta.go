@@ -121,17 +121,10 @@ type ThetaStats struct {
 // Lasso"): the Lasso's L1 shrinkage, large when the path is stopped early by
 // the budget, is removed while the selection is kept.
 func PhaseTheta(phi, z *mat.Dense, n int, cands [][]int, lambda1 float64, budget int, refit bool) (*Theta, ThetaStats, error) {
-	r, d := phi.Dims()
-	if zr, zd := z.Dims(); zr != r || zd != d || r%n != 0 || len(cands) != n {
-		return nil, ThetaStats{}, fmt.Errorf("phase theta: φ(H) %dx%d, Z %dx%d, %d candidate sets for %d nodes", r, d, zr, zd, len(cands), n)
+	gram, corr, err := thetaProducts(phi, z, n, cands)
+	if err != nil {
+		return nil, ThetaStats{}, err
 	}
-	S := r / n
-	p, q := nodeMajor(phi, n), nodeMajor(z, n)
-	gram := mat.NewDense(n, n, nil) // gram[j][k] = (1/S) Σ_s φ(H_j^s)·φ(H_k^s)
-	corr := mat.NewDense(n, n, nil) // corr[k][z] = (1/S) Σ_s φ(H_k^s)·Z_z^s
-	nn.Gemm(false, true, 1/float64(S), p, p, 0, gram)
-	nn.Gemm(false, true, 1/float64(S), p, q, 0, corr)
-
 	theta := &Theta{Nodes: make([][]int, n), Weights: make([][]float64, n)}
 	kkt := make([]float64, n)
 	errs := make([]error, n)
@@ -148,15 +141,10 @@ func PhaseTheta(phi, z *mat.Dense, n int, cands [][]int, lambda1 float64, budget
 			for node := range work {
 				c := cands[node]
 				m := len(c)
-				g := make([]float64, m*m)
-				cv := make([]float64, m)
+				g, cv := nodeProblem(gram, corr, c, node)
 				var cmax float64
-				for a, ka := range c {
-					for b, kb := range c {
-						g[a*m+b] = gram.At(ka, kb)
-					}
-					cv[a] = corr.At(ka, node)
-					cmax = math.Max(cmax, math.Abs(cv[a]))
+				for _, v := range cv {
+					cmax = math.Max(cmax, math.Abs(v))
 				}
 				path, err := LARSPositive(g, cv, lambda1, budget, 0)
 				if err != nil {
@@ -215,6 +203,52 @@ func PhaseTheta(phi, z *mat.Dense, n int, cands [][]int, lambda1 float64, budget
 		mk += v
 	}
 	return theta, ThetaStats{MeanReceptive: theta.MeanReceptive(), MeanKKT: mk / float64(n), Budget: budget}, nil
+}
+
+// thetaProducts returns the Gram matrix of all nodes' φ(H) over all
+// snapshots and their correlations with every node's Z (see PhaseTheta).
+func thetaProducts(phi, z *mat.Dense, n int, cands [][]int) (gram, corr *mat.Dense, err error) {
+	r, d := phi.Dims()
+	if zr, zd := z.Dims(); zr != r || zd != d || r%n != 0 || len(cands) != n {
+		return nil, nil, fmt.Errorf("phase theta: φ(H) %dx%d, Z %dx%d, %d candidate sets for %d nodes", r, d, zr, zd, len(cands), n)
+	}
+	S := r / n
+	p, q := nodeMajor(phi, n), nodeMajor(z, n)
+	gram = mat.NewDense(n, n, nil) // gram[j][k] = (1/S) Σ_s φ(H_j^s)·φ(H_k^s)
+	corr = mat.NewDense(n, n, nil) // corr[k][z] = (1/S) Σ_s φ(H_k^s)·Z_z^s
+	nn.Gemm(false, true, 1/float64(S), p, p, 0, gram)
+	nn.Gemm(false, true, 1/float64(S), p, q, 0, corr)
+	return gram, corr, nil
+}
+
+// nodeProblem extracts node's Lasso problem over its candidates c: the
+// Gram block (|c|×|c|, row-major) and the correlations with its target.
+func nodeProblem(gram, corr *mat.Dense, c []int, node int) (g, cv []float64) {
+	m := len(c)
+	g, cv = make([]float64, m*m), make([]float64, m)
+	for a, ka := range c {
+		for b, kb := range c {
+			g[a*m+b] = gram.At(ka, kb)
+		}
+		cv[a] = corr.At(ka, node)
+	}
+	return g, cv
+}
+
+// ThetaProblems returns the per-node problems PhaseTheta solves with
+// LARSPositive: for node z the Gram block gs[z] (|C_z|×|C_z|, row-major) and
+// the correlations cs[z]. For comparisons with other solvers on the same
+// inputs (bench/).
+func ThetaProblems(phi, z *mat.Dense, n int, cands [][]int) (gs, cs [][]float64, err error) {
+	gram, corr, err := thetaProducts(phi, z, n, cands)
+	if err != nil {
+		return nil, nil, err
+	}
+	gs, cs = make([][]float64, n), make([][]float64, n)
+	for node := range gs {
+		gs[node], cs[node] = nodeProblem(gram, corr, cands[node], node)
+	}
+	return gs, cs, nil
 }
 
 // sortPairs sorts ids increasingly, permuting ws alongside.
