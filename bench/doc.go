@@ -5,7 +5,10 @@
 // receptive field) and for the whole graph. Run them on one core, the
 // paper's protocol:
 //
-//	go test -run xxx -bench . -cpu 1 ./bench
+//	go test -run xxx -bench 'SDGNN|GRUGCN' -cpu 1 -benchtime 10000x ./bench
+//
+// BenchmarkScaling and BenchmarkScalingWholeGraph repeat them on tiled
+// copies of the graph up to 10⁵ nodes (see their comments for commands).
 //
 // They need the PeMS04 road graph from the data directory (see
 // datasets/pems); the readings are random, which changes no cost.

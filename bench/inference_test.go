@@ -70,25 +70,38 @@ func load(b testing.TB) *setup {
 	if err != nil {
 		b.Fatal(err)
 	}
+	cached = build(b, g, stream.DefaultHistory, 1)
+	return cached
+}
+
+// build makes the setup for graph g: θ_z = z and its 5 nearest hops, the
+// 2-hop fields of the requested nodes, a State (with history slots beyond
+// the window) holding one window of random readings of every node.
+func build(b testing.TB, g *pems.Graph, history int, seed uint64) *setup {
+	b.Helper()
 	s := &setup{n: g.Nodes, adj: g.NormalizedAdjacency()}
+	var err error
 	s.model, err = teacher.New(teacher.Config{Kind: teacher.KindGRUGCN, Window: window, Channels: channels, Hidden: hidden, Seed: 1})
 	if err != nil {
 		b.Fatal(err)
 	}
+	rng := rand.New(rand.NewPCG(seed, 2))
+	s.order = make([]int, requests)
+	for i := range s.order {
+		s.order[i] = rng.IntN(s.n)
+	}
 	nb := g.Neighbors()
-	theta := &sdgnn.Theta{Nodes: make([][]int, s.n), Weights: make([][]float64, s.n)}
-	s.two, s.sub, s.local = make([][]int, s.n), make([]*pems.CSR, s.n), make([]int, s.n)
-	for z := 0; z < s.n; z++ {
-		// Breadth first: z, its neighbours, theirs.
-		seen := map[int]bool{z: true}
-		ring := []int{z}
-		bfs := []int{z}
+	stamp, gen := make([]int, s.n), 0 // stamp[v] == gen: v seen in this search
+	hops2 := func(z int) []int {
+		gen++
+		stamp[z] = gen
+		bfs, ring := []int{z}, []int{z}
 		for hop := 0; hop < 2; hop++ {
 			var next []int
 			for _, u := range ring {
 				for _, v := range nb[u] {
-					if !seen[v] {
-						seen[v] = true
+					if stamp[v] != gen {
+						stamp[v] = gen
 						next = append(next, v)
 					}
 				}
@@ -96,13 +109,24 @@ func load(b testing.TB) *setup {
 			bfs = append(bfs, next...)
 			ring = next
 		}
+		return bfs
+	}
+	theta := &sdgnn.Theta{Nodes: make([][]int, s.n), Weights: make([][]float64, s.n)}
+	s.two, s.sub, s.local = make([][]int, s.n), make([]*pems.CSR, s.n), make([]int, s.n)
+	for z := 0; z < s.n; z++ {
+		bfs := hops2(z)
 		ks := slices.Clone(bfs[:min(budget, len(bfs))])
 		slices.Sort(ks)
 		theta.Nodes[z] = ks
 		for range ks {
 			theta.Weights[z] = append(theta.Weights[z], 1/float64(len(ks)))
 		}
-		two := slices.Clone(bfs)
+	}
+	for _, z := range s.order {
+		if s.two[z] != nil {
+			continue
+		}
+		two := hops2(z)
 		slices.Sort(two)
 		s.two[z] = two
 		s.local[z], _ = slices.BinarySearch(two, z)
@@ -111,20 +135,20 @@ func load(b testing.TB) *setup {
 	norm := snapshot.Normalizer{Mean: []float64{200, 0.05, 60}, Std: []float64{100, 0.03, 10}}
 	meta := sdgnn.BundleMeta{Dataset: "pems04", Nodes: s.n, Window: window, Hidden: hidden, Norm: norm, Version: "bench"}
 	meta.Config.PhiHidden = hidden
-	rng := rand.New(rand.NewPCG(1, 2))
 	s.bundle, err = sdgnn.NewBundle(meta, s.model.GRU, nn.NewMLP("phi", hidden, hidden, hidden, rng), theta, s.model.Dec)
 	if err != nil {
 		b.Fatal(err)
 	}
-	s.state, err = stream.NewState(s.bundle, stepMs)
+	s.state, err = stream.NewStateHistory(s.bundle, stepMs, history)
 	if err != nil {
 		b.Fatal(err)
 	}
 	const slot0 = 5_900_000
 	s.raw = make([]float64, window*s.n*channels)
+	v := make([]float64, channels)
 	for t := 0; t < window; t++ {
 		for z := 0; z < s.n; z++ {
-			v := []float64{200 + 100*rng.NormFloat64(), 0.05 + 0.01*rng.Float64(), 60 + 5*rng.NormFloat64()}
+			v[0], v[1], v[2] = 200+100*rng.NormFloat64(), 0.05+0.01*rng.Float64(), 60+5*rng.NormFloat64()
 			copy(s.raw[(t*s.n+z)*channels:], v)
 			if _, err := s.state.Apply(stream.Reading{Sensor: z, TS: (slot0 + int64(t)) * stepMs, Values: v}); err != nil {
 				b.Fatal(err)
@@ -132,11 +156,6 @@ func load(b testing.TB) *setup {
 		}
 	}
 	s.target = (slot0 + window) * stepMs
-	s.order = make([]int, requests)
-	for i := range s.order {
-		s.order[i] = rng.IntN(s.n)
-	}
-	cached = s
 	return s
 }
 
