@@ -2,8 +2,6 @@ package bench
 
 import (
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 	"testing"
@@ -55,22 +53,7 @@ func load(b testing.TB) *setup {
 	if cached != nil {
 		return cached
 	}
-	dir, err := pems.ResolveDataDir("")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			b.Fatal(err)
-		}
-		b.Skip(err)
-	}
-	info, err := pems.Lookup("pems04")
-	if err != nil {
-		b.Fatal(err)
-	}
-	g, err := pems.ReadDistanceCSV(filepath.Join(dir, filepath.FromSlash(info.GraphFile)), info.Nodes)
-	if err != nil {
-		b.Fatal(err)
-	}
-	cached = build(b, g, stream.DefaultHistory, 1)
+	cached = build(b, pemsGraph(b), stream.DefaultHistory, 1)
 	return cached
 }
 
@@ -289,15 +272,7 @@ func (s *setup) gruGCNNode(z int, xs []*mat.Dense, zr *mat.Dense) (*mat.Dense, e
 // the same as one computed from the windows.
 func TestPerNodePathsAreExact(t *testing.T) {
 	s := load(t)
-	xs := make([]*mat.Dense, window)
-	for i := range xs {
-		xs[i] = mat.NewDense(s.n, channels, nil)
-		x := xs[i].RawMatrix().Data
-		for j := range x {
-			x[j] = s.bundle.Meta.Norm.Normalize(s.raw[i*s.n*channels+j], j%channels)
-		}
-	}
-	full, err := s.model.Forward(xs, s.adj, nil)
+	full, err := s.model.Forward(s.graphInput(), s.adj, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -372,8 +347,12 @@ func BenchmarkGRUGCNNode(b *testing.B) {
 // BenchmarkGRUGCNGraph is the teacher's forecast of every node at once;
 // ns/op is for the whole graph, and node-µs the cost per node.
 func BenchmarkGRUGCNGraph(b *testing.B) {
-	s := load(b)
-	m := s.model
+	benchWholeGraph(b, load(b))
+}
+
+// graphInput returns the normalised windows of every node, as the
+// teacher's whole-graph forward pass takes them.
+func (s *setup) graphInput() []*mat.Dense {
 	xs := make([]*mat.Dense, window)
 	for t := range xs {
 		xs[t] = mat.NewDense(s.n, channels, nil)
@@ -382,11 +361,17 @@ func BenchmarkGRUGCNGraph(b *testing.B) {
 			x[j] = s.bundle.Meta.Norm.Normalize(s.raw[t*s.n*channels+j], j%channels)
 		}
 	}
+	return xs
+}
+
+// benchWholeGraph times the teacher's forward pass over the whole graph of
+// s and reports its cost per node.
+func benchWholeGraph(b *testing.B, s *setup) {
+	xs := s.graphInput()
 	b.ReportAllocs()
-	start := time.Now()
-	ops := 0
+	start, ops := time.Now(), 0
 	for b.Loop() {
-		if _, err := m.Forward(xs, s.adj, nil); err != nil {
+		if _, err := s.model.Forward(xs, s.adj, nil); err != nil {
 			b.Fatal(err)
 		}
 		ops++

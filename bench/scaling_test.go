@@ -56,24 +56,8 @@ func BenchmarkScalingWholeGraph(b *testing.B) {
 	g := pemsGraph(b)
 	for _, n := range []int{1_000, 10_000, 100_000} {
 		s := build(b, tiled(g, (n+g.Nodes-1)/g.Nodes, 5, rand.New(rand.NewPCG(uint64(n), 1))), 0, uint64(n))
-		b.Run(fmt.Sprintf("n=%d/gru-gcn-graph", s.n), func(b *testing.B) {
-			xs := make([]*mat.Dense, window)
-			for t := range xs {
-				xs[t] = mat.NewDense(s.n, channels, nil)
-				x := xs[t].RawMatrix().Data
-				for j := range x {
-					x[j] = s.bundle.Meta.Norm.Normalize(s.raw[t*s.n*channels+j], j%channels)
-				}
-			}
-			start, ops := time.Now(), 0
-			for b.Loop() {
-				if _, err := s.model.Forward(xs, s.adj, nil); err != nil {
-					b.Fatal(err)
-				}
-				ops++
-			}
-			b.ReportMetric(float64(time.Since(start).Nanoseconds())/1e3/float64(max(ops, 1))/float64(s.n), "node-µs")
-		})
+		b.Run(fmt.Sprintf("n=%d/gru-gcn-graph", s.n), func(b *testing.B) { benchWholeGraph(b, s) })
+
 	}
 }
 

@@ -2,9 +2,11 @@ package stream
 
 import (
 	"math/rand/v2"
+	"os"
 	"slices"
 	"testing"
 
+	"github.com/pemsforecast/sdgnn/datasets/pems"
 	"github.com/pemsforecast/sdgnn/gru"
 	"github.com/pemsforecast/sdgnn/nn"
 	"github.com/pemsforecast/sdgnn/sdgnn"
@@ -106,4 +108,22 @@ func testBundle6(tb testing.TB, n, T, C, d int, seed uint64) *sdgnn.Bundle {
 		}
 	}
 	return b
+}
+
+// szTaxi loads the real SZ-taxi dataset from the data directory; without
+// it the test is skipped, or fails under CI.
+func szTaxi(tb testing.TB) *pems.Dataset {
+	tb.Helper()
+	dir, err := pems.ResolveDataDir("")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			tb.Fatal(err)
+		}
+		tb.Skip(err)
+	}
+	ds, err := pems.Load(dir, "sz-taxi")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return ds
 }

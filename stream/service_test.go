@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"os"
 	"strconv"
 	"testing"
 	"time"
@@ -12,7 +11,6 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/segmentio/kafka-go"
 
-	"github.com/pemsforecast/sdgnn/datasets/pems"
 	"github.com/pemsforecast/sdgnn/evaluation"
 	"github.com/pemsforecast/sdgnn/sdgnn"
 	"github.com/pemsforecast/sdgnn/snapshot"
@@ -27,17 +25,7 @@ func TestEndToEndMatchesOffline(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a broker")
 	}
-	dir, err := pems.ResolveDataDir("")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	}
-	ds, err := pems.Load(dir, "sz-taxi")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ds := szTaxi(t)
 	s := ds.Series
 	const T, d = 12, 16
 	split, err := snapshot.ChronoSplit(s.Steps-T, [3]float64{6, 2, 2})

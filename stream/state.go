@@ -216,13 +216,7 @@ func (s *State) ms(slot int64) int64 {
 	return slot * s.stepMs
 }
 
-func (s *State) pos(slot int64) int {
-	p := slot % int64(s.r)
-	if p < 0 {
-		p += int64(s.r)
-	}
-	return int(p)
-}
+func (s *State) pos(slot int64) int { return posIn(slot, s.r) }
 
 // Apply adds one reading to the state. It is idempotent: applying a
 // reading again changes nothing. What happened is reported in the result

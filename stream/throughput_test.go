@@ -2,14 +2,12 @@ package stream
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/rs/zerolog"
 
-	"github.com/pemsforecast/sdgnn/datasets/pems"
 	"github.com/pemsforecast/sdgnn/snapshot"
 )
 
@@ -42,17 +40,7 @@ type backlogRun struct {
 // on, 6 receptive nodes, hidden 16) until it has emitted every forecast.
 func replayBacklog(tb testing.TB, slots int) backlogRun {
 	tb.Helper()
-	dir, err := pems.ResolveDataDir("")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			tb.Fatal(err)
-		}
-		tb.Skip(err)
-	}
-	ds, err := pems.Load(dir, "sz-taxi")
-	if err != nil {
-		tb.Fatal(err)
-	}
+	ds := szTaxi(tb)
 	s := ds.Series
 	const T, d = 12, 16
 	norm, err := snapshot.FitNormalizer(s.Data, s.Nodes, s.Channels, s.Steps/2)
