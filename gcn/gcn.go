@@ -60,54 +60,106 @@ func (l *Layer) Backward(dx, x, dy *mat.Dense, a Propagator) {
 	}
 }
 
-// GCN is the teacher's two-layer graph network with a linear skip
-// connection, as in the reference GRU-GCN (Gao & Ribeiro 2022, the
-// time-then-graph model as implemented in the tsl library):
+// GCN is the teacher's graph network with a linear skip connection, as in
+// the reference GRU-GCN (Gao & Ribeiro 2022, the time-then-graph model as
+// implemented in the tsl library). It has one or two graph convolutions:
 //
-//	Z = softplus(Â·softplus(Â·H·W1 + b1)·W2 + b2) + H·Ws + bs
+//	Z = softplus(Â·softplus(Â·H·W1 + b1)·W2 + b2) + H·Ws + bs  (two layers)
+//	Z = softplus(Â·H·W1 + b1) + H·Ws + bs                     (one layer)
 //
 // It maps the GRU embeddings H to the mixed embeddings Z that SDGNN learns to
-// approximate. The skip term keeps each node's own embedding from being
-// averaged away by the two smoothing convolutions; for SDGNN it is part of
-// the contribution of the node itself, which every candidate set contains.
+// approximate; Z of a node depends on the nodes within Layers() hops of it.
+// The skip term keeps each node's own embedding from being averaged away by
+// the smoothing convolutions; for SDGNN it is part of the contribution of the
+// node itself, which every candidate set contains.
 type GCN struct {
-	L1, L2 *Layer
-	Skip   *nn.Linear
+	L1   *Layer
+	L2   *Layer // nil for a one-layer GCN
+	Skip *nn.Linear
 
-	h, a1, s1, a2, z, sk, ds1, da2, dh *mat.Dense
+	h, a1, s1, a2, z, sk, da1, da2, dh *mat.Dense
 }
 
 // New returns a two-layer GCN of widths in→hidden→out with an in→out skip.
+// It is NewLayers(2, in, hidden, out, rng).
 func New(in, hidden, out int, rng *rand.Rand) *GCN {
-	return &GCN{
-		L1:   NewLayer("gcn.l1", in, hidden, rng),
-		L2:   NewLayer("gcn.l2", hidden, out, rng),
-		Skip: nn.NewLinear("gcn.skip", in, out, rng),
-	}
+	return NewLayers(2, in, hidden, out, rng)
 }
 
-// Params returns the GCN's parameters.
+// NewLayers returns a GCN with the given number of graph convolutions, 1 or
+// 2, and an in→out skip. Two layers have widths in→hidden→out; one layer maps
+// in→out directly and ignores hidden. For two layers the parameters are drawn
+// from rng exactly as New draws them. NewLayers panics if layers is not 1 or
+// 2.
+func NewLayers(layers, in, hidden, out int, rng *rand.Rand) *GCN {
+	switch layers {
+	case 1:
+		return &GCN{
+			L1:   NewLayer("gcn.l1", in, out, rng),
+			Skip: nn.NewLinear("gcn.skip", in, out, rng),
+		}
+	case 2:
+		return &GCN{
+			L1:   NewLayer("gcn.l1", in, hidden, rng),
+			L2:   NewLayer("gcn.l2", hidden, out, rng),
+			Skip: nn.NewLinear("gcn.skip", in, out, rng),
+		}
+	}
+	panic(fmt.Sprintf("gcn: %d layers, want 1 or 2", layers))
+}
+
+// Layers returns the number of graph convolutions of g, 1 or 2.
+func (g *GCN) Layers() int {
+	if g.L2 == nil {
+		return 1
+	}
+	return 2
+}
+
+// Params returns the GCN's parameters: those of L1, of L2 when there is one,
+// then of Skip.
 func (g *GCN) Params() []*nn.Param {
-	ps := append(g.L1.Params(), g.L2.Params()...)
+	ps := g.L1.Params()
+	if g.L2 != nil {
+		ps = append(ps, g.L2.Params()...)
+	}
 	return append(ps, g.Skip.Params()...)
 }
 
 // Forward returns Z for the stacked embeddings h; the result is owned by g.
+// h must stay unchanged until Backward.
 func (g *GCN) Forward(h *mat.Dense, a Propagator) *mat.Dense {
 	r, _ := h.Dims()
 	g.h = h
 	g.a1 = nn.Resize(g.a1, r, g.L1.Lin.Out())
-	g.s1 = nn.Resize(g.s1, r, g.L1.Lin.Out())
-	g.a2 = nn.Resize(g.a2, r, g.L2.Lin.Out())
-	g.z = nn.Resize(g.z, r, g.L2.Lin.Out())
 	g.L1.Forward(g.a1, h, a)
-	nn.Apply(g.s1, g.a1, nn.Softplus)
-	g.L2.Forward(g.a2, g.s1, a)
-	nn.Apply(g.z, g.a2, nn.Softplus)
+	last := g.a1
+	if g.L2 != nil {
+		g.s1 = nn.Resize(g.s1, r, g.L1.Lin.Out())
+		g.a2 = nn.Resize(g.a2, r, g.L2.Lin.Out())
+		nn.Apply(g.s1, g.a1, nn.Softplus)
+		g.L2.Forward(g.a2, g.s1, a)
+		last = g.a2
+	}
+	g.z = nn.Resize(g.z, r, g.Skip.Out())
+	nn.Apply(g.z, last, nn.Softplus)
 	g.sk = nn.Resize(g.sk, r, g.Skip.Out())
 	g.Skip.Forward(g.sk, h)
 	g.z.Add(g.z, g.sk)
 	return g.z
+}
+
+// softplusBackward sets dst = dy ⊙ softplus'(a) = dy ⊙ σ(a). dst and a are
+// contiguous and of the same shape as dy, which may be a view.
+func softplusBackward(dst, dy, a *mat.Dense) {
+	r, c := a.Dims()
+	ad, dd, y := a.RawMatrix().Data, dst.RawMatrix().Data, dy.RawMatrix()
+	for i := 0; i < r; i++ {
+		for j := 0; j < c; j++ {
+			k := i*c + j
+			dd[k] = y.Data[i*y.Stride+j] * nn.Sigmoid(ad[k])
+		}
+	}
 }
 
 // Backward accumulates parameter gradients for dz and returns the gradient
@@ -117,23 +169,20 @@ func (g *GCN) Backward(dz *mat.Dense, a Propagator) (*mat.Dense, error) {
 		return nil, fmt.Errorf("gcn backward: no forward pass")
 	}
 	r, c := g.h.Dims()
-	g.ds1 = nn.Resize(g.ds1, r, g.L1.Lin.Out())
-	g.da2 = nn.Resize(g.da2, r, g.L2.Lin.Out())
+	if zr, zc := dz.Dims(); zr != r || zc != g.Skip.Out() {
+		return nil, fmt.Errorf("gcn backward: gradient is %d×%d, want %d×%d", zr, zc, r, g.Skip.Out())
+	}
+	g.da1 = nn.Resize(g.da1, r, g.L1.Lin.Out())
 	g.dh = nn.Resize(g.dh, r, c)
-	a2, dz2, dd2 := g.a2.RawMatrix().Data, dz.RawMatrix(), g.da2.RawMatrix().Data
-	oc := g.L2.Lin.Out()
-	for i := 0; i < r; i++ {
-		for j := 0; j < oc; j++ {
-			k := i*oc + j
-			dd2[k] = dz2.Data[i*dz2.Stride+j] * nn.Sigmoid(a2[k])
-		}
+	if g.L2 == nil {
+		softplusBackward(g.da1, dz, g.a1)
+	} else {
+		g.da2 = nn.Resize(g.da2, r, g.L2.Lin.Out())
+		softplusBackward(g.da2, dz, g.a2)
+		g.L2.Backward(g.da1, g.s1, g.da2, a) // da1 holds the gradient of s1
+		softplusBackward(g.da1, g.da1, g.a1)
 	}
-	g.L2.Backward(g.ds1, g.s1, g.da2, a)
-	ad, dd := g.a1.RawMatrix().Data, g.ds1.RawMatrix().Data
-	for i := range dd {
-		dd[i] *= nn.Sigmoid(ad[i])
-	}
-	g.L1.Backward(g.dh, g.h, g.ds1, a)
+	g.L1.Backward(g.dh, g.h, g.da1, a)
 	// Skip connection: its input gradient adds to dh.
 	nn.Gemm(true, false, 1, g.h, dz, 1, g.Skip.W.G)
 	nn.AddColSums(g.Skip.B.G, dz)

@@ -48,35 +48,111 @@ func sqrt(x float64) float64 {
 	return z
 }
 
+// TestGradients checks the parameter and input gradients of one- and
+// two-layer GCNs against central finite differences.
 func TestGradients(t *testing.T) {
 	const n, blocks, in, hidden, out = 5, 3, 4, 6, 4
-	rng := rand.New(rand.NewPCG(11, 12))
-	prop := Dense{A: pathAdjacency(n)}
-	g := New(in, hidden, out, rng)
-	h := randDense(rng, n*blocks, in)
-	w := randDense(rng, n*blocks, out)
-	var dh *mat.Dense
-	loss := func() float64 {
-		var m mat.Dense
-		m.MulElem(g.Forward(h, prop), w)
-		return mat.Sum(&m)
-	}
-	grad := func() {
-		nn.ZeroGrad(g.Params())
-		g.Forward(h, prop)
-		d, err := g.Backward(w, prop)
-		if err != nil {
-			t.Fatal(err)
+	for _, layers := range []int{1, 2} {
+		rng := rand.New(rand.NewPCG(11, 12))
+		prop := Dense{A: pathAdjacency(n)}
+		g := NewLayers(layers, in, hidden, out, rng)
+		if got := g.Layers(); got != layers {
+			t.Fatalf("NewLayers(%d): Layers() = %d", layers, got)
 		}
-		dh = mat.DenseCopyOf(d)
+		h := randDense(rng, n*blocks, in)
+		w := randDense(rng, n*blocks, out)
+		var dh *mat.Dense
+		loss := func() float64 {
+			var m mat.Dense
+			m.MulElem(g.Forward(h, prop), w)
+			return mat.Sum(&m)
+		}
+		grad := func() {
+			nn.ZeroGrad(g.Params())
+			g.Forward(h, prop)
+			d, err := g.Backward(w, prop)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dh = mat.DenseCopyOf(d)
+		}
+		if worst, err := nn.GradCheck(g.Params(), grad, loss, 1e-6, 1e-6, 0); err != nil {
+			t.Errorf("%d layers: %v (worst %.3g)", layers, err, worst)
+		}
+		grad()
+		hp := &nn.Param{Name: "H", W: h, G: dh}
+		if worst, err := nn.GradCheck([]*nn.Param{hp}, func() {}, loss, 1e-6, 1e-6, 0); err != nil {
+			t.Errorf("%d layers: input gradient: %v (worst %.3g)", layers, err, worst)
+		}
 	}
-	if worst, err := nn.GradCheck(g.Params(), grad, loss, 1e-6, 1e-6, 0); err != nil {
-		t.Fatalf("%v (worst %.3g)", err, worst)
+}
+
+func TestLayers(t *testing.T) {
+	const in, hidden, out = 3, 5, 2
+	for _, tc := range []struct {
+		layers int
+		params []string
+	}{
+		{1, []string{"gcn.l1.W", "gcn.l1.b", "gcn.skip.W", "gcn.skip.b"}},
+		{2, []string{"gcn.l1.W", "gcn.l1.b", "gcn.l2.W", "gcn.l2.b", "gcn.skip.W", "gcn.skip.b"}},
+	} {
+		g := NewLayers(tc.layers, in, hidden, out, rand.New(rand.NewPCG(1, 2)))
+		if g.Layers() != tc.layers || (g.L2 == nil) != (tc.layers == 1) {
+			t.Errorf("NewLayers(%d): Layers() = %d, L2 nil %t", tc.layers, g.Layers(), g.L2 == nil)
+		}
+		ps := g.Params()
+		if len(ps) != len(tc.params) {
+			t.Fatalf("%d layers: %d params, want %d", tc.layers, len(ps), len(tc.params))
+		}
+		for i, p := range ps {
+			if p.Name != tc.params[i] {
+				t.Errorf("%d layers: param %d is %s, want %s", tc.layers, i, p.Name, tc.params[i])
+			}
+		}
+		if _, c := g.Forward(randDense(rand.New(rand.NewPCG(3, 4)), 4, in), Dense{A: pathAdjacency(4)}).Dims(); c != out {
+			t.Errorf("%d layers: output width %d, want %d", tc.layers, c, out)
+		}
 	}
-	grad()
-	hp := &nn.Param{Name: "H", W: h, G: dh}
-	if worst, err := nn.GradCheck([]*nn.Param{hp}, func() {}, loss, 1e-6, 1e-6, 0); err != nil {
-		t.Fatalf("input gradient: %v (worst %.3g)", err, worst)
+	// New is the two-layer GCN, drawn from rng as before NewLayers existed.
+	a, b := New(in, hidden, out, rand.New(rand.NewPCG(5, 6))), NewLayers(2, in, hidden, out, rand.New(rand.NewPCG(5, 6)))
+	for i, p := range a.Params() {
+		if !mat.Equal(p.W, b.Params()[i].W) {
+			t.Errorf("New and NewLayers(2) differ in %s", p.Name)
+		}
+	}
+	for _, layers := range []int{-1, 0, 3} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("NewLayers(%d) did not panic", layers)
+				}
+			}()
+			NewLayers(layers, in, hidden, out, rand.New(rand.NewPCG(1, 1)))
+		}()
+	}
+}
+
+// TestOneLayerReach checks that a one-layer GCN mixes only direct neighbours
+// and a two-layer one reaches two hops.
+func TestOneLayerReach(t *testing.T) {
+	const n, in = 5, 3
+	prop := Dense{A: pathAdjacency(n)}
+	for _, layers := range []int{1, 2} {
+		g := NewLayers(layers, in, 4, 2, rand.New(rand.NewPCG(7, 8)))
+		h := randDense(rand.New(rand.NewPCG(9, 10)), n, in)
+		z0 := mat.DenseCopyOf(g.Forward(h, prop))
+		h.Set(2, 0, h.At(2, 0)+1) // perturb the middle node of the path
+		z1 := g.Forward(h, prop)
+		for i := 0; i < n; i++ {
+			hops := i - 2
+			if hops < 0 {
+				hops = -hops
+			}
+			changed := !mat.Equal(z0.RowView(i), z1.RowView(i))
+			if want := hops <= layers; changed != want {
+				t.Errorf("%d layers: node %d at %d hops changed %t, want %t", layers, i, hops, changed, want)
+			}
+		}
 	}
 }
 
@@ -84,32 +160,36 @@ func TestGradients(t *testing.T) {
 // its own block of rows.
 func TestBlocksAreIndependent(t *testing.T) {
 	const n = 4
-	rng := rand.New(rand.NewPCG(1, 2))
-	prop := Dense{A: pathAdjacency(n)}
-	g := New(3, 5, 2, rng)
-	h := randDense(rng, 2*n, 3)
-	z1 := mat.DenseCopyOf(g.Forward(h, prop))
-	for i := n; i < 2*n; i++ {
-		for j := 0; j < 3; j++ {
-			h.Set(i, j, h.At(i, j)+1)
-		}
-	}
-	z2 := g.Forward(h, prop)
-	for i := 0; i < n; i++ {
-		for j := 0; j < 2; j++ {
-			if z1.At(i, j) != z2.At(i, j) {
-				t.Fatalf("changing block 1 changed block 0 at (%d,%d)", i, j)
+	for _, layers := range []int{1, 2} {
+		rng := rand.New(rand.NewPCG(1, 2))
+		prop := Dense{A: pathAdjacency(n)}
+		g := NewLayers(layers, 3, 5, 2, rng)
+		h := randDense(rng, 2*n, 3)
+		z1 := mat.DenseCopyOf(g.Forward(h, prop))
+		for i := n; i < 2*n; i++ {
+			for j := 0; j < 3; j++ {
+				h.Set(i, j, h.At(i, j)+1)
 			}
 		}
-	}
-	if mat.Equal(z1.Slice(n, 2*n, 0, 2), z2.Slice(n, 2*n, 0, 2)) {
-		t.Fatal("changing block 1 did not change its output")
+		z2 := g.Forward(h, prop)
+		for i := 0; i < n; i++ {
+			for j := 0; j < 2; j++ {
+				if z1.At(i, j) != z2.At(i, j) {
+					t.Fatalf("%d layers: changing block 1 changed block 0 at (%d,%d)", layers, i, j)
+				}
+			}
+		}
+		if mat.Equal(z1.Slice(n, 2*n, 0, 2), z2.Slice(n, 2*n, 0, 2)) {
+			t.Fatalf("%d layers: changing block 1 did not change its output", layers)
+		}
 	}
 }
 
 func TestBackwardWithoutForward(t *testing.T) {
-	g := New(2, 2, 2, rand.New(rand.NewPCG(1, 1)))
-	if _, err := g.Backward(mat.NewDense(2, 2, nil), Dense{A: pathAdjacency(2)}); err == nil {
-		t.Fatal("backward without forward accepted")
+	for _, layers := range []int{1, 2} {
+		g := NewLayers(layers, 2, 2, 2, rand.New(rand.NewPCG(1, 1)))
+		if _, err := g.Backward(mat.NewDense(2, 2, nil), Dense{A: pathAdjacency(2)}); err == nil {
+			t.Fatalf("%d layers: backward without forward accepted", layers)
+		}
 	}
 }

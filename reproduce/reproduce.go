@@ -216,7 +216,7 @@ func runSeed(ctx context.Context, cfg Config, p *snapshot.Prepared, seed uint64,
 		name, r, mr := GRU, 1.0, 1
 		if kind == teacher.KindGRUGCN {
 			gruGCN, name = m, GRUGCN
-			hood, err := sdgnn.Candidates(p.Dataset.Graph.Neighbors(), sdgnn.CandidateConfig{K1: 2})
+			hood, err := sdgnn.Candidates(p.Dataset.Graph.Neighbors(), sdgnn.CandidateConfig{K1: m.Config.GCNLayers()})
 			if err != nil {
 				return nil, nil, err
 			}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"strings"
 
 	"gonum.org/v1/gonum/mat"
 
@@ -62,8 +63,18 @@ func matTensors(prefix string, ps []*nn.Param, ms []*mat.Dense) []checkpoint.Ten
 }
 
 // loadInto copies the tensors named prefix+param name of f into ms (one per
-// param, same shapes).
+// param, same shapes). A tensor under prefix that is none of ps is an error:
+// the file was written for a model of another shape.
 func loadInto(f *checkpoint.File, prefix string, ps []*nn.Param, ms []*mat.Dense) error {
+	names := make(map[string]bool, len(ps))
+	for _, p := range ps {
+		names[prefix+p.Name] = true
+	}
+	for _, t := range f.Tensors {
+		if strings.HasPrefix(t.Name, prefix) && !names[t.Name] {
+			return fmt.Errorf("tensor %s is not a parameter of the model its metadata describes", t.Name)
+		}
+	}
 	for i, p := range ps {
 		t, err := f.Tensor(prefix + p.Name)
 		if err != nil {
@@ -74,6 +85,30 @@ func loadInto(f *checkpoint.File, prefix string, ps []*nn.Param, ms []*mat.Dense
 			return fmt.Errorf("tensor %s has shape %v, the model needs [%d %d]", t.Name, t.Shape, r, c)
 		}
 		copy(ms[i].RawMatrix().Data, t.Data)
+	}
+	return nil
+}
+
+// checkGCNDepth reports a mismatch between the GCN depth that cfg declares
+// and the GCN tensors under prefix in f: a one-layer configuration with
+// second-layer tensors, or a two-layer one without them.
+func checkGCNDepth(f *checkpoint.File, prefix string, cfg Config) error {
+	layers := cfg.GCNLayers()
+	if layers == 0 {
+		return nil
+	}
+	var l2 string
+	for _, t := range f.Tensors {
+		if strings.HasPrefix(t.Name, prefix+"gcn.l2.") {
+			l2 = t.Name
+			break
+		}
+	}
+	switch {
+	case layers == 1 && l2 != "":
+		return fmt.Errorf("config says a 1-layer GCN, but the file holds the second layer's tensor %s", l2)
+	case layers == 2 && l2 == "":
+		return fmt.Errorf("config says a 2-layer GCN (layers %d), but the file has no second-layer tensors %sgcn.l2.*", cfg.Layers, prefix)
 	}
 	return nil
 }
@@ -129,6 +164,9 @@ func decodeModel(f *checkpoint.File, prefix string) (*Saved, error) {
 	}
 	if len(meta.Norm.Mean) != meta.Config.Channels || len(meta.Norm.Std) != meta.Config.Channels {
 		return nil, fmt.Errorf("metadata: normaliser has %d means and %d stds for %d channels", len(meta.Norm.Mean), len(meta.Norm.Std), meta.Config.Channels)
+	}
+	if err := checkGCNDepth(f, prefix, meta.Config); err != nil {
+		return nil, err
 	}
 	ps := m.Params()
 	if err := loadInto(f, prefix, ps, values(ps)); err != nil {
@@ -194,6 +232,15 @@ func LoadState(path string) (*Trainer, Meta, error) {
 	t, err := NewTrainer(cur.Model, sm.Train)
 	if err != nil {
 		return fail(err)
+	}
+	prefixes := []string{"best."}
+	if sm.AdamT > 0 {
+		prefixes = append(prefixes, "adam.m.", "adam.v.")
+	}
+	for _, prefix := range prefixes {
+		if err := checkGCNDepth(f, prefix, sm.Config); err != nil {
+			return fail(err)
+		}
 	}
 	bp := t.Best.Params()
 	if err := loadInto(f, "best.", bp, values(bp)); err != nil {

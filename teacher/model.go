@@ -4,11 +4,12 @@
 // loading in the checkpoint format.
 //
 // GRU-GCN: a GRU shared by all nodes encodes each node's window into H
-// (n×d); a two-layer GCN mixes H over the road graph into Z; a two-layer MLP
-// decoder maps Z to the next reading of every channel. During training,
-// Gaussian noise N(0, σ) is added to Z before the decoder so that the decoder
-// tolerates the approximation error of the student that later replaces the
-// GCN. The GRU baseline feeds H to the decoder directly.
+// (n×d); a GCN of one or two layers (two by default, see Config.Layers)
+// mixes H over the road graph into Z; a two-layer MLP decoder maps Z to the
+// next reading of every channel. During training, Gaussian noise N(0, σ) is
+// added to Z before the decoder so that the decoder tolerates the
+// approximation error of the student that later replaces the GCN. The GRU
+// baseline feeds H to the decoder directly.
 package teacher
 
 import (
@@ -25,7 +26,7 @@ import (
 
 // Kinds of teacher model.
 const (
-	KindGRUGCN = "gru-gcn" // GRU → 2-layer GCN → MLP decoder
+	KindGRUGCN = "gru-gcn" // GRU → 1- or 2-layer GCN → MLP decoder
 	KindGRU    = "gru"     // GRU → MLP decoder (no graph)
 )
 
@@ -37,6 +38,26 @@ type Config struct {
 	Hidden   int     `json:"hidden"`    // d, embedding width of GRU, GCN and decoder
 	NoiseStd float64 `json:"noise_std"` // σ of the training noise added to Z
 	Seed     uint64  `json:"seed"`      // initialisation seed
+	// Layers is the number of graph convolutions of a GRU-GCN's GCN, 1 or
+	// 2; 0 means DefaultLayers, so that files saved before the field
+	// existed load as two-layer models. It is ignored for KindGRU.
+	Layers int `json:"layers,omitempty"`
+}
+
+// DefaultLayers is the GCN depth of a GRU-GCN whose Config.Layers is 0.
+const DefaultLayers = 2
+
+// GCNLayers returns the number of graph convolutions the model of c has:
+// Layers, or DefaultLayers when Layers is 0, for KindGRUGCN, and 0 for
+// KindGRU.
+func (c Config) GCNLayers() int {
+	switch {
+	case c.Kind != KindGRUGCN:
+		return 0
+	case c.Layers == 0:
+		return DefaultLayers
+	}
+	return c.Layers
 }
 
 // Validate reports what is wrong with c, if anything.
@@ -52,6 +73,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("hidden %d: must be at least 1", c.Hidden)
 	case c.NoiseStd < 0 || math.IsNaN(c.NoiseStd):
 		return fmt.Errorf("noise std %g: must be ≥ 0", c.NoiseStd)
+	case c.Kind == KindGRUGCN && (c.Layers < 0 || c.Layers > 2):
+		return fmt.Errorf("gcn layers %d: want 1 or 2 (0 for the default, %d)", c.Layers, DefaultLayers)
 	}
 	return nil
 }
@@ -74,7 +97,7 @@ func New(cfg Config) (*Model, error) {
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0x9e3779b97f4a7c15))
 	m := &Model{Config: cfg, GRU: gru.New(cfg.Channels, cfg.Hidden, rng)}
 	if cfg.Kind == KindGRUGCN {
-		m.GCN = gcn.New(cfg.Hidden, cfg.Hidden, cfg.Hidden, rng)
+		m.GCN = gcn.NewLayers(cfg.GCNLayers(), cfg.Hidden, cfg.Hidden, cfg.Hidden, rng)
 	}
 	m.Dec = nn.NewMLP("dec", cfg.Hidden, cfg.Hidden, cfg.Channels, rng)
 	return m, nil

@@ -3,6 +3,7 @@ package teacher
 import (
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"gonum.org/v1/gonum/mat"
@@ -33,21 +34,25 @@ func ringAdjacency(n int) gcn.Dense {
 }
 
 // TestWholeModelGradients checks the gradient of the masked loss through
-// decoder, GCN and GRU against central finite differences, for both kinds and
-// both losses, with the training noise on (its draws are replayed exactly).
+// decoder, GCN and GRU against central finite differences, for both kinds,
+// both GCN depths and both losses, with the training noise on (its draws are
+// replayed exactly).
 func TestWholeModelGradients(t *testing.T) {
 	for _, tc := range []struct {
 		kind, loss string
 		noise      float64
+		layers     int
 	}{
-		{KindGRUGCN, LossMSE, 0},
-		{KindGRUGCN, LossMSE, 0.05},
-		{KindGRUGCN, LossMAE, 0.01},
-		{KindGRU, LossMSE, 0},
+		{KindGRUGCN, LossMSE, 0, 0},
+		{KindGRUGCN, LossMSE, 0.05, 2},
+		{KindGRUGCN, LossMAE, 0.01, 0},
+		{KindGRUGCN, LossMSE, 0, 1},
+		{KindGRUGCN, LossMAE, 0.05, 1},
+		{KindGRU, LossMSE, 0, 0},
 	} {
 		const nodes, blocks, window, channels = 5, 2, 4, 3
 		rng := rand.New(rand.NewPCG(21, 22))
-		m, err := New(Config{Kind: tc.kind, Window: window, Channels: channels, Hidden: 6, NoiseStd: tc.noise, Seed: 3})
+		m, err := New(Config{Kind: tc.kind, Window: window, Channels: channels, Hidden: 6, NoiseStd: tc.noise, Seed: 3, Layers: tc.layers})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -81,7 +86,7 @@ func TestWholeModelGradients(t *testing.T) {
 			}
 		}
 		if worst, err := nn.GradCheck(m.Params(), grad, loss, 1e-5, 1e-5, 0); err != nil {
-			t.Errorf("%s/%s/noise %g: %v (worst %.3g)", tc.kind, tc.loss, tc.noise, err, worst)
+			t.Errorf("%s/%s/noise %g/layers %d: %v (worst %.3g)", tc.kind, tc.loss, tc.noise, tc.layers, err, worst)
 		}
 	}
 }
@@ -126,6 +131,8 @@ func TestConfigValidate(t *testing.T) {
 		{"channels", func(c *Config) { c.Channels = 0 }},
 		{"hidden", func(c *Config) { c.Hidden = -1 }},
 		{"noise", func(c *Config) { c.NoiseStd = -0.1 }},
+		{"layers 3", func(c *Config) { c.Layers = 3 }},
+		{"layers -1", func(c *Config) { c.Layers = -1 }},
 	} {
 		c := good
 		tc.mod(&c)
@@ -133,7 +140,30 @@ func TestConfigValidate(t *testing.T) {
 			t.Errorf("bad %s accepted", tc.name)
 		}
 	}
-	if _, err := New(good); err != nil {
-		t.Fatal(err)
+	if _, err := New(Config{Kind: KindGRUGCN, Window: 12, Channels: 3, Hidden: 16, Layers: 3}); err == nil || !strings.Contains(err.Error(), "layers 3") {
+		t.Errorf("3 layers: error %v does not name the layers", err)
+	}
+	for _, tc := range []struct {
+		kind         string
+		layers, want int
+	}{
+		{KindGRUGCN, 0, 2},
+		{KindGRUGCN, 1, 1},
+		{KindGRUGCN, 2, 2},
+		{KindGRU, 0, 0},
+		{KindGRU, 7, 0}, // ignored for the GRU baseline
+	} {
+		c := good
+		c.Kind, c.Layers = tc.kind, tc.layers
+		m, err := New(c)
+		if err != nil {
+			t.Fatalf("%s with layers %d: %v", tc.kind, tc.layers, err)
+		}
+		if got := c.GCNLayers(); got != tc.want {
+			t.Errorf("%s with layers %d: GCNLayers() = %d, want %d", tc.kind, tc.layers, got, tc.want)
+		}
+		if (m.GCN == nil) != (tc.want == 0) || (m.GCN != nil && m.GCN.Layers() != tc.want) {
+			t.Errorf("%s with layers %d: model GCN %v, want %d layers", tc.kind, tc.layers, m.GCN, tc.want)
+		}
 	}
 }

@@ -22,7 +22,7 @@ type evalResult struct {
 	Split   string         `json:"split"`
 	Range   snapshot.Range `json:"range"`
 	// Receptive is the mean number of nodes whose windows one node's
-	// forecast reads: 1 for GRU, the 2-hop neighbourhood for GRU-GCN, |θ_z|
+	// forecast reads: 1 for GRU, the k-hop neighbourhood for a k-layer GRU-GCN, |θ_z|
 	// for SDGNN.
 	Receptive float64           `json:"mean_receptive_field"`
 	Report    evaluation.Report `json:"report"`
@@ -68,7 +68,7 @@ func cmdEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	if lm.receptive == 0 {
-		if lm.receptive, err = teacherReceptive(lm.kind, p); err != nil {
+		if lm.receptive, err = teacherReceptive(lm.kind, lm.layers, p); err != nil {
 			return err
 		}
 	}
@@ -125,6 +125,7 @@ func writePredictions(path string, p *snapshot.Prepared, r snapshot.Range, chann
 type loaded struct {
 	kind, dataset string
 	window        int
+	layers        int // GCN layers of a GRU-GCN teacher
 	channels      []string
 	norm          snapshot.Normalizer
 	split         snapshot.Split
@@ -145,7 +146,7 @@ func loadAny(path string) (*loaded, error) {
 			return nil, err
 		}
 		m := s.Meta
-		return &loaded{kind: m.Config.Kind, dataset: m.Dataset, window: m.Config.Window, channels: m.Channels, norm: m.Norm, split: m.Split,
+		return &loaded{kind: m.Config.Kind, dataset: m.Dataset, window: m.Config.Window, layers: m.Config.GCNLayers(), channels: m.Channels, norm: m.Norm, split: m.Split,
 			predict: func(p *snapshot.Prepared, r snapshot.Range) ([]float64, []float64, error) {
 				return teacher.Predict(s.Model, p.Set, r, p.Adj, 64)
 			}}, nil
@@ -164,15 +165,18 @@ func loadAny(path string) (*loaded, error) {
 }
 
 // teacherReceptive is the mean number of nodes a teacher's forecast of one
-// node reads: the node itself for GRU, its 2-hop neighbourhood for the
-// two-layer GRU-GCN.
-func teacherReceptive(kind string, p *snapshot.Prepared) (float64, error) {
+// node reads: the node itself for GRU, and for a GRU-GCN whose GCN has the
+// given number of layers, its neighbourhood of that many hops.
+func teacherReceptive(kind string, layers int, p *snapshot.Prepared) (float64, error) {
 	if kind != teacher.KindGRUGCN {
 		return 1, nil
 	}
-	hood, err := sdgnn.Candidates(p.Dataset.Graph.Neighbors(), sdgnn.CandidateConfig{K1: 2})
+	if layers < 1 {
+		return 0, fmt.Errorf("receptive field of a %s teacher with %d GCN layers: want at least 1", kind, layers)
+	}
+	hood, err := sdgnn.Candidates(p.Dataset.Graph.Neighbors(), sdgnn.CandidateConfig{K1: layers})
 	if err != nil {
-		return 0, err
+		return 0, fmt.Errorf("receptive field of a %d-layer %s teacher: %w", layers, kind, err)
 	}
 	var s int
 	for _, h := range hood {

@@ -26,6 +26,7 @@ func cmdTeacher(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		resume    = fs.String("resume", "", "training-state file to resume (written on Ctrl-C)")
 		window    = fs.Int("window", 12, "input window T in steps")
 		hidden    = fs.Int("hidden", 16, "hidden width d of GRU, GCN and decoder")
+		layers    = fs.Int("layers", teacher.DefaultLayers, "graph convolutions in the GRU-GCN's GCN: 2 (the paper's teacher) or 1 (each node's Z then mixes only its 1-hop neighbours); ignored for -model gru")
 		noise     = fs.Float64("noise", -1, "std of the Gaussian noise between GCN and decoder in training (-1: dataset default, 0.01 PeMS04, 0.05 PeMS08)")
 		split     = fs.String("split", "6,2,2", "chronological train,val,test ratios")
 		seed      = fs.Uint64("seed", 1, "seed of initialisation, shuffling and noise")
@@ -47,6 +48,10 @@ func cmdTeacher(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "teacher: unexpected arguments %q\n", fs.Args())
+		return errUsage
+	}
+	if *layers != 1 && *layers != 2 {
+		fmt.Fprintf(stderr, "teacher: -layers %d: want 1 or 2\n", *layers)
 		return errUsage
 	}
 	log := newLogger(stderr, *jsonLogs)
@@ -100,9 +105,9 @@ func cmdTeacher(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		if p, err = snapshot.Prepare(*dataDir, *dataset, *window, ratios, nil); err != nil {
 			return err
 		}
-		cfg := teacher.Config{Kind: *kind, Window: *window, Channels: p.Set.Channels, Hidden: *hidden, NoiseStd: noiseFor(*dataset, *noise), Seed: *seed}
+		cfg := teacher.Config{Kind: *kind, Window: *window, Channels: p.Set.Channels, Hidden: *hidden, NoiseStd: noiseFor(*dataset, *noise), Seed: *seed, Layers: *layers}
 		if cfg.Kind == teacher.KindGRU {
-			cfg.NoiseStd = 0
+			cfg.NoiseStd, cfg.Layers = 0, 0
 		}
 		tc.Seed = *seed
 		m, err := teacher.New(cfg)
@@ -115,7 +120,13 @@ func cmdTeacher(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		meta = teacher.Meta{Config: cfg, Norm: p.Set.Norm, Dataset: *dataset, Nodes: p.Set.Nodes, Channels: p.Dataset.Info.Channels, Split: p.Split, Train: tc}
 	}
 	if *out == "" {
-		*out = filepath.Join("runs", fmt.Sprintf("%s-%s.model", meta.Dataset, meta.Config.Kind))
+		// A one-layer teacher gets its own name so as not to replace the
+		// two-layer one.
+		suffix := ""
+		if meta.Config.GCNLayers() == 1 {
+			suffix = "-1layer"
+		}
+		*out = filepath.Join("runs", fmt.Sprintf("%s-%s%s.model", meta.Dataset, meta.Config.Kind, suffix))
 	}
 	if err := os.MkdirAll(filepath.Dir(*out), 0o755); err != nil {
 		return fmt.Errorf("create output directory: %w", err)
@@ -123,7 +134,7 @@ func cmdTeacher(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	log.Info().Str("dataset", meta.Dataset).Str("data", p.Dir).Str("model", meta.Config.Kind).
 		Int("nodes", p.Set.Nodes).Int("channels", p.Set.Channels).Int("steps", p.Set.Steps).
 		Int("train", p.Split.Train.Len()).Int("val", p.Split.Val.Len()).Int("test", p.Split.Test.Len()).
-		Float64("noise", meta.Config.NoiseStd).Int("max_epochs", tr.Config.MaxEpochs).Msg("training")
+		Int("gcn_layers", meta.Config.GCNLayers()).Float64("noise", meta.Config.NoiseStd).Int("max_epochs", tr.Config.MaxEpochs).Msg("training")
 
 	start := time.Now()
 	err = tr.Run(ctx, p.Set, p.Split, p.Adj, func(e teacher.Epoch) {

@@ -1,0 +1,205 @@
+package teacher
+
+import (
+	"encoding/json"
+	"math/rand/v2"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/pemsforecast/sdgnn/checkpoint"
+	"github.com/pemsforecast/sdgnn/snapshot"
+)
+
+// forecast returns m's prediction (a copy) for a fixed random window on a
+// ring of 5 nodes, two snapshots deep.
+func forecast(t *testing.T, m *Model) *mat.Dense {
+	t.Helper()
+	const nodes, blocks = 5, 2
+	rng := rand.New(rand.NewPCG(31, 32))
+	xs := make([]*mat.Dense, m.Config.Window)
+	for i := range xs {
+		xs[i] = randDense(rng, nodes*blocks, m.Config.Channels)
+	}
+	pred, err := m.Forward(xs, ringAdjacency(nodes), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mat.DenseCopyOf(pred)
+}
+
+// rewriteConfig reads the model file src, lets edit change its metadata's
+// config (decoded as a JSON object) and writes the result to dst.
+func rewriteConfig(t *testing.T, src, dst string, edit func(cfg map[string]any)) {
+	t.Helper()
+	f, err := checkpoint.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var meta map[string]any
+	if err := json.Unmarshal(f.Meta, &meta); err != nil {
+		t.Fatal(err)
+	}
+	edit(meta["config"].(map[string]any))
+	if f.Meta, err = json.Marshal(meta); err != nil {
+		t.Fatal(err)
+	}
+	if err := checkpoint.WriteFile(dst, f); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestModelFileLayers saves and loads GRU-GCN models of each GCN depth and
+// checks that the loaded model forecasts exactly as the saved one, that a
+// file written before Config.Layers existed loads as a two-layer model, and
+// that a file whose configuration and tensors disagree on the depth is
+// refused.
+func TestModelFileLayers(t *testing.T) {
+	dir := t.TempDir()
+	meta := Meta{Norm: snapshot.Normalizer{Mean: []float64{1, 2, 3}, Std: []float64{4, 5, 6}}, Dataset: "pems04", Nodes: 5}
+	paths := make(map[int]string)
+	for _, tc := range []struct {
+		layers, want int
+		l2           bool // whether the file holds gcn.l2 tensors
+	}{
+		{0, 2, true},
+		{1, 1, false},
+		{2, 2, true},
+	} {
+		m, err := New(Config{Kind: KindGRUGCN, Window: 4, Channels: 3, Hidden: 6, NoiseStd: 0.01, Seed: 5, Layers: tc.layers})
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(dir, "m.model")
+		if tc.layers > 0 {
+			path = filepath.Join(dir, "m"+string(rune('0'+tc.layers))+".model")
+			paths[tc.layers] = path
+		}
+		if err := SaveModel(path, m, meta); err != nil {
+			t.Fatal(err)
+		}
+		f, err := checkpoint.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.Tensor("gcn.l2.W"); (err == nil) != tc.l2 {
+			t.Errorf("layers %d: file holds gcn.l2.W %t, want %t", tc.layers, err == nil, tc.l2)
+		}
+		got, err := LoadModel(path)
+		if err != nil {
+			t.Fatalf("layers %d: %v", tc.layers, err)
+		}
+		if got.Meta.Config != m.Config || got.Model.GCN.Layers() != tc.want || got.Model.Config.GCNLayers() != tc.want {
+			t.Errorf("layers %d: loaded config %+v with a %d-layer GCN, want %d", tc.layers, got.Meta.Config, got.Model.GCN.Layers(), tc.want)
+		}
+		if want, p := forecast(t, m), forecast(t, got.Model); !mat.Equal(p, want) {
+			t.Errorf("layers %d: loaded model forecasts differently", tc.layers)
+		}
+	}
+
+	// A file from before Config.Layers: no "layers" key at all.
+	old := filepath.Join(dir, "old.model")
+	rewriteConfig(t, paths[2], old, func(cfg map[string]any) { delete(cfg, "layers") })
+	f, err := checkpoint.ReadFile(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(f.Meta), `"layers"`) {
+		t.Fatalf("old-style metadata still names the layers: %s", f.Meta)
+	}
+	got, err := LoadModel(old)
+	if err != nil {
+		t.Fatalf("old-style file: %v", err)
+	}
+	two, err := LoadModel(paths[2])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Model.GCN.Layers() != 2 || got.Meta.Config.Layers != 0 {
+		t.Errorf("old-style file loaded as %d layers (config layers %d), want 2 (0)", got.Model.GCN.Layers(), got.Meta.Config.Layers)
+	}
+	if !mat.Equal(forecast(t, got.Model), forecast(t, two.Model)) {
+		t.Error("old-style file forecasts differently from the two-layer file it came from")
+	}
+
+	// Configuration and tensors that disagree on the depth.
+	for _, tc := range []struct {
+		name, src string
+		layers    int
+		want      string
+	}{
+		{"1-layer config with l2 tensors", paths[2], 1, "1-layer GCN, but the file holds the second layer's tensor gcn.l2."},
+		{"2-layer config without l2 tensors", paths[1], 2, "2-layer GCN (layers 2), but the file has no second-layer tensors"},
+		{"default config without l2 tensors", paths[1], 0, "2-layer GCN (layers 0), but the file has no second-layer tensors"},
+		{"3 layers", paths[2], 3, "gcn layers 3: want 1 or 2"},
+	} {
+		bad := filepath.Join(dir, "bad.model")
+		rewriteConfig(t, tc.src, bad, func(cfg map[string]any) {
+			if tc.layers == 0 {
+				delete(cfg, "layers")
+			} else {
+				cfg["layers"] = tc.layers
+			}
+		})
+		_, err := LoadModel(bad)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), bad) {
+			t.Errorf("%s: error %v, want one naming the file and containing %q", tc.name, err, tc.want)
+		}
+	}
+
+	// A GRU baseline's file with GCN tensors is refused too.
+	gruPath := filepath.Join(dir, "gru.model")
+	rewriteConfig(t, paths[1], gruPath, func(cfg map[string]any) { cfg["kind"] = KindGRU; delete(cfg, "layers") })
+	if _, err := LoadModel(gruPath); err == nil || !strings.Contains(err.Error(), "gcn.") {
+		t.Errorf("gru config with GCN tensors: error %v", err)
+	}
+}
+
+// TestStateFileLayers saves and loads the training state of a one-layer
+// GRU-GCN and of a two-layer one after a training step, and checks that the
+// parameters, best parameters and Adam moments come back unchanged.
+func TestStateFileLayers(t *testing.T) {
+	for _, layers := range []int{1, 2} {
+		m, err := New(Config{Kind: KindGRUGCN, Window: 3, Channels: 2, Hidden: 4, Seed: 6, Layers: layers})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr, err := NewTrainer(m, DefaultTrain())
+		if err != nil {
+			t.Fatal(err)
+		}
+		// One Adam step so that the state holds moments.
+		rng := rand.New(rand.NewPCG(1, 2))
+		xs := []*mat.Dense{randDense(rng, 5, 2), randDense(rng, 5, 2), randDense(rng, 5, 2)}
+		a := ringAdjacency(5)
+		pred, err := m.Forward(xs, a, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Backward(mat.DenseCopyOf(pred), a); err != nil {
+			t.Fatal(err)
+		}
+		if err := tr.Opt.Step(m.Params()); err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(t.TempDir(), "run.state")
+		meta := Meta{Norm: snapshot.Normalizer{Mean: []float64{0, 0}, Std: []float64{1, 1}}, Dataset: "sz-taxi", Nodes: 5}
+		if err := tr.SaveState(path, meta); err != nil {
+			t.Fatal(err)
+		}
+		got, _, err := LoadState(path)
+		if err != nil {
+			t.Fatalf("layers %d: %v", layers, err)
+		}
+		if got.Model.GCN.Layers() != layers || got.Best.GCN.Layers() != layers || got.Opt.T != tr.Opt.T {
+			t.Fatalf("layers %d: resumed %d/%d layers, Adam step %d", layers, got.Model.GCN.Layers(), got.Best.GCN.Layers(), got.Opt.T)
+		}
+		for i, p := range m.Params() {
+			if !equalData(p, got.Model.Params()[i]) || !mat.Equal(tr.Opt.M[i], got.Opt.M[i]) || !mat.Equal(tr.Opt.V[i], got.Opt.V[i]) {
+				t.Errorf("layers %d: %s differs after the state round trip", layers, p.Name)
+			}
+		}
+	}
+}
