@@ -91,15 +91,19 @@ func (c Config) Budget(e int) int { return max(c.BudgetEnd, c.BudgetStart-e/c.Bu
 
 // Round records one Phase-Θ solve and the validation of the student after it.
 type Round struct {
-	Epoch         int                `json:"epoch"`
-	Budget        int                `json:"budget"`
-	MeanReceptive float64            `json:"mean_receptive"`
-	KKT           float64            `json:"kkt"`      // mean relative KKT violation of the Lasso solutions
-	PhiLoss       float64            `json:"phi_loss"` // mean training MSE of the last Phase-φ epoch
-	NR            float64            `json:"nr"`       // validation ‖Ẑ−Z‖² / ‖Z‖²
-	Val           evaluation.Metrics `json:"val"`
-	Best          bool               `json:"best"`
-	Seconds       float64            `json:"seconds"`
+	Epoch         int     `json:"epoch"`
+	Budget        int     `json:"budget"`
+	MeanReceptive float64 `json:"mean_receptive"`
+	KKT           float64 `json:"kkt"`      // mean relative KKT violation of the Lasso solutions
+	PhiLoss       float64 `json:"phi_loss"` // mean training MSE of the last Phase-φ epoch
+	NR            float64 `json:"nr"`       // validation ‖Ẑ−Z‖² / ‖Z‖²
+	// MSE is the validation mean squared error between Ẑ and Z over all
+	// entries: the embedding approximation error (absent in bundles
+	// written before it was recorded).
+	MSE     float64            `json:"mse,omitempty"`
+	Val     evaluation.Metrics `json:"val"`
+	Best    bool               `json:"best"`
+	Seconds float64            `json:"seconds"`
 }
 
 // Result is a distilled student with its fine-tuned decoder.
@@ -146,7 +150,7 @@ func Distill(ctx context.Context, m *teacher.Model, norm snapshot.Normalizer, ca
 				return nil, fmt.Errorf("epoch %d: %w", e, err)
 			}
 			rd := Round{Epoch: e, Budget: stats.Budget, MeanReceptive: stats.MeanReceptive, KKT: stats.MeanKKT, PhiLoss: phiLoss}
-			rd.NR, rd.Val = validate(st, m.Dec, norm, val, cfg.MAPEFloor)
+			rd.NR, rd.MSE, rd.Val = validate(st, m.Dec, norm, val, cfg.MAPEFloor)
 			score := selectScore(cfg.Select, rd.Val)
 			if stats.Budget == cfg.BudgetEnd && score < bestScore {
 				bestScore, rd.Best = score, true
@@ -188,7 +192,7 @@ func Distill(ctx context.Context, m *teacher.Model, norm snapshot.Normalizer, ca
 			return nil, err
 		}
 	}
-	_, v := validate(best, dec, norm, val, cfg.MAPEFloor)
+	_, _, v := validate(best, dec, norm, val, cfg.MAPEFloor)
 	return &Result{Student: best, Decoder: dec, Rounds: rounds, Val: v}, nil
 }
 
@@ -203,9 +207,10 @@ func selectScore(kind string, m evaluation.Metrics) float64 {
 	return v
 }
 
-// validate returns the relative approximation error ‖Ẑ−Z‖²/‖Z‖² and the
-// forecast metrics of decoding Ẑ on the targets t.
-func validate(st *Student, dec *nn.MLP, norm snapshot.Normalizer, t *Targets, floor float64) (float64, evaluation.Metrics) {
+// validate returns the relative approximation error ‖Ẑ−Z‖²/‖Z‖², the mean
+// squared error between Ẑ and Z, and the forecast metrics of decoding Ẑ on
+// the targets t.
+func validate(st *Student, dec *nn.MLP, norm snapshot.Normalizer, t *Targets, floor float64) (nr, mse float64, m evaluation.Metrics) {
 	zhat := st.ZHatAll(t.H)
 	var num, den float64
 	zr, hr := t.Z.RawMatrix().Data, zhat.RawMatrix().Data
@@ -214,7 +219,7 @@ func validate(st *Student, dec *nn.MLP, norm snapshot.Normalizer, t *Targets, fl
 		num += e * e
 		den += zr[i] * zr[i]
 	}
-	return num / den, decodeMetrics(dec, norm, zhat, t, floor)
+	return num / den, num / float64(len(zr)), decodeMetrics(dec, norm, zhat, t, floor)
 }
 
 // decodeMetrics decodes z (rows of t's snapshots) and scores the forecasts

@@ -97,6 +97,18 @@ func TestDistillOnRealData(t *testing.T) {
 	if !(rounds[len(rounds)-1].NR < rounds[0].NR) {
 		t.Errorf("approximation error did not fall: %+v", rounds)
 	}
+	// MSE and NR share the numerator; their ratio is ‖Z‖²/entries of the
+	// validation targets, the same in every round.
+	var zz float64
+	for _, v := range val.Z.RawMatrix().Data {
+		zz += v * v
+	}
+	want := zz / float64(len(val.Z.RawMatrix().Data))
+	for _, r := range rounds {
+		if got := r.MSE / r.NR; !(r.MSE > 0) || math.Abs(got-want) > 1e-9*want {
+			t.Errorf("round %d: MSE %g, NR %g: ratio %g, want ‖Z‖²/entries %g", r.Epoch, r.MSE, r.NR, got, want)
+		}
+	}
 	for z := range res.Student.Theta.Nodes {
 		if k := len(res.Student.Theta.Nodes[z]); k > 6 {
 			t.Fatalf("node %d has %d receptive nodes, budget 6", z, k)
