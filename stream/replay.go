@@ -1,0 +1,89 @@
+package stream
+
+import (
+	"fmt"
+
+	"github.com/pemsforecast/sdgnn/sdgnn"
+	"github.com/pemsforecast/sdgnn/snapshot"
+)
+
+// ReplayStepMs is the slot length Replay puts the series on. Any positive
+// length gives the same forecasts; it only scales the timestamps.
+const ReplayStepMs = 300_000
+
+// Replay forecasts every node of every snapshot of r through the online
+// path of the service, without a broker: the readings of set's series are
+// applied step by step to a State in slot order, and after the last step of
+// each snapshot's window every node's forecast of the next slot is taken
+// with State.Prepare and State.ForecastSlot, exactly as the service emits
+// it. Replay is how analysts check offline what the service would have
+// forecast.
+//
+// The result is on the original scale, row-major (snapshot, node, channel),
+// in the layout of sdgnn.Predict, so the two can be compared; all-zero
+// (missing) readings are applied like any other, as the model was trained
+// on them. onSnapshot, if not nil, is called after each snapshot with the
+// number done. The bundle is used by the State for the duration of the call
+// and must not be used concurrently.
+func Replay(b *sdgnn.Bundle, set *snapshot.Set, r snapshot.Range, onSnapshot func(done int)) ([]float64, error) {
+	if set.Nodes != b.Meta.Nodes || set.Window != b.Meta.Window || set.Channels != len(b.Meta.Norm.Mean) {
+		return nil, fmt.Errorf("replay: data has %d nodes, window %d, %d channels; the bundle wants %d, %d, %d",
+			set.Nodes, set.Window, set.Channels, b.Meta.Nodes, b.Meta.Window, len(b.Meta.Norm.Mean))
+	}
+	if r.Start < 0 || r.End > set.Len() || r.Len() < 1 {
+		return nil, fmt.Errorf("replay: range %+v outside the %d snapshots of the data", r, set.Len())
+	}
+	// The forecasts of a slot read the windows ending one slot before, so
+	// no history beyond the window is needed.
+	st, err := NewStateHistory(b, ReplayStepMs, 1)
+	if err != nil {
+		return nil, fmt.Errorf("replay: %w", err)
+	}
+	n, c, t := set.Nodes, set.Channels, set.Window
+	pred := make([]float64, r.Len()*n*c)
+	zs := make([]int, n)
+	targets := make([]int64, n)
+	for z := range zs {
+		zs[z] = z
+	}
+	rd := Reading{Values: make([]float64, c)}
+	var f Forecast
+	// Slot of series step s is s+1, so that step 0 is not slot 0.
+	for step := r.Start; step < r.End-1+t; step++ {
+		rd.TS = int64(step+1) * ReplayStepMs
+		for z := 0; z < n; z++ {
+			rd.Sensor = z
+			for ch := 0; ch < c; ch++ {
+				rd.Values[ch] = set.RawAt(step, z, ch)
+			}
+			if _, err := st.Apply(rd); err != nil {
+				return nil, fmt.Errorf("replay step %d node %d: %w", step, z, err)
+			}
+		}
+		s := step - t + 1 // the snapshot whose window ends here
+		if s < r.Start {
+			continue
+		}
+		target := int64(step + 2)
+		for z := range targets {
+			targets[z] = target
+		}
+		if err := st.Prepare(zs, targets); err != nil {
+			return nil, fmt.Errorf("replay snapshot %d: %w", s, err)
+		}
+		out := pred[(s-r.Start)*n*c:]
+		for z := 0; z < n; z++ {
+			if err := st.ForecastSlot(z, target*ReplayStepMs, &f); err != nil {
+				return nil, fmt.Errorf("replay snapshot %d: %w", s, err)
+			}
+			if f.StaleSlots != 0 {
+				return nil, fmt.Errorf("replay snapshot %d node %d: forecast %d slots stale", s, z, f.StaleSlots)
+			}
+			copy(out[z*c:(z+1)*c], f.Values)
+		}
+		if onSnapshot != nil {
+			onSnapshot(s - r.Start + 1)
+		}
+	}
+	return pred, nil
+}
