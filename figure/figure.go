@@ -1,0 +1,640 @@
+// Package figure draws the figures of the analyst report with
+// gonum.org/v1/plot.
+//
+// Every function takes plain data (curves, points, samples, a receptive
+// field) and returns a *plot.Plot that the caller may adjust further,
+// save with Save or embed with PNG. The package knows nothing about
+// models or file formats other than the image output.
+//
+// Non-finite values (NaN, ±Inf) are skipped: a point with a non-finite
+// coordinate is not drawn. A figure or series left with nothing finite to
+// draw, empty input and mismatched lengths are errors naming the figure,
+// the series and what is wrong.
+//
+// Output is deterministic: the same input gives the same SVG bytes.
+package figure
+
+import (
+	"bytes"
+	"cmp"
+	"errors"
+	"fmt"
+	"image/color"
+	"math"
+	"path/filepath"
+	"slices"
+	"strconv"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+)
+
+// palette is the Okabe–Ito colour-blind safe palette without its yellow,
+// which is too light on a white background. It is fixed here rather than
+// taken from plotutil so that package-level changes elsewhere cannot alter
+// the report's figures.
+var palette = []color.Color{
+	color.RGBA{R: 0x00, G: 0x72, B: 0xb2, A: 0xff}, // blue
+	color.RGBA{R: 0xd5, G: 0x5e, B: 0x00, A: 0xff}, // vermillion
+	color.RGBA{R: 0x00, G: 0x9e, B: 0x73, A: 0xff}, // bluish green
+	color.RGBA{R: 0xe6, G: 0x9f, B: 0x00, A: 0xff}, // orange
+	color.RGBA{R: 0xcc, G: 0x79, B: 0xa7, A: 0xff}, // reddish purple
+	color.RGBA{R: 0x56, G: 0xb4, B: 0xe9, A: 0xff}, // sky blue
+	color.RGBA{R: 0x00, G: 0x00, B: 0x00, A: 0xff}, // black
+}
+
+// shapes are the glyphs of successive series. Its length is prime to the
+// palette's so that (colour, glyph) pairs repeat only after many series.
+var shapes = []draw.GlyphDrawer{
+	draw.CircleGlyph{},
+	draw.BoxGlyph{},
+	draw.TriangleGlyph{},
+	draw.PyramidGlyph{},
+	draw.CrossGlyph{},
+}
+
+var grey = color.Gray{Y: 0xa0}
+
+// seriesColor returns the colour of the i'th series.
+func seriesColor(i int) color.Color { return palette[i%len(palette)] }
+
+// seriesShape returns the glyph of the i'th series.
+func seriesShape(i int) draw.GlyphDrawer { return shapes[i%len(shapes)] }
+
+// translucent returns c with the given alpha, for shaded bands.
+func translucent(c color.Color, alpha uint8) color.Color {
+	r, g, b, _ := c.RGBA()
+	return color.NRGBA{R: uint8(r >> 8), G: uint8(g >> 8), B: uint8(b >> 8), A: alpha}
+}
+
+// finite reports whether all of v are neither NaN nor infinite.
+func finite(v ...float64) bool {
+	for _, x := range v {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return false
+		}
+	}
+	return true
+}
+
+// newPlot returns a plot with the given title and axis labels and a light
+// grid behind the data.
+func newPlot(title, xLabel, yLabel string) *plot.Plot {
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = xLabel
+	p.Y.Label.Text = yLabel
+	p.Title.Padding = vg.Points(4)
+	p.Add(plotter.NewGrid())
+	return p
+}
+
+// pad widens the data range of a by frac of its extent on each side,
+// multiplicatively on a log scale, so that markers and step lines do not
+// sit on the axis lines.
+func pad(a *plot.Axis, frac float64) {
+	if a.Min >= a.Max || !finite(a.Min, a.Max) {
+		return // plot.Axis makes a degenerate range usable itself
+	}
+	if _, log := a.Scale.(plot.LogScale); log {
+		lo, hi := math.Log10(a.Min), math.Log10(a.Max)
+		d := (hi - lo) * frac
+		a.Min, a.Max = math.Pow(10, lo-d), math.Pow(10, hi+d)
+		return
+	}
+	d := (a.Max - a.Min) * frac
+	a.Min, a.Max = a.Min-d, a.Max+d
+}
+
+// legendRoom raises the top of p's y axis so that a legend of n entries at
+// the top of the plot sits above the data rather than over it, assuming
+// a data area some 230 points high (a 4-inch figure).
+func legendRoom(p *plot.Plot, n int) {
+	if p.Y.Min >= p.Y.Max || !finite(p.Y.Min, p.Y.Max) {
+		return
+	}
+	f := min(0.5, 0.07*float64(n))
+	p.Y.Max = p.Y.Min + (p.Y.Max-p.Y.Min)/(1-f)
+}
+
+// finish pads both axes of p and makes room for its legend of n entries at
+// the top.
+func finish(p *plot.Plot, n int) {
+	pad(&p.X, 0.03)
+	pad(&p.Y, 0.03)
+	legendRoom(p, n)
+}
+
+// addCurve adds xys as a line with glyphs in the style of series i, and a
+// legend entry name for it, with extra thumbnails drawn first (a band).
+// A single point is drawn as a glyph only.
+func addCurve(p *plot.Plot, i int, name string, xys plotter.XYs, extra ...plot.Thumbnailer) error {
+	s, err := plotter.NewScatter(xys)
+	if err != nil {
+		return err
+	}
+	s.Color = seriesColor(i)
+	s.Shape = seriesShape(i)
+	s.Radius = vg.Points(3)
+	thumbs := slices.Clone(extra)
+	if len(xys) > 1 {
+		l, err := plotter.NewLine(xys)
+		if err != nil {
+			return err
+		}
+		l.Color = seriesColor(i)
+		l.Width = vg.Points(1.5)
+		p.Add(l)
+		thumbs = append(thumbs, l)
+	}
+	p.Add(s)
+	thumbs = append(thumbs, s)
+	p.Legend.Add(name, thumbs...)
+	return nil
+}
+
+// useLogX switches p's x axis to a log scale when all of xs are positive
+// and they span more than a factor of 10.
+func useLogX(p *plot.Plot, xs []float64) {
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, x := range xs {
+		lo = math.Min(lo, x)
+		hi = math.Max(hi, x)
+	}
+	if lo > 0 && hi/lo > 10 {
+		p.X.Scale = plot.LogScale{}
+		p.X.Tick.Marker = logTicks{}
+	}
+}
+
+// logTicks marks each power of ten and its multiples on a log axis,
+// labelling the powers, and also 2 and 5 times them when the axis spans
+// few decades, so that a range such as 1–50 gets more than two labels.
+type logTicks struct{}
+
+// Ticks implements plot.Ticker.
+func (logTicks) Ticks(min, max float64) []plot.Tick {
+	if !(min > 0 && max >= min) || !finite(min, max) {
+		return nil // not a log range; plot.LogScale rejects it anyway
+	}
+	lo := int(math.Floor(math.Log10(min)))
+	hi := int(math.Ceil(math.Log10(max)))
+	dense := hi-lo <= 3
+	var ticks []plot.Tick
+	for e := lo; e <= hi; e++ {
+		for m := 1; m <= 9 && (e < hi || m == 1); m++ {
+			t := plot.Tick{Value: decimal(m, e)}
+			if m == 1 || dense && (m == 2 || m == 5) {
+				t.Label = decimalLabel(m, e)
+			}
+			ticks = append(ticks, t)
+		}
+	}
+	return ticks
+}
+
+// decimal returns m×10^e with the rounding of the literal "me<e>".
+func decimal(m, e int) float64 {
+	v, _ := strconv.ParseFloat(strconv.Itoa(m)+"e"+strconv.Itoa(e), 64)
+	return v
+}
+
+// decimalLabel formats m×10^e without floating-point noise.
+func decimalLabel(m, e int) string {
+	switch {
+	case e < -4 || e > 6:
+		return fmt.Sprintf("%de%d", m, e)
+	case e < 0:
+		return strconv.FormatFloat(decimal(m, e), 'f', -e, 64)
+	default:
+		return strconv.FormatFloat(decimal(m, e), 'f', 0, 64)
+	}
+}
+
+// Line is one model's curve for Staleness: Y[i] ± Err[i] at X[i].
+// Err may be nil, in which case no band is drawn.
+type Line struct {
+	Name      string
+	X, Y, Err []float64
+}
+
+// errPoint is a point of a Line with its error, NaN when it has none.
+type errPoint struct{ x, y, err float64 }
+
+// Staleness plots MAE mean ± std per chronological tenth (chunk) of the
+// test split, one line per model, with a shaded band for ± Err, to show
+// how a model degrades as the test period moves away from its training
+// data (the SDGNN paper's model-staleness analysis).
+//
+// Points with a non-finite X or Y are not drawn; a point with a
+// non-finite Err is drawn without its part of the band. Err values must
+// not be negative.
+func Staleness(lines []Line) (*plot.Plot, error) {
+	if len(lines) == 0 {
+		return nil, errors.New("figure: staleness: no lines")
+	}
+	p := newPlot("model staleness", "chronological tenth of the test split", "MAE")
+	p.Legend.Top = true
+	p.Legend.Left = true
+	for i, l := range lines {
+		if len(l.X) != len(l.Y) {
+			return nil, fmt.Errorf("figure: staleness line %q: %d x values but %d y values", l.Name, len(l.X), len(l.Y))
+		}
+		if l.Err != nil && len(l.Err) != len(l.Y) {
+			return nil, fmt.Errorf("figure: staleness line %q: %d y values but %d error values", l.Name, len(l.Y), len(l.Err))
+		}
+		var pts []errPoint
+		for j := range l.X {
+			e := math.NaN()
+			if l.Err != nil {
+				e = l.Err[j]
+				if e < 0 {
+					return nil, fmt.Errorf("figure: staleness line %q: negative error %v at x=%v", l.Name, e, l.X[j])
+				}
+			}
+			if finite(l.X[j], l.Y[j]) {
+				pts = append(pts, errPoint{l.X[j], l.Y[j], e})
+			}
+		}
+		if len(pts) == 0 {
+			return nil, fmt.Errorf("figure: staleness line %q: no finite points among %d", l.Name, len(l.X))
+		}
+		slices.SortStableFunc(pts, func(a, b errPoint) int { return cmp.Compare(a.x, b.x) })
+
+		xys := make(plotter.XYs, len(pts))
+		var banded []errPoint
+		for j, pt := range pts {
+			xys[j] = plotter.XY{X: pt.x, Y: pt.y}
+			if finite(pt.err) {
+				banded = append(banded, pt)
+			}
+		}
+		var band []plot.Thumbnailer
+		switch {
+		case len(banded) > 1:
+			// Upper edge left to right, lower edge back.
+			ring := make(plotter.XYs, 0, 2*len(banded))
+			for _, pt := range banded {
+				ring = append(ring, plotter.XY{X: pt.x, Y: pt.y + pt.err})
+			}
+			for _, pt := range slices.Backward(banded) {
+				ring = append(ring, plotter.XY{X: pt.x, Y: pt.y - pt.err})
+			}
+			poly, err := plotter.NewPolygon(ring)
+			if err != nil {
+				return nil, fmt.Errorf("figure: staleness line %q: %w", l.Name, err)
+			}
+			poly.Color = translucent(seriesColor(i), 0x38)
+			poly.LineStyle.Width = 0
+			p.Add(poly)
+			band = append(band, poly)
+		case len(banded) == 1:
+			// A single point has no band to shade: draw an error bar.
+			pt := banded[0]
+			eb, err := plotter.NewYErrorBars(struct {
+				plotter.XYs
+				plotter.YErrors
+			}{plotter.XYs{{X: pt.x, Y: pt.y}}, plotter.YErrors{{Low: pt.err, High: pt.err}}})
+			if err != nil {
+				return nil, fmt.Errorf("figure: staleness line %q: %w", l.Name, err)
+			}
+			eb.Color = seriesColor(i)
+			p.Add(eb)
+		}
+		if err := addCurve(p, i, l.Name, xys, band...); err != nil {
+			return nil, fmt.Errorf("figure: staleness line %q: %w", l.Name, err)
+		}
+	}
+	finish(p, len(lines))
+	return p, nil
+}
+
+// Point is one model at one setting for MAPEReceptive: X its mean
+// receptive-field size (nodes), Y its MAPE (%). Points with the same
+// Series are joined by a line in order of X (e.g. series "SDGNN, 2-layer
+// target" at budgets 2, 4, 6, 10, 20); a series with one point is a single
+// marker. Label, if not empty, annotates the point (e.g. "6").
+type Point struct {
+	Series, Label string
+	X, Y          float64
+}
+
+// MAPEReceptive plots MAPE against mean receptive-field size, showing the
+// accuracy each model buys with the nodes it reads (the SDGNN paper's
+// Fig. 3a). The x axis is logarithmic when the X values span more than a
+// factor of 10, as receptive sizes go from 1 to about 50.
+//
+// Series are coloured and listed in the legend in order of first
+// appearance.
+func MAPEReceptive(points []Point) (*plot.Plot, error) {
+	if len(points) == 0 {
+		return nil, errors.New("figure: MAPE vs receptive field: no points")
+	}
+	var order []string
+	all := make(map[string]int)
+	series := make(map[string][]Point)
+	for _, pt := range points {
+		if _, ok := all[pt.Series]; !ok {
+			order = append(order, pt.Series)
+		}
+		all[pt.Series]++
+		if finite(pt.X, pt.Y) {
+			series[pt.Series] = append(series[pt.Series], pt)
+		}
+	}
+	var xs []float64
+	for _, name := range order {
+		if len(series[name]) == 0 {
+			return nil, fmt.Errorf("figure: MAPE vs receptive field: series %q: no finite points among %d", name, all[name])
+		}
+		for _, pt := range series[name] {
+			xs = append(xs, pt.X)
+		}
+	}
+
+	p := newPlot("MAPE vs receptive-field size", "mean receptive-field size (nodes)", "MAPE (%)")
+	p.Legend.Top = true
+	useLogX(p, xs)
+	for i, name := range order {
+		pts := series[name]
+		slices.SortStableFunc(pts, func(a, b Point) int { return cmp.Compare(a.X, b.X) })
+		xys := make(plotter.XYs, len(pts))
+		var labels plotter.XYLabels
+		for j, pt := range pts {
+			xys[j] = plotter.XY{X: pt.X, Y: pt.Y}
+			if pt.Label != "" {
+				labels.XYs = append(labels.XYs, xys[j])
+				labels.Labels = append(labels.Labels, pt.Label)
+			}
+		}
+		if err := addCurve(p, i, name, xys); err != nil {
+			return nil, fmt.Errorf("figure: MAPE vs receptive field: series %q: %w", name, err)
+		}
+		if len(labels.Labels) > 0 {
+			if _, err := addLabels(p, labels, seriesColor(i), vg.Point{X: 4, Y: 3}); err != nil {
+				return nil, fmt.Errorf("figure: MAPE vs receptive field: series %q: %w", name, err)
+			}
+		}
+	}
+	finish(p, len(order))
+	return p, nil
+}
+
+// addLabels adds text labels in colour c, offset from their points.
+func addLabels(p *plot.Plot, labels plotter.XYLabels, c color.Color, offset vg.Point) (*plotter.Labels, error) {
+	l, err := plotter.NewLabels(labels)
+	if err != nil {
+		return nil, err
+	}
+	for i := range l.TextStyle {
+		l.TextStyle[i].Color = c
+		l.TextStyle[i].Font.Size = vg.Points(8)
+	}
+	l.Offset = offset
+	p.Add(l)
+	return l, nil
+}
+
+// NodeReduction scatters per-node MAE reductions relative to the GRU
+// baseline, with the line y = x over the data range, so that nodes where
+// one model gains more than the other stand out (the SDGNN paper's
+// Fig. 3b): x[i] is node i's reduction under model xName (SDGNN), y[i]
+// under model yName (GRU-GCN).
+//
+// Nodes with a non-finite x or y are not drawn.
+func NodeReduction(x, y []float64, xName, yName string) (*plot.Plot, error) {
+	if len(x) != len(y) {
+		return nil, fmt.Errorf("figure: node reduction %s vs %s: %d x values but %d y values", xName, yName, len(x), len(y))
+	}
+	if len(x) == 0 {
+		return nil, fmt.Errorf("figure: node reduction %s vs %s: no nodes", xName, yName)
+	}
+	var xys plotter.XYs
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for i := range x {
+		if finite(x[i], y[i]) {
+			xys = append(xys, plotter.XY{X: x[i], Y: y[i]})
+			lo = math.Min(lo, math.Min(x[i], y[i]))
+			hi = math.Max(hi, math.Max(x[i], y[i]))
+		}
+	}
+	if len(xys) == 0 {
+		return nil, fmt.Errorf("figure: node reduction %s vs %s: no node with finite values among %d", xName, yName, len(x))
+	}
+	if lo == hi {
+		lo, hi = lo-1, hi+1
+	}
+
+	p := newPlot("per-node MAE reduction vs GRU",
+		"MAE reduction vs GRU, "+xName,
+		"MAE reduction vs GRU, "+yName)
+	p.Legend.Top = true
+	p.Legend.Left = true
+
+	diag, err := plotter.NewLine(plotter.XYs{{X: lo, Y: lo}, {X: hi, Y: hi}})
+	if err != nil {
+		return nil, fmt.Errorf("figure: node reduction %s vs %s: %w", xName, yName, err)
+	}
+	diag.Color = color.Gray{Y: 0x60}
+	diag.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+	s, err := plotter.NewScatter(xys)
+	if err != nil {
+		return nil, fmt.Errorf("figure: node reduction %s vs %s: %w", xName, yName, err)
+	}
+	s.Color = translucent(seriesColor(0), 0xb0)
+	s.Shape = draw.CircleGlyph{}
+	s.Radius = vg.Points(2)
+	p.Add(diag, s)
+	p.Legend.Add(fmt.Sprintf("nodes (%d)", len(xys)), s)
+	p.Legend.Add("y = x", diag)
+	finish(p, 2)
+	return p, nil
+}
+
+// Checkpoint is one distillation round of SDGNN, for ApproxError.
+type Checkpoint struct {
+	Epoch, Budget int
+	ApproxErr     float64 // embedding approximation error of the round (validation MSE between Ẑ and Z)
+	MAPE          float64 // validation MAPE (%) of the round
+	Best          bool    // the round kept as the final model
+}
+
+// ApproxError plots validation MAPE against embedding approximation error
+// over distillation checkpoints, to show that forecasting accuracy tracks
+// how well SDGNN approximates the teacher's embeddings. errName labels the
+// x axis (e.g. "validation MSE(Ẑ, Z)"). Points are joined in epoch order
+// and the best one is highlighted with its own glyph and legend entry. The
+// x axis is logarithmic when the errors span more than a factor of 10.
+//
+// Checkpoints with a non-finite ApproxErr or MAPE are not drawn.
+func ApproxError(cps []Checkpoint, errName string) (*plot.Plot, error) {
+	if len(cps) == 0 {
+		return nil, errors.New("figure: approximation error: no checkpoints")
+	}
+	var kept []Checkpoint
+	for _, cp := range cps {
+		if finite(cp.ApproxErr, cp.MAPE) {
+			kept = append(kept, cp)
+		}
+	}
+	if len(kept) == 0 {
+		return nil, fmt.Errorf("figure: approximation error: no checkpoint with finite error and MAPE among %d", len(cps))
+	}
+	slices.SortStableFunc(kept, func(a, b Checkpoint) int { return cmp.Compare(a.Epoch, b.Epoch) })
+
+	if errName == "" {
+		errName = "embedding approximation error"
+	}
+	p := newPlot("MAPE vs embedding approximation error", errName, "validation MAPE (%)")
+	p.Legend.Top = true
+	p.Legend.Left = true
+
+	xys := make(plotter.XYs, len(kept))
+	xs := make([]float64, len(kept))
+	var best plotter.XYs
+	var bestCP Checkpoint
+	for i, cp := range kept {
+		xys[i] = plotter.XY{X: cp.ApproxErr, Y: cp.MAPE}
+		xs[i] = cp.ApproxErr
+		if cp.Best {
+			best = append(best, xys[i])
+			bestCP = cp
+		}
+	}
+	useLogX(p, xs)
+	if err := addCurve(p, 0, "checkpoints (epoch order)", xys); err != nil {
+		return nil, fmt.Errorf("figure: approximation error: %w", err)
+	}
+	if len(best) > 0 {
+		s, err := plotter.NewScatter(best)
+		if err != nil {
+			return nil, fmt.Errorf("figure: approximation error: best checkpoint: %w", err)
+		}
+		s.Color = seriesColor(1)
+		s.Shape = draw.BoxGlyph{}
+		s.Radius = vg.Points(5)
+		p.Add(s)
+		name := "best"
+		if len(best) == 1 {
+			name = fmt.Sprintf("best (epoch %d, budget %d)", bestCP.Epoch, bestCP.Budget)
+		}
+		p.Legend.Add(name, s)
+	}
+	finish(p, 1+min(len(best), 1))
+	return p, nil
+}
+
+// Sample is one model's distribution of values, for ECDF.
+type Sample struct {
+	Name   string
+	Values []float64
+}
+
+// ECDF plots the empirical cumulative distribution function of each sample
+// as a step line, one per sample, with the given title and x label, to
+// compare distributions such as the receptive-set sizes and row-normalised
+// θ values of SDGNN and PPRGo. The y axis, "fraction ≤ x", runs from 0 to
+// 1. Each step line is extended at height 1 to the largest value of all
+// samples so that the curves end together.
+//
+// Non-finite values are skipped; the fractions are of the finite values.
+func ECDF(title, xLabel string, samples []Sample) (*plot.Plot, error) {
+	if len(samples) == 0 {
+		return nil, fmt.Errorf("figure: ECDF %q: no samples", title)
+	}
+	sorted := make([][]float64, len(samples))
+	hi := math.Inf(-1)
+	for i, s := range samples {
+		for _, v := range s.Values {
+			if finite(v) {
+				sorted[i] = append(sorted[i], v)
+			}
+		}
+		if len(sorted[i]) == 0 {
+			return nil, fmt.Errorf("figure: ECDF %q: sample %q: no finite values among %d", title, s.Name, len(s.Values))
+		}
+		slices.Sort(sorted[i])
+		hi = math.Max(hi, sorted[i][len(sorted[i])-1])
+	}
+
+	p := newPlot(title, xLabel, "fraction ≤ x")
+	p.Y.Min, p.Y.Max = 0, 1
+	for i, s := range samples {
+		l, err := plotter.NewLine(ecdf(sorted[i], hi))
+		if err != nil {
+			return nil, fmt.Errorf("figure: ECDF %q: sample %q: %w", title, s.Name, err)
+		}
+		l.StepStyle = plotter.PostStep
+		l.Color = seriesColor(i)
+		l.Width = vg.Points(1.5)
+		p.Add(l)
+		p.Legend.Add(s.Name, l)
+	}
+	pad(&p.X, 0.03)
+	return p, nil
+}
+
+// ecdf returns the vertices of the post-step line of the empirical
+// distribution function of the sorted values vs: it starts at height 0 at
+// the smallest value, rises at each distinct value to the fraction of
+// values at or below it, and runs on at height 1 to end.
+func ecdf(vs []float64, end float64) plotter.XYs {
+	n := float64(len(vs))
+	xys := plotter.XYs{{X: vs[0], Y: 0}}
+	for i, v := range vs {
+		if i+1 < len(vs) && vs[i+1] == v {
+			continue
+		}
+		xys = append(xys, plotter.XY{X: v, Y: float64(i+1) / n})
+	}
+	if end > vs[len(vs)-1] {
+		xys = append(xys, plotter.XY{X: end, Y: 1})
+	}
+	return xys
+}
+
+// Save writes p as dir/name.png and dir/name.svg, w × h, for the report
+// and for print, and returns the two paths, png first. dir must exist.
+func Save(p *plot.Plot, dir, name string, w, h vg.Length) ([]string, error) {
+	if p == nil {
+		return nil, fmt.Errorf("figure: save %q: nil plot", name)
+	}
+	if name == "" {
+		return nil, errors.New("figure: save: empty file name")
+	}
+	if w <= 0 || h <= 0 {
+		return nil, fmt.Errorf("figure: save %q: size %v × %v is not positive", name, w, h)
+	}
+	paths := []string{
+		filepath.Join(dir, name+".png"),
+		filepath.Join(dir, name+".svg"),
+	}
+	for _, path := range paths {
+		if err := p.Save(w, h, path); err != nil {
+			return nil, fmt.Errorf("figure: save %s: %w", path, err)
+		}
+	}
+	return paths, nil
+}
+
+// PNG renders p as PNG bytes, w × h, for embedding in an HTML report as a
+// data URI.
+func PNG(p *plot.Plot, w, h vg.Length) ([]byte, error) {
+	if p == nil {
+		return nil, errors.New("figure: png: nil plot")
+	}
+	if w <= 0 || h <= 0 {
+		return nil, fmt.Errorf("figure: png: size %v × %v is not positive", w, h)
+	}
+	wt, err := p.WriterTo(w, h, "png")
+	if err != nil {
+		return nil, fmt.Errorf("figure: png: %w", err)
+	}
+	var buf bytes.Buffer
+	if _, err := wt.WriteTo(&buf); err != nil {
+		return nil, fmt.Errorf("figure: png: %w", err)
+	}
+	return buf.Bytes(), nil
+}
