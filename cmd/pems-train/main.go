@@ -8,6 +8,7 @@
 //	pems-train reproduce -dataset NAME [flags] the paper's comparison table over seeds
 //	pems-train eval     -model FILE [flags]     metrics of a saved model or bundle on a split
 //	pems-train export   -dataset NAME [flags]   write snapshots, embeddings or predictions as Arrow IPC
+//	pems-train report   -model FILE -out DIR    replay a split through the online path; metrics, figures, HTML
 //	pems-train datasets [-data DIR]             list the known datasets and check the data directory
 //
 // Run "pems-train CMD -h" for the flags of a command. The data directory is
@@ -34,6 +35,7 @@ commands:
   distill   distil a GRU-GCN teacher into an SDGNN bundle (six-neighbour sparse decomposition)
   reproduce train the teacher, GRU, SDGNN and the distilled baselines over seeds and write the comparison table
   eval      print the metrics of a saved model on a split (-json for machine-readable)
+  report    replay a split through the online path and write an analyst's report: metrics, figures, Markdown, HTML, Arrow
   export    write snapshots, embeddings or predictions of a split as Arrow IPC (Feather v2)
   datasets  list the known datasets, where the data directory is, and verify checksums
 
@@ -69,6 +71,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = cmdEval(ctx, args[1:], stdout, stderr)
 	case "export":
 		err = cmdExport(ctx, args[1:], stdout, stderr)
+	case "report":
+		err = cmdReport(ctx, args[1:], stdout, stderr)
 	case "datasets":
 		err = cmdDatasets(args[1:], stdout, stderr)
 	default:

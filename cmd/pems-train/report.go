@@ -1,0 +1,216 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/mattn/go-isatty"
+	"github.com/schollz/progressbar/v3"
+
+	"github.com/pemsforecast/sdgnn/report"
+	"github.com/pemsforecast/sdgnn/sdgnn"
+	"github.com/pemsforecast/sdgnn/snapshot"
+	"github.com/pemsforecast/sdgnn/teacher"
+)
+
+func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	flags := flag.NewFlagSet("report", flag.ContinueOnError)
+	flags.SetOutput(stderr)
+	var (
+		dataDir   = flags.String("data", "", "data directory (default $PEMS_DATA, then ../shared/datasets)")
+		model     = flags.String("model", "", "SDGNN bundle written by pems-train distill (required)")
+		dataset   = flags.String("dataset", "", "dataset to replay; must be the bundle's (default: the bundle's)")
+		out       = flags.String("out", "", "directory to write the report into (required)")
+		tpath     = flags.String("teacher", "", "the GRU-GCN teacher (default: the teacher recorded in the bundle, if that file exists; \"none\" to leave it out)")
+		t1path    = flags.String("teacher1", "", "a GRU-GCN teacher with a 1-layer GCN (pems-train teacher -layers 1), for the sweep's 1-layer targets")
+		gpath     = flags.String("gru", "", "the GRU baseline (pems-train teacher -model gru), for the per-node MAE reductions")
+		part      = flags.String("split-part", "test", "which part of the bundle's split to replay: train, val or test")
+		chunks    = flags.Int("chunks", 10, "chronological chunks for the staleness figure")
+		mapeFloor = flags.Float64("mape-floor", 0, "leave truths below this value out of MAPE (not out of MAE/RMSE), as eval -mape-floor")
+		sensor    = flags.Int("sensor", -1, "sensor of the receptive-field figure (-1: the one with the largest receptive set)")
+		sweep     = flags.String("sweep", "", "comma-separated SDGNN budgets to distil for the MAPE-against-receptive-field figure, e.g. 2,4,6,10,20 (needs a teacher; empty: none)")
+		scale     = flags.Int("sweep-scale", 1, "shorten the sweep's and the baselines' schedules this many times (see distill -schedule-scale)")
+		baselines = flags.Bool("baselines", false, "also train GLNN, NOSMOG and PPRGo against the teacher")
+		progress  = flags.String("progress", "auto", "progress bars on stderr: auto (when stderr is a terminal), always or never")
+	)
+	if err := flags.Parse(args); err != nil {
+		return errUsage
+	}
+	if *model == "" || *out == "" || flags.NArg() > 0 {
+		fmt.Fprintln(stderr, "report: -model BUNDLE and -out DIR are required and it takes no other arguments")
+		return errUsage
+	}
+	budgets, err := parseBudgets(*sweep)
+	if err != nil {
+		fmt.Fprintf(stderr, "report: -sweep %q: %v\n", *sweep, err)
+		return errUsage
+	}
+	switch {
+	case *chunks < 1:
+		fmt.Fprintf(stderr, "report: -chunks %d: must be at least 1\n", *chunks)
+		return errUsage
+	case *scale < 1:
+		fmt.Fprintf(stderr, "report: -sweep-scale %d: must be at least 1\n", *scale)
+		return errUsage
+	case *mapeFloor < 0:
+		fmt.Fprintf(stderr, "report: -mape-floor %g: must be ≥ 0\n", *mapeFloor)
+		return errUsage
+	case *progress != "auto" && *progress != "always" && *progress != "never":
+		fmt.Fprintf(stderr, "report: -progress %q: want auto, always or never\n", *progress)
+		return errUsage
+	}
+
+	b, err := sdgnn.LoadBundle(*model)
+	if err != nil {
+		return err
+	}
+	if *dataset != "" && *dataset != b.Meta.Dataset {
+		return fmt.Errorf("the bundle %s was distilled on %s, not %s", *model, b.Meta.Dataset, *dataset)
+	}
+	p, err := snapshot.Prepare(*dataDir, b.Meta.Dataset, b.Meta.Window, snapshot.SplitRatios(b.Meta.Split), &b.Meta.Norm)
+	if err != nil {
+		return err
+	}
+	if p.Split != b.Meta.Split {
+		return fmt.Errorf("the data of %s now splits as %+v, the bundle was distilled with %+v", b.Meta.Dataset, p.Split, b.Meta.Split)
+	}
+	r, err := rangeOf(p.Split, *part)
+	if err != nil {
+		return err
+	}
+	in := report.Input{Prepared: p, Part: *part, Range: r, Bundle: b, BundlePath: *model, Chunks: *chunks, MAPEFloor: *mapeFloor,
+		Sensor: *sensor, Sweep: budgets, SweepScale: *scale, Baselines: *baselines}
+
+	teacherPath := *tpath
+	if teacherPath == "" && b.Meta.Teacher != "" {
+		if _, err := os.Stat(b.Meta.Teacher); err == nil {
+			teacherPath = b.Meta.Teacher
+		} else if errors.Is(err, fs.ErrNotExist) {
+			fmt.Fprintf(stderr, "report: the bundle's teacher %s is not there; leaving the teacher out (give -teacher)\n", b.Meta.Teacher)
+		}
+	}
+	if teacherPath == "none" {
+		teacherPath = ""
+	}
+	for _, t := range []struct {
+		path string
+		dst  **teacher.Saved
+		name *string
+	}{{teacherPath, &in.Teacher, &in.TeacherPath}, {*t1path, &in.Teacher1, &in.Teacher1Path}, {*gpath, &in.GRU, &in.GRUPath}} {
+		if t.path == "" {
+			continue
+		}
+		s, err := teacher.LoadModel(t.path)
+		if err != nil {
+			return err
+		}
+		*t.dst, *t.name = s, t.path
+	}
+	if (len(budgets) > 0 || *baselines) && in.Teacher == nil && in.Teacher1 == nil {
+		fmt.Fprintln(stderr, "report: -sweep and -baselines need a teacher (-teacher or -teacher1)")
+		return errUsage
+	}
+
+	f, _ := stderr.(*os.File)
+	tty := f != nil && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
+	if *progress == "always" || (*progress == "auto" && tty) {
+		bars := newBars(stderr)
+		defer bars.finish()
+		in.Progress = bars.update
+	}
+
+	start := time.Now()
+	d, err := report.Build(ctx, in)
+	if err != nil {
+		return err
+	}
+	d.Command = "pems-train report " + strings.Join(args, " ")
+	d.Host = hostDescription()
+	if err := d.Write(*out); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "report on %s, %s split (%d snapshots) in %s (%.0f s):\n", d.Dataset, d.Part, d.Snapshots, *out, time.Since(start).Seconds())
+	for _, m := range d.Models {
+		o := m.Report.Overall
+		fmt.Fprintf(stdout, "  %-10s receptive %6.2f  MAE %.4f  RMSE %.4f  MAPE %.3f%%\n", m.Name, m.Receptive, o.MAE, o.RMSE, o.MAPE)
+	}
+	for _, fg := range d.Figures {
+		if fg.Skipped != "" {
+			fmt.Fprintf(stdout, "  figure %s not drawn: %s\n", fg.Name, fg.Skipped)
+		}
+	}
+	fmt.Fprintf(stdout, "open %s\n", filepath.Join(*out, report.FileHTML))
+	return nil
+}
+
+// parseBudgets parses a comma-separated list of positive budgets.
+func parseBudgets(s string) ([]int, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		v, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || v < 1 {
+			return nil, fmt.Errorf("%q is not a positive budget", f)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// bars shows one progress bar per stage of a long report.
+type bars struct {
+	w     io.Writer
+	stage string
+	bar   *progressbar.ProgressBar
+}
+
+func newBars(w io.Writer) *bars { return &bars{w: w} }
+
+func (b *bars) update(stage string, done, total int) {
+	if stage != b.stage || b.bar == nil {
+		b.finish()
+		b.stage = stage
+		b.bar = progressbar.NewOptions(total, progressbar.OptionSetWriter(b.w), progressbar.OptionSetDescription(stage),
+			progressbar.OptionShowCount(), progressbar.OptionSetPredictTime(true), progressbar.OptionThrottle(100*time.Millisecond),
+			progressbar.OptionOnCompletion(func() { fmt.Fprintln(b.w) }))
+	}
+	b.bar.Set(done)
+}
+
+func (b *bars) finish() {
+	if b.bar != nil && !b.bar.IsFinished() {
+		b.bar.Finish()
+	}
+	b.bar = nil
+}
+
+// hostDescription names the machine a report was made on: host name, CPU
+// model and cores.
+func hostDescription() string {
+	host, _ := os.Hostname()
+	cpu := runtime.GOARCH
+	if f, err := os.Open("/proc/cpuinfo"); err == nil {
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
+				cpu = strings.TrimSpace(v)
+				break
+			}
+		}
+		f.Close()
+	}
+	return fmt.Sprintf("%s (%s, %d cores)", host, cpu, runtime.NumCPU())
+}

@@ -1,0 +1,662 @@
+// Package report builds the analyst's report on a model bundle: it replays
+// a split of a dataset through the same online inference path the streaming
+// service uses (stream.Replay), scores the bundle beside the teacher, the
+// GRU baseline and the distilled baselines, and writes the numbers
+// (metrics.json), the per-snapshot, per-node predictions (Arrow IPC and
+// Parquet), the figures (PNG and SVG) and a Markdown and a self-contained
+// HTML report.
+//
+// Build computes; Document.Write writes. The optional parts — the
+// teacher, the GRU, the budget sweep, the distilled baselines — are left out
+// when their inputs are not given, and the report says which figure needs
+// which input.
+package report
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/pemsforecast/sdgnn/baseline"
+	"github.com/pemsforecast/sdgnn/evaluation"
+	"github.com/pemsforecast/sdgnn/sdgnn"
+	"github.com/pemsforecast/sdgnn/snapshot"
+	"github.com/pemsforecast/sdgnn/stream"
+	"github.com/pemsforecast/sdgnn/teacher"
+)
+
+// Model names used in the report, its files and its figures.
+const (
+	SDGNN  = "SDGNN"
+	GRUGCN = "GRU-GCN"
+	GRU    = "GRU"
+	GLNN   = baseline.NameGLNN
+	NOSMOG = baseline.NameNOSMOG
+	PPRGo  = baseline.NamePPRGo
+)
+
+// Sources of predictions, as the report names them.
+const (
+	SourceReplay  = "online replay (stream.State, as the service forecasts)"
+	SourceBatched = "batched whole-graph pass (teacher.Predict)"
+	SourceStudent = "distilled student, batched over the teacher's embeddings"
+)
+
+// Input is what a report replays and compares. Prepared, Range and Bundle
+// are required; the teachers are optional and each enables more of the
+// report.
+type Input struct {
+	Prepared *snapshot.Prepared
+	Part     string         // name of the split part replayed: "train", "val" or "test"
+	Range    snapshot.Range // the snapshots replayed
+
+	Bundle     *sdgnn.Bundle
+	BundlePath string
+
+	// Teacher is the GRU-GCN the bundle was distilled from: its scores,
+	// the per-node comparison, and the targets of the sweep and the
+	// baselines.
+	Teacher     *teacher.Saved
+	TeacherPath string
+	// Teacher1 is a GRU-GCN with a one-layer GCN: the sweep's 1-layer
+	// targets.
+	Teacher1     *teacher.Saved
+	Teacher1Path string
+	// GRU is the graph-free GRU baseline: the reference of the per-node
+	// MAE reductions.
+	GRU     *teacher.Saved
+	GRUPath string
+
+	Chunks    int     // chronological chunks of the staleness report (10: tenths)
+	MAPEFloor float64 // truths below it are left out of MAPE (see evaluation.Accumulator)
+	Sensor    int     // sensor of the receptive-field figure; -1 picks one (see PickSensor)
+
+	// Sweep lists the SDGNN budgets to distil for the MAPE-against-
+	// receptive-field figure, with each teacher given; empty: no sweep.
+	Sweep []int
+	// SweepScale shortens the sweep's distillation schedule (see
+	// sdgnn.Config.Scaled); the bundle's own schedule when ≤ 1.
+	SweepScale int
+	// Baselines trains GLNN, NOSMOG and PPRGo against Teacher.
+	Baselines bool
+
+	// Progress, if not nil, is told how far each long stage is: stage
+	// names a stage, done of total units are finished.
+	Progress func(stage string, done, total int)
+}
+
+// Model is one forecaster's scores over the replayed range.
+type Model struct {
+	Name   string `json:"name"`
+	Source string `json:"source"` // how its predictions were computed
+	File   string `json:"file,omitempty"`
+	// Receptive is the mean number of nodes whose windows one node's
+	// forecast reads.
+	Receptive float64                 `json:"mean_receptive_field"`
+	Report    evaluation.Report       `json:"report"`
+	Paper     evaluation.PaperMetrics `json:"paper"`
+	Seconds   float64                 `json:"seconds"` // to predict (and to train, for the distilled baselines)
+
+	pred []float64
+}
+
+// SweepPoint is one model at one setting of the MAPE-against-receptive-
+// field comparison.
+type SweepPoint struct {
+	Series    string             `json:"series"` // e.g. "SDGNN, 2-layer target"
+	Model     string             `json:"model"`
+	Layers    int                `json:"layers,omitempty"` // GCN layers of the target (0: no GCN)
+	Budget    int                `json:"budget,omitempty"`
+	Receptive float64            `json:"mean_receptive_field"`
+	Metrics   evaluation.Metrics `json:"metrics"`
+	Seconds   float64            `json:"seconds"`
+}
+
+// NodeReduction is one node's MAE reduction relative to the GRU baseline,
+// in percent of the GRU's MAE: 100·(MAE_GRU − MAE_model)/MAE_GRU.
+type NodeReduction struct {
+	Node   int     `json:"node"`
+	GRUMAE float64 `json:"gru_mae"`
+	SDGNN  float64 `json:"sdgnn"`
+	GRUGCN float64 `json:"gru_gcn"`
+}
+
+// Field is a sensor's receptive field on the road graph.
+type Field struct {
+	Sensor int `json:"sensor"`
+	// Hops is the depth of the neighbourhood drawn: the teacher's GCN
+	// layers.
+	Hops int `json:"hops"`
+	// Hop maps every node within Hops of the sensor, and every selected
+	// node, to its hop distance (−1: not connected).
+	Hop      map[int]int `json:"hop"`
+	Edges    [][2]int    `json:"edges"`
+	Selected []Selected  `json:"selected"`
+}
+
+// Selected is one of a sensor's receptive nodes with its weight.
+type Selected struct {
+	Node  int     `json:"node"`
+	Theta float64 `json:"theta"`
+	Hop   int     `json:"hop"`
+}
+
+// Distribution holds a sparse model's receptive-set sizes and row-
+// normalised weights (θ_zk / Σ_k θ_zk), for the ECDF figures.
+type Distribution struct {
+	Model   string    `json:"model"`
+	Sizes   []float64 `json:"sizes"`
+	Weights []float64 `json:"weights"`
+}
+
+// Document is a built report: every number it shows. Write renders it.
+type Document struct {
+	Dataset   string         `json:"dataset"`
+	Part      string         `json:"split"`
+	Range     snapshot.Range `json:"range"`
+	Snapshots int            `json:"snapshots"`
+	Nodes     int            `json:"nodes"`
+	Channels  []string       `json:"channel_names"`
+	MAPEFloor float64        `json:"mape_floor"`
+	Bundle    string         `json:"bundle"`
+	Created   string         `json:"created"`
+	// Command and Host say how and where the report was made; the caller
+	// fills them in.
+	Command string `json:"command,omitempty"`
+	Host    string `json:"host,omitempty"`
+
+	Models        []Model         `json:"models"`
+	Sweep         []SweepPoint    `json:"sweep,omitempty"`
+	Checkpoints   []sdgnn.Round   `json:"checkpoints,omitempty"`
+	Reductions    []NodeReduction `json:"node_reductions,omitempty"`
+	Field         *Field          `json:"receptive_field,omitempty"`
+	Distributions []Distribution  `json:"distributions"`
+	// Figures lists the figures Write drew, and the ones it could not,
+	// with why.
+	Figures []Figure `json:"figures,omitempty"`
+	// Notes says what was left out of the report and why.
+	Notes []string `json:"notes,omitempty"`
+
+	steps []int64 // series step of each snapshot's target
+	truth []float64
+}
+
+// Model returns the named model's entry, or nil.
+func (d *Document) Model(name string) *Model {
+	for i := range d.Models {
+		if d.Models[i].Name == name {
+			return &d.Models[i]
+		}
+	}
+	return nil
+}
+
+// Build replays in.Range through the bundle's online path and computes the
+// report's numbers.
+func Build(ctx context.Context, in Input) (*Document, error) {
+	p, b := in.Prepared, in.Bundle
+	if p == nil || b == nil {
+		return nil, errors.New("report: no data or no bundle")
+	}
+	set := p.Set
+	if in.Range.Start < 0 || in.Range.End > set.Len() || in.Range.Len() < 1 {
+		return nil, fmt.Errorf("report: range %+v outside the %d snapshots of %s", in.Range, set.Len(), b.Meta.Dataset)
+	}
+	if in.Chunks < 1 {
+		in.Chunks = 10
+	}
+	for _, m := range []*teacher.Saved{in.Teacher, in.Teacher1, in.GRU} {
+		if m != nil && (m.Meta.Dataset != b.Meta.Dataset || m.Meta.Split != b.Meta.Split) {
+			return nil, fmt.Errorf("report: a %s model trained on %s with split %+v cannot be compared with a bundle of %s with split %+v",
+				m.Model.Config.Kind, m.Meta.Dataset, m.Meta.Split, b.Meta.Dataset, b.Meta.Split)
+		}
+	}
+	if in.Teacher != nil && in.Teacher.Model.Config.Kind != teacher.KindGRUGCN {
+		return nil, fmt.Errorf("report: the teacher is a %s model, want %s", in.Teacher.Model.Config.Kind, teacher.KindGRUGCN)
+	}
+	if in.Teacher1 != nil && (in.Teacher1.Model.Config.Kind != teacher.KindGRUGCN || gcnLayers(in.Teacher1.Model) != 1) {
+		return nil, errors.New("report: the 1-layer teacher is not a GRU-GCN with one GCN layer")
+	}
+	if in.GRU != nil && in.GRU.Model.Config.Kind != teacher.KindGRU {
+		return nil, fmt.Errorf("report: the GRU baseline is a %s model, want %s", in.GRU.Model.Config.Kind, teacher.KindGRU)
+	}
+	if (len(in.Sweep) > 0 || in.Baselines) && in.Teacher == nil && in.Teacher1 == nil {
+		return nil, errors.New("report: the sweep and the baselines need a teacher")
+	}
+	for _, bud := range in.Sweep {
+		if bud < 1 {
+			return nil, fmt.Errorf("report: sweep budget %d: must be positive", bud)
+		}
+	}
+	s := p.Dataset.Series
+	lo, hi, err := snapshot.FitMinMax(s.Data, s.Nodes, s.Channels, p.Split.TrainSteps(set.Window))
+	if err != nil {
+		return nil, fmt.Errorf("report: %w", err)
+	}
+	d := &Document{Dataset: b.Meta.Dataset, Part: in.Part, Range: in.Range, Snapshots: in.Range.Len(), Nodes: set.Nodes,
+		Channels: channelNames(b.Meta.Channels, set.Channels), MAPEFloor: in.MAPEFloor, Bundle: in.BundlePath,
+		Created: time.Now().UTC().Format(time.RFC3339)}
+	for sn := in.Range.Start; sn < in.Range.End; sn++ {
+		d.steps = append(d.steps, int64(sn+set.Window))
+	}
+	score := func(name, source, file string, receptive float64, pred, truth []float64, start time.Time) error {
+		rep, err := evaluation.Build(pred, truth, in.Range.Len(), set.Nodes, set.Channels, in.Chunks, in.MAPEFloor)
+		if err != nil {
+			return fmt.Errorf("report: %s: %w", name, err)
+		}
+		rep.ChannelNames = b.Meta.Channels
+		pm, err := evaluation.Paper(pred, truth, lo, hi)
+		if err != nil {
+			return fmt.Errorf("report: %s: %w", name, err)
+		}
+		d.Models = append(d.Models, Model{Name: name, Source: source, File: file, Receptive: receptive, Report: rep, Paper: pm,
+			Seconds: time.Since(start).Seconds(), pred: pred})
+		return nil
+	}
+
+	// SDGNN through the online path.
+	start := time.Now()
+	rb, err := b.Clone()
+	if err != nil {
+		return nil, fmt.Errorf("report: %w", err)
+	}
+	pred, err := stream.Replay(rb, set, in.Range, func(done int) { in.progress("replay "+SDGNN, done, in.Range.Len()) })
+	if err != nil {
+		return nil, fmt.Errorf("report: %w", err)
+	}
+	d.truth = truthOf(set, in.Range)
+	if err := score(SDGNN, SourceReplay, in.BundlePath, b.Theta.MeanReceptive(), pred, d.truth, start); err != nil {
+		return nil, err
+	}
+	d.Checkpoints = b.Meta.Rounds
+
+	// The teachers, through their batched path: they have no online one.
+	nb := p.Dataset.Graph.Neighbors()
+	teachers := []struct {
+		name, file string
+		m          *teacher.Saved
+	}{{GRUGCN, in.TeacherPath, in.Teacher}, {GRUGCN + " L1", in.Teacher1Path, in.Teacher1}, {GRU, in.GRUPath, in.GRU}}
+	for _, tc := range teachers {
+		if tc.m == nil {
+			continue
+		}
+		start := time.Now()
+		in.progress("predict "+tc.name, 0, 1)
+		pred, truth, err := teacher.Predict(tc.m.Model, set, in.Range, p.Adj, 64)
+		if err != nil {
+			return nil, fmt.Errorf("report: %s: %w", tc.name, err)
+		}
+		in.progress("predict "+tc.name, 1, 1)
+		rec, err := receptiveOf(tc.m.Model, nb)
+		if err != nil {
+			return nil, fmt.Errorf("report: %w", err)
+		}
+		if err := score(tc.name, SourceBatched, tc.file, rec, pred, truth, start); err != nil {
+			return nil, err
+		}
+	}
+	if in.Teacher == nil {
+		d.Notes = append(d.Notes, "no GRU-GCN teacher given (-teacher): its scores, the per-node comparison, the sweep and the baselines are left out")
+	}
+	if in.GRU == nil {
+		d.Notes = append(d.Notes, "no GRU baseline given (-gru): the per-node MAE reductions are left out")
+	}
+
+	if err := d.sweep(ctx, in, nb); err != nil {
+		return nil, err
+	}
+	d.Reductions = reductions(d)
+	sensor := in.Sensor
+	if sensor < 0 {
+		sensor = PickSensor(b.Theta, nb)
+	}
+	if sensor >= set.Nodes {
+		return nil, fmt.Errorf("report: sensor %d: the dataset has sensors 0..%d", sensor, set.Nodes-1)
+	}
+	hops := 2
+	if in.Teacher != nil {
+		hops = gcnLayers(in.Teacher.Model)
+	}
+	d.Field = FieldOf(nb, b.Theta, sensor, hops)
+	d.Distributions = append(d.Distributions, DistributionOf(SDGNN, b.Theta))
+	topK := b.Meta.Config.BudgetEnd
+	if topK < 1 {
+		topK = 6
+	}
+	ppr, err := baseline.PPR(nb, baseline.DefaultConfig().Alpha, topK)
+	if err != nil {
+		return nil, fmt.Errorf("report: %w", err)
+	}
+	d.Distributions = append(d.Distributions, DistributionOf(PPRGo, ppr))
+	return d, nil
+}
+
+func (in *Input) progress(stage string, done, total int) {
+	if in.Progress != nil {
+		in.Progress(stage, done, total)
+	}
+}
+
+// sweep distils SDGNN at each budget from each teacher given and trains
+// the baselines, all scored on the replayed range.
+func (d *Document) sweep(ctx context.Context, in Input, nb [][]int) error {
+	p, b := in.Prepared, in.Bundle
+	set := p.Set
+	if g := d.Model(GRU); g != nil {
+		d.Sweep = append(d.Sweep, SweepPoint{Series: GRU, Model: GRU, Receptive: 1, Metrics: g.Report.Overall, Seconds: g.Seconds})
+	}
+	sd := d.Model(SDGNN)
+	d.Sweep = append(d.Sweep, SweepPoint{Series: SDGNN + " (this bundle)", Model: SDGNN, Layers: 0, Budget: b.Meta.Config.BudgetEnd,
+		Receptive: sd.Receptive, Metrics: sd.Report.Overall, Seconds: sd.Seconds})
+	base := b.Meta.Config
+	if in.SweepScale > 1 {
+		base = base.Scaled(in.SweepScale)
+	}
+	for _, tm := range []*teacher.Saved{in.Teacher, in.Teacher1} {
+		if tm == nil {
+			continue
+		}
+		layers := gcnLayers(tm.Model)
+		name := GRUGCN
+		if tm == in.Teacher1 {
+			name += " L1"
+		}
+		if m := d.Model(name); m != nil {
+			d.Sweep = append(d.Sweep, SweepPoint{Series: fmt.Sprintf("%s L%d", GRUGCN, layers), Model: GRUGCN, Layers: layers,
+				Receptive: m.Receptive, Metrics: m.Report.Overall, Seconds: m.Seconds})
+		}
+		if len(in.Sweep) == 0 && !(in.Baselines && tm == in.Teacher) {
+			continue
+		}
+		var tg [3]*sdgnn.Targets
+		for i, r := range []snapshot.Range{p.Split.Train, p.Split.Val, in.Range} {
+			in.progress(fmt.Sprintf("targets of the %d-layer teacher", layers), i, 3)
+			var err error
+			if tg[i], err = sdgnn.ComputeTargets(ctx, tm.Model, set, r, p.Adj); err != nil {
+				return fmt.Errorf("report: targets: %w", err)
+			}
+		}
+		in.progress(fmt.Sprintf("targets of the %d-layer teacher", layers), 3, 3)
+		train, val, eval := tg[0], tg[1], tg[2]
+		for _, bud := range in.Sweep {
+			start := time.Now()
+			cfg := budgetConfig(base, bud)
+			cfg.MAPEFloor = in.MAPEFloor
+			cands, err := sdgnn.Candidates(nb, cfg.Candidates)
+			if err != nil {
+				return fmt.Errorf("report: %w", err)
+			}
+			stage := fmt.Sprintf("distil budget %d, %d-layer target", bud, layers)
+			rounds := cfg.Epochs/cfg.ThetaEvery + 1
+			done := 0
+			res, err := sdgnn.Distill(ctx, tm.Model, set.Norm, cands, train, val, cfg, func(sdgnn.Round) {
+				done++
+				in.progress(stage, min(done, rounds), rounds)
+			})
+			if err != nil {
+				return fmt.Errorf("report: %s: %w", stage, err)
+			}
+			pred, err := forecastZ(res, set.Norm, eval)
+			if err != nil {
+				return fmt.Errorf("report: %s: %w", stage, err)
+			}
+			met := metricsFloor(pred, eval.Truth, in.MAPEFloor)
+			d.Sweep = append(d.Sweep, SweepPoint{Series: fmt.Sprintf("%s, %d-layer target", SDGNN, layers), Model: SDGNN, Layers: layers,
+				Budget: bud, Receptive: res.Student.Theta.MeanReceptive(), Metrics: met, Seconds: time.Since(start).Seconds()})
+		}
+		if !in.Baselines || tm != in.Teacher {
+			continue
+		}
+		bc := baseline.FromSDGNN(base)
+		bc.MAPEFloor = in.MAPEFloor
+		if in.SweepScale > 1 {
+			bc.Epochs = max(1, bc.Epochs/in.SweepScale)
+		}
+		for _, name := range []string{GLNN, NOSMOG, PPRGo} {
+			start := time.Now()
+			in.progress("train "+name, 0, 1)
+			var m baseline.Model
+			var err error
+			switch name {
+			case GLNN:
+				m, err = baseline.TrainGLNN(ctx, tm.Model.Dec, set.Norm, train, val, bc)
+			case NOSMOG:
+				m, err = baseline.TrainNOSMOG(ctx, tm.Model.Dec, set.Norm, nb, train, val, bc)
+			case PPRGo:
+				m, err = baseline.TrainPPRGo(ctx, tm.Model.Dec, set.Norm, nb, train, val, bc)
+			}
+			if err != nil {
+				return fmt.Errorf("report: %s: %w", name, err)
+			}
+			in.progress("train "+name, 1, 1)
+			pred, err := m.Forecast(eval)
+			if err != nil {
+				return fmt.Errorf("report: %s: %w", name, err)
+			}
+			rep, err := evaluation.Build(pred, eval.Truth, in.Range.Len(), set.Nodes, set.Channels, in.Chunks, in.MAPEFloor)
+			if err != nil {
+				return fmt.Errorf("report: %s: %w", name, err)
+			}
+			rep.ChannelNames = b.Meta.Channels
+			s := p.Dataset.Series
+			lo, hi, err := snapshot.FitMinMax(s.Data, s.Nodes, s.Channels, p.Split.TrainSteps(set.Window))
+			if err != nil {
+				return fmt.Errorf("report: %w", err)
+			}
+			pm, err := evaluation.Paper(pred, eval.Truth, lo, hi)
+			if err != nil {
+				return fmt.Errorf("report: %s: %w", name, err)
+			}
+			secs := time.Since(start).Seconds()
+			d.Models = append(d.Models, Model{Name: name, Source: SourceStudent, Receptive: m.MeanReceptive(), Report: rep, Paper: pm, Seconds: secs, pred: pred})
+			d.Sweep = append(d.Sweep, SweepPoint{Series: name, Model: name, Layers: layers, Budget: 0, Receptive: m.MeanReceptive(), Metrics: rep.Overall, Seconds: secs})
+		}
+	}
+	return nil
+}
+
+// metricsFloor scores pred against truth with a MAPE floor.
+func metricsFloor(pred, truth []float64, floor float64) evaluation.Metrics {
+	acc := evaluation.Accumulator{MAPEFloor: floor}
+	for i, p := range pred {
+		acc.Add(p, truth[i])
+	}
+	return acc.Metrics()
+}
+
+// budgetConfig returns base with final budget bud: a start budget below
+// bud is raised to it, and the epochs are stretched (never cut) so that
+// the run ends with as many epochs at the final budget as base does.
+func budgetConfig(base sdgnn.Config, bud int) sdgnn.Config {
+	c := base
+	tail := max(c.ThetaEvery, c.Epochs-(c.BudgetStart-c.BudgetEnd)*c.BudgetEvery)
+	c.BudgetEnd, c.BudgetStart = bud, max(c.BudgetStart, bud)
+	c.Epochs = max(c.Epochs, (c.BudgetStart-bud)*c.BudgetEvery+tail)
+	return c
+}
+
+// forecastZ decodes a distilled student's Ẑ on the targets t with its
+// fine-tuned decoder, on the original scale, in t's layout.
+func forecastZ(res *sdgnn.Result, norm snapshot.Normalizer, t *sdgnn.Targets) ([]float64, error) {
+	zhat := res.Student.ZHatAll(t.H)
+	out := res.Decoder.Forward(zhat)
+	od := out.RawMatrix().Data
+	if len(od) != len(t.Truth) {
+		return nil, fmt.Errorf("decoded %d values for %d truths", len(od), len(t.Truth))
+	}
+	pred := make([]float64, len(od))
+	for i, v := range od {
+		pred[i] = norm.Denormalize(v, i%t.Channels)
+	}
+	return pred, nil
+}
+
+// truthOf returns the raw targets of r, row-major (snapshot, node,
+// channel).
+func truthOf(set *snapshot.Set, r snapshot.Range) []float64 {
+	n, c := set.Nodes, set.Channels
+	out := make([]float64, 0, r.Len()*n*c)
+	for s := r.Start; s < r.End; s++ {
+		for z := 0; z < n; z++ {
+			for ch := 0; ch < c; ch++ {
+				out = append(out, set.RawAt(s+set.Window, z, ch))
+			}
+		}
+	}
+	return out
+}
+
+// channelNames returns names, or "c0", "c1", ... when they are missing.
+func channelNames(names []string, c int) []string {
+	if len(names) == c {
+		return names
+	}
+	out := make([]string, c)
+	for i := range out {
+		out[i] = fmt.Sprintf("c%d", i)
+	}
+	return out
+}
+
+// gcnLayers returns the number of GCN layers of a teacher (0 for the GRU).
+func gcnLayers(m *teacher.Model) int { return m.Config.GCNLayers() }
+
+// receptiveOf returns the mean number of nodes a teacher's forecast of one
+// node reads: the node itself for the GRU, its k-hop neighbourhood for a
+// k-layer GRU-GCN.
+func receptiveOf(m *teacher.Model, nb [][]int) (float64, error) {
+	k := gcnLayers(m)
+	if k == 0 {
+		return 1, nil
+	}
+	hood, err := sdgnn.Candidates(nb, sdgnn.CandidateConfig{K1: k})
+	if err != nil {
+		return 0, err
+	}
+	var s int
+	for _, h := range hood {
+		s += len(h)
+	}
+	return float64(s) / float64(len(hood)), nil
+}
+
+// reductions returns the per-node MAE reductions of SDGNN and GRU-GCN
+// relative to the GRU, when all three were scored; nodes without a finite
+// GRU MAE above zero are left out.
+func reductions(d *Document) []NodeReduction {
+	g, s, t := d.Model(GRU), d.Model(SDGNN), d.Model(GRUGCN)
+	if g == nil || s == nil || t == nil {
+		return nil
+	}
+	var out []NodeReduction
+	for z, m := range g.Report.PerNode {
+		base := m.MAE
+		if !(base > 0) || math.IsInf(base, 0) {
+			continue
+		}
+		out = append(out, NodeReduction{Node: z, GRUMAE: base,
+			SDGNN:  100 * (base - s.Report.PerNode[z].MAE) / base,
+			GRUGCN: 100 * (base - t.Report.PerNode[z].MAE) / base})
+	}
+	return out
+}
+
+// PickSensor returns the sensor whose receptive field shows the most: the
+// largest receptive set, then the most selected nodes outside its 1-hop
+// neighbourhood, then the smallest id.
+func PickSensor(theta *sdgnn.Theta, nb [][]int) int {
+	best, bestSize, bestFar := 0, -1, -1
+	for z, ks := range theta.Nodes {
+		far := 0
+		for _, k := range ks {
+			if k != z && !slices.Contains(nb[z], k) {
+				far++
+			}
+		}
+		if len(ks) > bestSize || (len(ks) == bestSize && far > bestFar) {
+			best, bestSize, bestFar = z, len(ks), far
+		}
+	}
+	return best
+}
+
+// FieldOf returns sensor's receptive field under theta with its
+// neighbourhood of the given depth on the graph nb.
+func FieldOf(nb [][]int, theta *sdgnn.Theta, sensor, hops int) *Field {
+	dist := hopDistances(nb, sensor)
+	f := &Field{Sensor: sensor, Hops: hops, Hop: map[int]int{}}
+	for v, h := range dist {
+		if h >= 0 && h <= hops {
+			f.Hop[v] = h
+		}
+	}
+	ks, ws := theta.Nodes[sensor], theta.Weights[sensor]
+	for i, k := range ks {
+		f.Selected = append(f.Selected, Selected{Node: k, Theta: ws[i], Hop: dist[k]})
+		if _, ok := f.Hop[k]; !ok {
+			f.Hop[k] = dist[k]
+		}
+	}
+	for v := range f.Hop {
+		for _, u := range nb[v] {
+			if _, ok := f.Hop[u]; ok && v < u {
+				f.Edges = append(f.Edges, [2]int{v, u})
+			}
+		}
+	}
+	slices.SortFunc(f.Edges, func(a, b [2]int) int {
+		if a[0] != b[0] {
+			return a[0] - b[0]
+		}
+		return a[1] - b[1]
+	})
+	f.Edges = slices.Compact(f.Edges)
+	return f
+}
+
+// hopDistances returns the hop distance of every node from src by breadth-
+// first search (−1 where not connected). nb must be symmetric for the
+// result to be a distance on the road graph; directed lists give the
+// distance along them.
+func hopDistances(nb [][]int, src int) []int {
+	dist := make([]int, len(nb))
+	for i := range dist {
+		dist[i] = -1
+	}
+	dist[src] = 0
+	queue := []int{src}
+	for len(queue) > 0 {
+		v := queue[0]
+		queue = queue[1:]
+		for _, u := range nb[v] {
+			if u >= 0 && u < len(nb) && dist[u] < 0 {
+				dist[u] = dist[v] + 1
+				queue = append(queue, u)
+			}
+		}
+	}
+	return dist
+}
+
+// DistributionOf returns theta's receptive-set sizes and row-normalised
+// weights, labelled model.
+func DistributionOf(model string, theta *sdgnn.Theta) Distribution {
+	d := Distribution{Model: model}
+	for z, ks := range theta.Nodes {
+		d.Sizes = append(d.Sizes, float64(len(ks)))
+		var s float64
+		for _, w := range theta.Weights[z] {
+			s += w
+		}
+		if !(s > 0) {
+			continue
+		}
+		for _, w := range theta.Weights[z] {
+			d.Weights = append(d.Weights, w/s)
+		}
+	}
+	return d
+}

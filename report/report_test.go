@@ -1,0 +1,140 @@
+package report
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/pemsforecast/sdgnn/evaluation"
+	"github.com/pemsforecast/sdgnn/sdgnn"
+)
+
+// path graph 0-1-2-3-4 plus an isolated node 5.
+var pathGraph = [][]int{{1}, {0, 2}, {1, 3}, {2, 4}, {3}, {}}
+
+func TestHopDistances(t *testing.T) {
+	for _, tc := range []struct {
+		src  int
+		want []int
+	}{
+		{0, []int{0, 1, 2, 3, 4, -1}},
+		{2, []int{2, 1, 0, 1, 2, -1}},
+		{5, []int{-1, -1, -1, -1, -1, 0}},
+	} {
+		if got := hopDistances(pathGraph, tc.src); !slices.Equal(got, tc.want) {
+			t.Errorf("from %d: %v, want %v", tc.src, got, tc.want)
+		}
+	}
+}
+
+func TestFieldOf(t *testing.T) {
+	theta := &sdgnn.Theta{Nodes: [][]int{{0, 1}, {1}, {0, 2, 4}, {3}, {4}, {5}}, Weights: [][]float64{{1, 1}, {1}, {0.2, 0.5, 0.3}, {1}, {1}, {1}}}
+	f := FieldOf(pathGraph, theta, 2, 1)
+	// 1-hop neighbourhood {1, 2, 3} plus the selected nodes 0 and 4 (2 hops).
+	wantHop := map[int]int{0: 2, 1: 1, 2: 0, 3: 1, 4: 2}
+	if len(f.Hop) != len(wantHop) {
+		t.Fatalf("hop %v, want %v", f.Hop, wantHop)
+	}
+	for v, h := range wantHop {
+		if f.Hop[v] != h {
+			t.Fatalf("hop %v, want %v", f.Hop, wantHop)
+		}
+	}
+	if want := [][2]int{{0, 1}, {1, 2}, {2, 3}, {3, 4}}; !slices.Equal(f.Edges, want) {
+		t.Errorf("edges %v, want %v", f.Edges, want)
+	}
+	if want := []Selected{{0, 0.2, 2}, {2, 0.5, 0}, {4, 0.3, 2}}; !slices.Equal(f.Selected, want) {
+		t.Errorf("selected %v, want %v", f.Selected, want)
+	}
+}
+
+func TestPickSensor(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		nodes [][]int
+		want  int
+	}{
+		{"largest set", [][]int{{0}, {0, 1, 2}, {2}, {3}, {4}, {5}}, 1},
+		{"tie: more nodes beyond one hop", [][]int{{0, 1}, {1, 2}, {2, 4}, {3}, {4}, {5}}, 2},
+		{"tie everywhere: smallest id", [][]int{{0}, {1}, {2}, {3}, {4}, {5}}, 0},
+	} {
+		th := &sdgnn.Theta{Nodes: tc.nodes}
+		if got := PickSensor(th, pathGraph); got != tc.want {
+			t.Errorf("%s: sensor %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestDistributionOf(t *testing.T) {
+	th := &sdgnn.Theta{Nodes: [][]int{{0, 1}, {1}, {}}, Weights: [][]float64{{1, 3}, {2}, {}}}
+	d := DistributionOf("m", th)
+	if !slices.Equal(d.Sizes, []float64{2, 1, 0}) || !slices.Equal(d.Weights, []float64{0.25, 0.75, 1}) {
+		t.Fatalf("sizes %v weights %v", d.Sizes, d.Weights)
+	}
+}
+
+func TestBudgetConfig(t *testing.T) {
+	base := sdgnn.DefaultConfig() // 46 → 6, one per 100 epochs, 4100 epochs: 100 at the end
+	for _, tc := range []struct{ budget, start, epochs int }{
+		{6, 46, 4100},
+		{20, 46, 4100}, // reaches 20 at 2600; never cut
+		{2, 46, 4500},  // 4400 to reach 2, then the same 100
+		{60, 60, 4100}, // a budget above the start starts there
+	} {
+		c := budgetConfig(base, tc.budget)
+		if c.BudgetEnd != tc.budget || c.BudgetStart != tc.start || c.Epochs != tc.epochs {
+			t.Errorf("budget %d: start %d end %d epochs %d, want start %d epochs %d", tc.budget, c.BudgetStart, c.BudgetEnd, c.Epochs, tc.start, tc.epochs)
+		}
+		if err := c.Validate(); err != nil || c.Budget(c.Epochs) != tc.budget {
+			t.Errorf("budget %d: %v; budget at the last epoch %d", tc.budget, err, c.Budget(c.Epochs))
+		}
+	}
+}
+
+func TestMarkdownToHTML(t *testing.T) {
+	md := "# Title <x>\n\nSome `a<b>` text.\n\n| model | MAE |\n|---|---:|\n| GRU | 1.5 |\n\n- one\n- two\n<figure>raw</figure>\n"
+	got := markdownToHTML(md)
+	for _, want := range []string{"<h1>Title &lt;x&gt;</h1>", "<p>Some <code>a&lt;b&gt;</code> text.</p>", "<tr><th>model</th><th>MAE</th></tr>",
+		"<tr><td>GRU</td><td>1.5</td></tr>", "<ul>\n<li>one</li>\n<li>two</li>\n</ul>", "<figure>raw</figure>"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("missing %q in\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "---") {
+		t.Errorf("table rule rendered:\n%s", got)
+	}
+}
+
+func TestReductions(t *testing.T) {
+	d := &Document{}
+	if reductions(d) != nil {
+		t.Fatal("reductions without models")
+	}
+	mk := func(name string, maes ...float64) Model {
+		m := Model{Name: name}
+		m.Report.PerNode = make([]metricsT, len(maes))
+		for i, v := range maes {
+			m.Report.PerNode[i].MAE = v
+		}
+		return m
+	}
+	d.Models = []Model{mk(SDGNN, 1, 2, 1), mk(GRUGCN, 0.5, 2, 1), mk(GRU, 2, 0, math.NaN())}
+	got := reductions(d)
+	if len(got) != 1 || got[0] != (NodeReduction{Node: 0, GRUMAE: 2, SDGNN: 50, GRUGCN: 75}) {
+		t.Fatalf("reductions %+v", got)
+	}
+}
+
+func ExampleSlug() {
+	for _, n := range []string{"SDGNN", "GRU-GCN", "GRU-GCN L1"} {
+		fmt.Println(Slug(n))
+	}
+	// Output:
+	// sdgnn
+	// gru_gcn
+	// gru_gcn_l1
+}
+
+type metricsT = evaluation.Metrics

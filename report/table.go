@@ -1,0 +1,224 @@
+package report
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/apache/arrow/go/v15/arrow"
+	"github.com/apache/arrow/go/v15/arrow/array"
+	"github.com/apache/arrow/go/v15/arrow/ipc"
+	"github.com/apache/arrow/go/v15/arrow/memory"
+	"github.com/apache/arrow/go/v15/parquet"
+	"github.com/apache/arrow/go/v15/parquet/compress"
+	"github.com/apache/arrow/go/v15/parquet/pqarrow"
+
+	"github.com/pemsforecast/sdgnn/evaluation"
+)
+
+// Predictions is the report's per-snapshot, per-node table: one row per
+// (snapshot, node) with the target's series step, the observed values and,
+// per model, the prediction and its error.
+//
+// Columns, in order: snapshot int64, step int64, node int32, then for each
+// channel c true_<c> float64, then for each model m and channel c
+// pred_<m>_<c> and err_<m>_<c> (prediction − truth; null where the truth is
+// a missing reading, 0). Model names are lower-cased with non-alphanumerics
+// as "_" (GRU-GCN → gru_gcn).
+type Predictions struct {
+	Snapshot, Step []int64
+	Node           []int32
+	// Columns holds every float column by name; err_ columns hold NaN for
+	// null.
+	Columns map[string][]float64
+	// Names lists the float columns in schema order.
+	Names []string
+}
+
+// Slug returns the column-name form of a model name.
+func Slug(name string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(name) {
+		if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('_')
+		}
+	}
+	return b.String()
+}
+
+// schema returns the predictions schema of d.
+func (d *Document) schema() *arrow.Schema {
+	f64 := arrow.PrimitiveTypes.Float64
+	fields := []arrow.Field{
+		{Name: "snapshot", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "step", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "node", Type: arrow.PrimitiveTypes.Int32},
+	}
+	for _, c := range d.Channels {
+		fields = append(fields, arrow.Field{Name: "true_" + c, Type: f64})
+	}
+	for _, m := range d.Models {
+		for _, c := range d.Channels {
+			fields = append(fields,
+				arrow.Field{Name: "pred_" + Slug(m.Name) + "_" + c, Type: f64},
+				arrow.Field{Name: "err_" + Slug(m.Name) + "_" + c, Type: f64, Nullable: true})
+		}
+	}
+	md := arrow.NewMetadata([]string{"dataset", "split"}, []string{d.Dataset, d.Part})
+	return arrow.NewSchema(fields, &md)
+}
+
+// records calls each with the predictions table in records of at most
+// batch rows; each record is released after the call.
+func (d *Document) records(batch int, each func(arrow.Record) error) error {
+	sc := d.schema()
+	b := array.NewRecordBuilder(memory.DefaultAllocator, sc)
+	defer b.Release()
+	n, c := d.Nodes, len(d.Channels)
+	rows := d.Snapshots * n
+	for lo := 0; lo < rows; lo += batch {
+		hi := min(lo+batch, rows)
+		for r := lo; r < hi; r++ {
+			s := r / n
+			b.Field(0).(*array.Int64Builder).Append(int64(d.Range.Start + s))
+			b.Field(1).(*array.Int64Builder).Append(d.steps[s])
+			b.Field(2).(*array.Int32Builder).Append(int32(r % n))
+			for ch := 0; ch < c; ch++ {
+				b.Field(3 + ch).(*array.Float64Builder).Append(d.truth[r*c+ch])
+			}
+			col := 3 + c
+			for _, m := range d.Models {
+				for ch := 0; ch < c; ch++ {
+					p, y := m.pred[r*c+ch], d.truth[r*c+ch]
+					b.Field(col).(*array.Float64Builder).Append(p)
+					eb := b.Field(col + 1).(*array.Float64Builder)
+					if evaluation.Masked(y) {
+						eb.AppendNull()
+					} else {
+						eb.Append(p - y)
+					}
+					col += 2
+				}
+			}
+		}
+		rec := b.NewRecord()
+		err := each(rec)
+		rec.Release()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeArrow writes the predictions as an Arrow IPC file (Feather v2).
+func (d *Document) writeArrow(path string) (err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			os.Remove(path)
+			err = fmt.Errorf("write %s: %w", path, err)
+		}
+	}()
+	w, err := ipc.NewFileWriter(f, ipc.WithSchema(d.schema()), ipc.WithAllocator(memory.DefaultAllocator))
+	if err != nil {
+		return err
+	}
+	if err := d.records(1<<16, w.Write); err != nil {
+		w.Close()
+		return err
+	}
+	return w.Close()
+}
+
+// writeParquet writes the predictions as a Snappy-compressed Parquet file.
+func (d *Document) writeParquet(path string) (err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		// pqarrow's Close closes f too.
+		if cerr := f.Close(); err == nil && !errors.Is(cerr, os.ErrClosed) {
+			err = cerr
+		}
+		if err != nil {
+			os.Remove(path)
+			err = fmt.Errorf("write %s: %w", path, err)
+		}
+	}()
+	props := parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Snappy))
+	w, err := pqarrow.NewFileWriter(d.schema(), f, props, pqarrow.DefaultWriterProps())
+	if err != nil {
+		return err
+	}
+	if err := d.records(1<<16, w.WriteBuffered); err != nil {
+		w.Close()
+		return err
+	}
+	return w.Close()
+}
+
+// ReadPredictions reads a predictions file written by Document.Write (the
+// Arrow IPC one).
+func ReadPredictions(path string) (*Predictions, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("read predictions: %w", err)
+	}
+	defer f.Close()
+	r, err := ipc.NewFileReader(f, ipc.WithAllocator(memory.DefaultAllocator))
+	if err != nil {
+		return nil, fmt.Errorf("read predictions %s: %w", path, err)
+	}
+	defer r.Close()
+	sc := r.Schema()
+	if sc.NumFields() < 3 || sc.Field(0).Name != "snapshot" || sc.Field(1).Name != "step" || sc.Field(2).Name != "node" {
+		return nil, fmt.Errorf("read predictions %s: want columns snapshot, step, node first, have %v", path, sc)
+	}
+	p := &Predictions{Columns: map[string][]float64{}}
+	for i := 3; i < sc.NumFields(); i++ {
+		if sc.Field(i).Type.ID() != arrow.FLOAT64 {
+			return nil, fmt.Errorf("read predictions %s: column %q is %s, want float64", path, sc.Field(i).Name, sc.Field(i).Type)
+		}
+		p.Names = append(p.Names, sc.Field(i).Name)
+	}
+	for k := 0; k < r.NumRecords(); k++ {
+		rec, err := r.Record(k)
+		if err != nil {
+			return nil, fmt.Errorf("read predictions %s: record %d: %w", path, k, err)
+		}
+		s, ok1 := rec.Column(0).(*array.Int64)
+		st, ok2 := rec.Column(1).(*array.Int64)
+		nd, ok3 := rec.Column(2).(*array.Int32)
+		if !ok1 || !ok2 || !ok3 {
+			return nil, fmt.Errorf("read predictions %s: snapshot, step and node must be int64, int64, int32", path)
+		}
+		p.Snapshot = append(p.Snapshot, s.Int64Values()...)
+		p.Step = append(p.Step, st.Int64Values()...)
+		p.Node = append(p.Node, nd.Int32Values()...)
+		for i, name := range p.Names {
+			col := rec.Column(3 + i).(*array.Float64)
+			for j := 0; j < col.Len(); j++ {
+				v := col.Value(j)
+				if col.IsNull(j) {
+					v = nan
+				}
+				p.Columns[name] = append(p.Columns[name], v)
+			}
+		}
+	}
+	if len(p.Snapshot) == 0 {
+		return nil, errors.New("read predictions " + path + ": no rows")
+	}
+	return p, nil
+}

@@ -1,0 +1,531 @@
+package report
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/vg"
+
+	"github.com/pemsforecast/sdgnn/figure"
+)
+
+var nan = math.NaN()
+
+// Files written by Document.Write, relative to its directory.
+const (
+	FileMetrics        = "metrics.json"
+	FileMarkdown       = "report.md"
+	FileHTML           = "report.html"
+	FilePredictions    = "predictions.arrow"
+	FileParquet        = "predictions.parquet"
+	DirFigures         = "figures"
+	figureW, figureH   = 6 * vg.Inch, 4 * vg.Inch
+	fieldW, fieldH     = 7 * vg.Inch, 7 * vg.Inch
+	reportTitleDefault = "Forecast report"
+)
+
+// Figure is one figure of the report: where its files are, or why it was
+// not drawn.
+type Figure struct {
+	Name    string   `json:"name"`
+	Title   string   `json:"title"`
+	Caption string   `json:"caption"`
+	Files   []string `json:"files,omitempty"`   // PNG then SVG, relative to the report directory
+	Skipped string   `json:"skipped,omitempty"` // why it was not drawn
+
+	png []byte
+}
+
+// Write writes the report into dir (created if needed): metrics.json,
+// report.md, report.html, predictions.arrow, predictions.parquet and
+// figures/*.png and *.svg. It fills d.Figures.
+func (d *Document) Write(dir string) error {
+	if err := os.MkdirAll(filepath.Join(dir, DirFigures), 0o755); err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	if err := d.writeArrow(filepath.Join(dir, FilePredictions)); err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	if err := d.writeParquet(filepath.Join(dir, FileParquet)); err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	if err := d.drawFigures(dir); err != nil {
+		return err
+	}
+	js, err := json.MarshalIndent(d, "", "  ")
+	if err != nil {
+		return fmt.Errorf("report: encode metrics: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, FileMetrics), append(js, '\n'), 0o644); err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	var md bytes.Buffer
+	if err := d.Markdown(&md); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, FileMarkdown), md.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	var h bytes.Buffer
+	if err := d.HTML(&h); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, FileHTML), h.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	return nil
+}
+
+// drawFigures draws every figure it has the numbers for into dir/figures.
+func (d *Document) drawFigures(dir string) error {
+	d.Figures = nil
+	add := func(name, title, caption string, w, h vg.Length, make func() (*plot.Plot, error), skip string) error {
+		f := Figure{Name: name, Title: title, Caption: caption}
+		if skip != "" {
+			f.Skipped = skip
+			d.Figures = append(d.Figures, f)
+			return nil
+		}
+		p, err := make()
+		if err != nil {
+			return fmt.Errorf("report: figure %s: %w", name, err)
+		}
+		paths, err := figure.Save(p, filepath.Join(dir, DirFigures), name, w, h)
+		if err != nil {
+			return fmt.Errorf("report: figure %s: %w", name, err)
+		}
+		for _, p := range paths {
+			rel, err := filepath.Rel(dir, p)
+			if err != nil {
+				return fmt.Errorf("report: figure %s: %w", name, err)
+			}
+			f.Files = append(f.Files, filepath.ToSlash(rel))
+		}
+		if f.png, err = os.ReadFile(paths[0]); err != nil {
+			return fmt.Errorf("report: figure %s: %w", name, err)
+		}
+		d.Figures = append(d.Figures, f)
+		return nil
+	}
+
+	// Staleness.
+	err := add("staleness", "Model staleness",
+		fmt.Sprintf("MAE mean ± std over the snapshots of each chronological %s of the %s split, one line per model: a model trained on older data degrades as the split goes on.", chunkName(d), d.Part),
+		figureW, figureH, func() (*plot.Plot, error) {
+			var lines []figure.Line
+			for _, m := range d.Models {
+				l := figure.Line{Name: m.Name}
+				for k, c := range m.Report.Chunks {
+					l.X = append(l.X, float64(k+1))
+					l.Y = append(l.Y, c.MAE)
+					l.Err = append(l.Err, m.Report.ChunkMAEStd[k])
+				}
+				lines = append(lines, l)
+			}
+			return figure.Staleness(lines)
+		}, "")
+	if err != nil {
+		return err
+	}
+
+	// MAPE against receptive field.
+	err = add("mape-receptive", "MAPE against receptive-field size",
+		fmt.Sprintf("MAPE (%%) on the %s split against the mean number of nodes one forecast reads. SDGNN points are labelled with their budget.", d.Part),
+		figureW, figureH, func() (*plot.Plot, error) {
+			var pts []figure.Point
+			for _, s := range d.Sweep {
+				p := figure.Point{Series: s.Series, X: s.Receptive, Y: s.Metrics.MAPE}
+				if s.Budget > 0 && s.Model == SDGNN {
+					p.Label = fmt.Sprint(s.Budget)
+				}
+				pts = append(pts, p)
+			}
+			return figure.MAPEReceptive(pts)
+		}, "")
+	if err != nil {
+		return err
+	}
+
+	// Per-node MAE reduction.
+	skip := ""
+	if len(d.Reductions) == 0 {
+		skip = "needs the GRU-GCN teacher (-teacher) and the GRU baseline (-gru)"
+	}
+	err = add("node-reduction", "Per-node MAE reduction relative to GRU",
+		"Each point is a sensor: its MAE reduction (% of the GRU's MAE) under SDGNN (x) and under the GRU-GCN teacher (y). Points on y = x: SDGNN keeps all of the teacher's gain over the graph-free GRU.",
+		figureW, figureW, func() (*plot.Plot, error) {
+			x := make([]float64, len(d.Reductions))
+			y := make([]float64, len(d.Reductions))
+			for i, r := range d.Reductions {
+				x[i], y[i] = r.SDGNN, r.GRUGCN
+			}
+			return figure.NodeReduction(x, y, SDGNN, GRUGCN)
+		}, skip)
+	if err != nil {
+		return err
+	}
+
+	// Approximation error over checkpoints.
+	skip = ""
+	if len(d.Checkpoints) == 0 {
+		skip = "the bundle records no distillation rounds"
+	}
+	errName := "validation MSE between Ẑ and Z"
+	for _, r := range d.Checkpoints {
+		if r.MSE == 0 {
+			errName = "validation ‖Ẑ−Z‖²/‖Z‖²"
+		}
+	}
+	err = add("approx-error", "Embedding approximation error against MAPE",
+		"One point per distillation round (Phase Θ then validation): the student's embedding approximation error against its validation MAPE; the round kept is marked.",
+		figureW, figureH, func() (*plot.Plot, error) {
+			var cps []figure.Checkpoint
+			for _, r := range d.Checkpoints {
+				e := r.MSE
+				if errName != "validation MSE between Ẑ and Z" {
+					e = r.NR
+				}
+				cps = append(cps, figure.Checkpoint{Epoch: r.Epoch, Budget: r.Budget, ApproxErr: e, MAPE: r.Val.MAPE, Best: r.Best})
+			}
+			return figure.ApproxError(cps, errName)
+		}, skip)
+	if err != nil {
+		return err
+	}
+
+	// Receptive field of a sensor.
+	err = add("receptive-field", fmt.Sprintf("Receptive field of sensor %d", d.Field.Sensor),
+		fmt.Sprintf("Sensor %d in the centre, its %d-hop neighbourhood on rings by hop distance, road edges in grey; SDGNN's selected receptive nodes filled, area ∝ θ.", d.Field.Sensor, d.Field.Hops),
+		fieldW, fieldH, func() (*plot.Plot, error) {
+			f := figure.Field{Center: d.Field.Sensor, Hop: map[int]int{}, Theta: map[int]float64{}}
+			for v, h := range d.Field.Hop {
+				if h >= 0 && h <= d.Field.Hops {
+					f.Hop[v] = h
+				}
+			}
+			for _, e := range d.Field.Edges {
+				_, a := f.Hop[e[0]]
+				_, b := f.Hop[e[1]]
+				if a && b {
+					f.Edges = append(f.Edges, e)
+				}
+			}
+			for _, s := range d.Field.Selected {
+				f.Theta[s.Node] = s.Theta
+			}
+			return figure.ReceptiveField(f)
+		}, "")
+	if err != nil {
+		return err
+	}
+
+	// ECDFs.
+	for _, kind := range []string{"sizes", "weights"} {
+		title, xl := "ECDF of receptive-set sizes", "receptive nodes per sensor"
+		caption := "Empirical CDF over sensors of the number of receptive nodes."
+		if kind == "weights" {
+			title, xl = "ECDF of row-normalised θ", "θ_zk / Σ_k θ_zk"
+			caption = "Empirical CDF of each receptive node's share of its sensor's total weight."
+		}
+		err = add("ecdf-"+kind, title, caption, figureW, figureH, func() (*plot.Plot, error) {
+			var ss []figure.Sample
+			for _, dist := range d.Distributions {
+				v := dist.Sizes
+				if kind == "weights" {
+					v = dist.Weights
+				}
+				ss = append(ss, figure.Sample{Name: dist.Model, Values: v})
+			}
+			return figure.ECDF(title, xl, ss)
+		}, "")
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func chunkName(d *Document) string {
+	for _, m := range d.Models {
+		if len(m.Report.Chunks) == 10 {
+			return "tenth"
+		}
+		return fmt.Sprintf("1/%d", len(m.Report.Chunks))
+	}
+	return "chunk"
+}
+
+// Markdown writes the report as Markdown, with figures linked by path.
+func (d *Document) Markdown(w io.Writer) error {
+	var b strings.Builder
+	d.text(&b, func(f Figure) string {
+		if len(f.Files) == 0 {
+			return ""
+		}
+		return fmt.Sprintf("![%s](%s)\n\n(%s)\n", f.Title, f.Files[0], strings.Join(f.Files, ", "))
+	})
+	if _, err := io.WriteString(w, b.String()); err != nil {
+		return fmt.Errorf("report: write markdown: %w", err)
+	}
+	return nil
+}
+
+// text writes the Markdown body; img renders a drawn figure.
+func (d *Document) text(b *strings.Builder, img func(Figure) string) {
+	fmt.Fprintf(b, "# %s: %s on %s, %s split\n\n", reportTitleDefault, d.Bundle, d.Dataset, d.Part)
+	fmt.Fprintf(b, "Snapshots %d–%d (%d), %d sensors, channels %s. Created %s", d.Range.Start, d.Range.End-1, d.Snapshots, d.Nodes, strings.Join(d.Channels, ", "), d.Created)
+	if d.Host != "" {
+		fmt.Fprintf(b, " on %s", d.Host)
+	}
+	b.WriteString(".\n\n")
+	if d.Command != "" {
+		fmt.Fprintf(b, "Command: `%s`\n\n", d.Command)
+	}
+	b.WriteString("MAE and RMSE on the original scale, masked: missing readings (0) are left out")
+	if d.MAPEFloor > 0 {
+		fmt.Fprintf(b, "; MAPE also leaves out truths below %g", d.MAPEFloor)
+	}
+	b.WriteString(". Paper MAPE is the SDGNN paper's metric (min-max scaled by the training data, unmasked, |p−y|/(|y|+1)); it is not comparable with MAPE.\n\n")
+
+	b.WriteString("## Summary\n\n| model | predictions | mean receptive field | MAE | RMSE | MAPE % | paper MAPE % |\n|---|---|---:|---:|---:|---:|---:|\n")
+	for _, m := range d.Models {
+		o := m.Report.Overall
+		fmt.Fprintf(b, "| %s | %s | %.2f | %.4f | %.4f | %.3f | %.3f |\n", m.Name, m.Source, m.Receptive, o.MAE, o.RMSE, o.MAPE, m.Paper.MAPE)
+	}
+	if len(d.Channels) > 1 {
+		b.WriteString("\n### Per channel\n\n| model | channel | MAE | RMSE | MAPE % |\n|---|---|---:|---:|---:|\n")
+		for _, m := range d.Models {
+			for c, pc := range m.Report.PerChannel {
+				fmt.Fprintf(b, "| %s | %s | %.4f | %.4f | %.3f |\n", m.Name, d.Channels[c], pc.MAE, pc.RMSE, pc.MAPE)
+			}
+		}
+	}
+	if len(d.Models) > 0 && len(d.Models[0].Report.Chunks) > 0 {
+		b.WriteString("\n### Staleness: MAE per chronological chunk\n\n| model |")
+		for k := range d.Models[0].Report.Chunks {
+			fmt.Fprintf(b, " %d |", k+1)
+		}
+		b.WriteString("\n|---|" + strings.Repeat("---:|", len(d.Models[0].Report.Chunks)) + "\n")
+		for _, m := range d.Models {
+			fmt.Fprintf(b, "| %s |", m.Name)
+			for k, c := range m.Report.Chunks {
+				fmt.Fprintf(b, " %.4f ± %.4f |", c.MAE, m.Report.ChunkMAEStd[k])
+			}
+			b.WriteString("\n")
+		}
+	}
+	if len(d.Sweep) > 0 {
+		b.WriteString("\n### MAPE against receptive field\n\n| series | budget | mean receptive field | MAE | MAPE % | seconds |\n|---|---:|---:|---:|---:|---:|\n")
+		for _, s := range d.Sweep {
+			bud := ""
+			if s.Budget > 0 {
+				bud = fmt.Sprint(s.Budget)
+			}
+			fmt.Fprintf(b, "| %s | %s | %.2f | %.4f | %.3f | %.1f |\n", s.Series, bud, s.Receptive, s.Metrics.MAE, s.Metrics.MAPE, s.Seconds)
+		}
+	}
+	if len(d.Reductions) > 0 {
+		var better, total int
+		var sx, sy float64
+		for _, r := range d.Reductions {
+			total++
+			sx += r.SDGNN
+			sy += r.GRUGCN
+			if r.SDGNN >= r.GRUGCN {
+				better++
+			}
+		}
+		fmt.Fprintf(b, "\nPer-node MAE reduction relative to GRU: SDGNN %.2f%%, GRU-GCN %.2f%% on average over %d sensors; SDGNN at least matches the teacher's reduction on %d of them.\n",
+			sx/float64(total), sy/float64(total), total, better)
+	}
+	if f := d.Field; f != nil {
+		fmt.Fprintf(b, "\n### Receptive field of sensor %d\n\n| node | θ | hops from sensor %d |\n|---:|---:|---:|\n", f.Sensor, f.Sensor)
+		sel := slices.Clone(f.Selected)
+		slices.SortFunc(sel, func(a, b Selected) int {
+			switch {
+			case a.Theta > b.Theta:
+				return -1
+			case a.Theta < b.Theta:
+				return 1
+			}
+			return a.Node - b.Node
+		})
+		for _, s := range sel {
+			fmt.Fprintf(b, "| %d | %.4f | %d |\n", s.Node, s.Theta, s.Hop)
+		}
+		within := 0
+		for _, h := range f.Hop {
+			if h >= 0 && h <= f.Hops {
+				within++
+			}
+		}
+		fmt.Fprintf(b, "\nIts %d-hop neighbourhood (what the GRU-GCN teacher reads) has %d nodes.\n", f.Hops, within)
+	}
+	for _, dist := range d.Distributions {
+		fmt.Fprintf(b, "\n%s: receptive-set size mean %.2f, max %.0f; largest row-normalised weight share median %.3f.\n",
+			dist.Model, meanOf(dist.Sizes), slices.Max(dist.Sizes), medianOf(dist.Weights))
+	}
+	b.WriteString("\n## Figures\n\n")
+	for _, f := range d.Figures {
+		fmt.Fprintf(b, "### %s\n\n%s\n\n", f.Title, f.Caption)
+		if f.Skipped != "" {
+			fmt.Fprintf(b, "Not drawn: %s.\n\n", f.Skipped)
+			continue
+		}
+		b.WriteString(img(f))
+		b.WriteString("\n")
+	}
+	b.WriteString("## Files\n\n")
+	fmt.Fprintf(b, "- `%s`: every number above, as JSON.\n- `%s` (Arrow IPC) and `%s` (Parquet): one row per snapshot and sensor with the truth, each model's prediction and error (null where the reading is missing).\n",
+		FileMetrics, FilePredictions, FileParquet)
+	if len(d.Notes) > 0 {
+		b.WriteString("\n## Left out\n\n")
+		for _, n := range d.Notes {
+			fmt.Fprintf(b, "- %s\n", n)
+		}
+	}
+}
+
+func meanOf(v []float64) float64 {
+	var s float64
+	for _, x := range v {
+		s += x
+	}
+	return s / float64(max(1, len(v)))
+}
+
+func medianOf(v []float64) float64 {
+	if len(v) == 0 {
+		return nan
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+var htmlPage = template.Must(template.New("report").Parse(`<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<title>{{.Title}}</title>
+<style>
+body{font-family:system-ui,sans-serif;max-width:980px;margin:2em auto;padding:0 1em;color:#222}
+table{border-collapse:collapse;margin:1em 0;font-size:0.92em}
+th,td{border:1px solid #ccc;padding:3px 8px;text-align:right}
+th:first-child,td:first-child{text-align:left}
+code{background:#f4f4f4;padding:1px 4px}
+figure{margin:1.5em 0} figcaption{color:#555;font-size:0.9em}
+img{max-width:100%}
+</style></head><body>
+{{.Body}}
+</body></html>
+`))
+
+// HTML writes the report as one self-contained HTML page: the figures are
+// embedded as PNG data URIs.
+func (d *Document) HTML(w io.Writer) error {
+	var b strings.Builder
+	d.text(&b, func(f Figure) string {
+		return fmt.Sprintf("<figure><img alt=\"%s\" src=\"data:image/png;base64,%s\"><figcaption>%s</figcaption></figure>\n",
+			template.HTMLEscapeString(f.Title), base64.StdEncoding.EncodeToString(f.png), template.HTMLEscapeString(strings.Join(f.Files, ", ")))
+	})
+	body := markdownToHTML(b.String())
+	err := htmlPage.Execute(w, struct {
+		Title string
+		Body  template.HTML
+	}{fmt.Sprintf("%s: %s on %s", reportTitleDefault, d.Bundle, d.Dataset), template.HTML(body)})
+	if err != nil {
+		return fmt.Errorf("report: write html: %w", err)
+	}
+	return nil
+}
+
+// markdownToHTML renders the small Markdown subset text writes: headings,
+// pipe tables, list items, inline code and paragraphs; lines starting with
+// "<" pass through as HTML.
+func markdownToHTML(md string) string {
+	var out strings.Builder
+	lines := strings.Split(md, "\n")
+	inTable, inList := false, false
+	closeBlocks := func() {
+		if inTable {
+			out.WriteString("</table>\n")
+			inTable = false
+		}
+		if inList {
+			out.WriteString("</ul>\n")
+			inList = false
+		}
+	}
+	header := false
+	for _, l := range lines {
+		switch {
+		case strings.HasPrefix(l, "|"):
+			cells := strings.Split(strings.Trim(l, "|"), "|")
+			if strings.HasPrefix(strings.TrimSpace(cells[0]), "---") {
+				continue
+			}
+			if !inTable {
+				closeBlocks()
+				out.WriteString("<table>\n")
+				inTable, header = true, true
+			}
+			tag := "td"
+			if header {
+				tag = "th"
+				header = false
+			}
+			out.WriteString("<tr>")
+			for _, c := range cells {
+				fmt.Fprintf(&out, "<%s>%s</%s>", tag, inline(strings.TrimSpace(c)), tag)
+			}
+			out.WriteString("</tr>\n")
+		case strings.HasPrefix(l, "- "):
+			if !inList {
+				closeBlocks()
+				out.WriteString("<ul>\n")
+				inList = true
+			}
+			fmt.Fprintf(&out, "<li>%s</li>\n", inline(l[2:]))
+		case strings.HasPrefix(l, "#"):
+			closeBlocks()
+			n := len(l) - len(strings.TrimLeft(l, "#"))
+			fmt.Fprintf(&out, "<h%d>%s</h%d>\n", n, inline(strings.TrimSpace(l[n:])), n)
+		case strings.HasPrefix(l, "<"):
+			closeBlocks()
+			out.WriteString(l + "\n")
+		case strings.TrimSpace(l) == "":
+			closeBlocks()
+		default:
+			closeBlocks()
+			fmt.Fprintf(&out, "<p>%s</p>\n", inline(l))
+		}
+	}
+	closeBlocks()
+	return out.String()
+}
+
+// inline escapes s and renders `code` spans.
+func inline(s string) string {
+	parts := strings.Split(s, "`")
+	var b strings.Builder
+	for i, p := range parts {
+		if i%2 == 1 && i < len(parts)-1 {
+			b.WriteString("<code>" + template.HTMLEscapeString(p) + "</code>")
+			continue
+		}
+		if i%2 == 1 {
+			b.WriteString("`")
+		}
+		b.WriteString(template.HTMLEscapeString(p))
+	}
+	return b.String()
+}
