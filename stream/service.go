@@ -3,6 +3,7 @@ package stream
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -56,8 +57,16 @@ type Config struct {
 	// to the restarted service.
 	SessionTimeout time.Duration
 
-	HTTPAddr string // metrics, health and latest forecasts; empty: none
+	HTTPAddr string // metrics, health, latest forecasts and the live view; empty: none
 	Log      zerolog.Logger
+
+	// LiveSlots is the number of recent slots per sensor in the live view
+	// (/live, /api/sensors); 0 means DefaultLiveSlots.
+	LiveSlots int
+	// LiveMAPEFloor leaves readings below it out of the live view's MAPE;
+	// 0 means the floor the bundle was validated with (its
+	// Meta.Config.MAPEFloor).
+	LiveMAPEFloor float64
 }
 
 func (c *Config) defaults() {
@@ -105,6 +114,7 @@ type Service struct {
 	state   *State
 	emitter *Emitter
 	valid   Validator
+	live    *Live
 
 	reader             *kafka.Reader
 	forecasts, letters *kafka.Writer
@@ -143,7 +153,16 @@ func NewService(b *sdgnn.Bundle, cfg Config) (*Service, error) {
 			return nil, fmt.Errorf("read state: %w", err)
 		}
 	}
-	s := &Service{cfg: cfg, bundle: b, state: st, emitter: NewEmitter(st, cfg.Lateness), latest: map[int][]byte{},
+	floor := cfg.LiveMAPEFloor
+	if floor == 0 {
+		floor = b.Meta.Config.MAPEFloor
+	}
+	live, err := NewLive(LiveConfig{Nodes: b.Meta.Nodes, Channels: len(b.Meta.Norm.Mean), StepMs: cfg.StepMs,
+		Slots: cfg.LiveSlots, MAPEFloor: floor, ChannelNames: b.Meta.Channels})
+	if err != nil {
+		return nil, fmt.Errorf("stream service: %w", err)
+	}
+	s := &Service{cfg: cfg, bundle: b, state: st, emitter: NewEmitter(st, cfg.Lateness), latest: map[int][]byte{}, live: live,
 		valid: Validator{Nodes: b.Meta.Nodes, Channels: len(b.Meta.Norm.Mean), StepMs: cfg.StepMs,
 			MaxAgeSlots: cfg.MaxAgeSlots, MaxFutureSlots: cfg.MaxFutureSlots}}
 	if cfg.MaxAgeSlots > 0 || cfg.MaxFutureSlots > 0 {
@@ -155,6 +174,11 @@ func NewService(b *sdgnn.Bundle, cfg Config) (*Service, error) {
 // State returns the service's state (for tests and inspection; not safe for
 // use while Run is running).
 func (s *Service) State() *State { return s.state }
+
+// Live returns the service's live view: recent readings against forecasts
+// and their running error, per sensor. It is safe to read while Run is
+// running.
+func (s *Service) Live() *Live { return s.live }
 
 // Counters returns the service's metrics.
 func (s *Service) Counters() *Counters { return s.state.Counters }
@@ -297,6 +321,9 @@ func (s *Service) Run(ctx context.Context) error {
 				var res ApplyResult
 				if res, err = s.state.Apply(r); err == nil {
 					s.emitter.OnApply(res, now)
+					if res.Changed() || res.Kind == Duplicate { // the values the state holds
+						s.live.Reading(r.Sensor, r.TS, r.Values)
+					}
 					continue
 				}
 			}
@@ -363,6 +390,7 @@ func (s *Service) emitDue(out []kafka.Message, f *Forecast) ([]kafka.Message, er
 			}
 			if ok {
 				emitted = true
+				s.live.Forecast(f.Sensor, f.TS, f.Values)
 				out = append(out, kafka.Message{Key: strconv.AppendInt(nil, int64(f.Sensor), 10), Value: EncodeForecast(nil, f)})
 			}
 		}
@@ -435,8 +463,11 @@ func writeAtomic(path string, data []byte) error {
 	return os.Rename(tmp.Name(), path)
 }
 
-// Handler serves /metrics (Prometheus text), /healthz and
-// /forecast/{sensor} (the latest forecast message of the sensor).
+// Handler serves /metrics (Prometheus text), /healthz, /forecast/{sensor}
+// (the latest forecast message of the sensor), and the live view: /live
+// (an HTML page for operators), /api/sensors (every sensor's running error,
+// a LiveSummary) and /api/sensors/{sensor} (the sensor's recent readings
+// and forecasts, a LiveSensor).
 func (s *Service) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
@@ -473,7 +504,41 @@ func (s *Service) Handler() http.Handler {
 		w.Header().Set("Content-Type", "application/json")
 		w.Write(v)
 	})
+	mux.HandleFunc("GET /live", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-cache")
+		w.Write(livePage)
+	})
+	mux.HandleFunc("GET /api/sensors", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, s.live.Summary())
+	})
+	mux.HandleFunc("GET /api/sensors/{sensor}", func(w http.ResponseWriter, r *http.Request) {
+		var (
+			v  LiveSensor
+			ok bool
+		)
+		if id, err := strconv.Atoi(r.PathValue("sensor")); err == nil {
+			v, ok = s.live.Sensor(id)
+		}
+		if !ok {
+			http.Error(w, fmt.Sprintf("unknown sensor %q: want 0..%d", r.PathValue("sensor"), s.live.Nodes()-1), http.StatusNotFound)
+			return
+		}
+		writeJSON(w, v)
+	})
 	return mux
+}
+
+// writeJSON writes v as a JSON response that is never cached.
+func writeJSON(w http.ResponseWriter, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		http.Error(w, fmt.Sprintf("encode response: %v", err), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Write(append(b, '\n'))
 }
 
 // Embedded is an in-process Kafka-protocol broker (kfake) on 127.0.0.1, the

@@ -81,7 +81,7 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 		return first.Add(time.Duration(float64(time.Since(began)) * *speedup))
 	}
-	svc, err := stream.NewService(b, stream.Config{Brokers: brokers, StepMs: step, Lateness: 2 * time.Duration(step) * time.Millisecond,
+	svc, err := stream.NewService(b, stream.Config{Brokers: brokers, StepMs: step, LiveMAPEFloor: *floor, Lateness: 2 * time.Duration(step) * time.Millisecond,
 		HTTPAddr: *httpAddr, Now: now, GroupID: fmt.Sprintf("demo-%d", time.Now().UnixNano()), Log: log})
 	if err != nil {
 		return err

@@ -1,0 +1,354 @@
+//go:build unix
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/pemsforecast/sdgnn/datasets/pems"
+	"github.com/pemsforecast/sdgnn/snapshot"
+)
+
+// TestLiveViewInBrowser runs the demo (embedded broker, paced replay of the
+// real SZ-taxi test split, forecaster) in this process, waits until a
+// sensor has a scored forecast, loads its /live page in a real headless
+// Chromium, and checks the DOM after the page's JavaScript ran: rows of
+// recent slots with numeric forecasts that agree with /api/sensors/{sensor},
+// and the MAPE figures filled in.
+//
+// Without chromium on PATH the test is skipped, unless
+// SDGNN_REQUIRE_BROWSER=1 (as in CI), when it fails.
+func TestLiveViewInBrowser(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the demo and a headless browser")
+	}
+	browser := findBrowser(t)
+	dir, err := pems.ResolveDataDir("")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+	ds, err := pems.Load(dir, "sz-taxi")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const T, d = 12, 8
+	s := ds.Series
+	split, err := snapshot.ChronoSplit(s.Steps-T, [3]float64{6, 2, 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	norm, err := snapshot.FitNormalizer(s.Data, s.Nodes, s.Channels, split.TrainSteps(T))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := randomBundle(t, ds, norm, T, d)
+	b.Meta.Config.MAPEFloor = 1 // the live view's floor: SZ-taxi has near-zero speeds
+	tmp := t.TempDir()
+	bundlePath := filepath.Join(tmp, "b.sdgnn")
+	if err := b.Save(bundlePath); err != nil {
+		t.Fatal(err)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
+	defer cancel()
+	logs := &logWatch{addr: make(chan string, 1)}
+	demoDone := make(chan error, 1)
+	go func() {
+		// The whole test split (about 150 s at this pace) outlasts the test.
+		demoDone <- cmdDemo(ctx, []string{"-model", bundlePath, "-data", dir, "-http", "127.0.0.1:0",
+			"-steps", "0", "-speedup", "3600", "-log-json"}, io.Discard, logs)
+	}()
+	defer func() {
+		cancel()
+		select {
+		case err := <-demoDone:
+			if err != nil {
+				t.Errorf("demo: %v", err)
+			}
+		case <-time.After(20 * time.Second):
+			t.Errorf("demo still running 20 s after cancel")
+		}
+		if t.Failed() {
+			t.Logf("demo log (tail):\n%s", logs.tail(4000))
+		}
+	}()
+
+	var base string
+	select {
+	case addr := <-logs.addr:
+		base = "http://" + addr
+	case err := <-demoDone:
+		demoDone <- err
+		t.Fatalf("demo ended before serving HTTP: %v", err)
+	case <-ctx.Done():
+		t.Fatal("demo did not start serving HTTP")
+	}
+	liveWaitFor(ctx, t, "/healthz", func() (bool, error) {
+		code, _, err := liveGet(ctx, base+"/healthz")
+		return code == http.StatusOK, err
+	})
+	// A sensor whose forecasts have met their readings: its page must show
+	// scored slots and a MAPE.
+	sensor := -1
+	liveWaitFor(ctx, t, "a scored forecast in /api/sensors", func() (bool, error) {
+		var sum struct {
+			Sensors []struct {
+				Sensor  int `json:"sensor"`
+				Metrics struct {
+					MAPECount int `json:"mape_count"`
+				} `json:"metrics"`
+				LatestForecastTS *int64 `json:"latest_forecast_ts"`
+			} `json:"sensors"`
+		}
+		if err := liveGetJSON(ctx, base+"/api/sensors", &sum); err != nil {
+			return false, err
+		}
+		for _, s := range sum.Sensors {
+			if s.LatestForecastTS != nil && s.Metrics.MAPECount >= 2 {
+				sensor = s.Sensor
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+
+	dom := dumpDOM(ctx, t, browser, fmt.Sprintf("%s/live?sensor=%d", base, sensor))
+
+	// What the page showed against what the service holds: forecasts are
+	// recorded once, so every slot the page showed that is still in the
+	// view has the same forecast now.
+	var view struct {
+		Slots []struct {
+			TS       int64      `json:"ts"`
+			Forecast []*float64 `json:"forecast"`
+		} `json:"slots"`
+	}
+	if err := liveGetJSON(ctx, fmt.Sprintf("%s/api/sensors/%d", base, sensor), &view); err != nil {
+		t.Fatal(err)
+	}
+	forecastAt := map[int64]float64{}
+	for _, s := range view.Slots {
+		if len(s.Forecast) > 0 && s.Forecast[0] != nil {
+			forecastAt[s.TS] = *s.Forecast[0]
+		}
+	}
+	rows := liveRowRE.FindAllStringSubmatch(dom, -1)
+	if len(rows) == 0 {
+		t.Fatalf("no forecast rows in the page of sensor %d:\n%s", sensor, dom)
+	}
+	forecasts, scored, checked := 0, 0, 0
+	for _, row := range rows {
+		ts, err := strconv.ParseInt(row[1], 10, 64)
+		if err != nil {
+			t.Fatalf("row data-slot %q: %v", row[1], err)
+		}
+		cells := map[string]string{}
+		for _, c := range liveCellRE.FindAllStringSubmatch(row[2], -1) {
+			cells[c[1]] = c[2]
+		}
+		if len(cells) != 4 {
+			t.Fatalf("row of slot %d has cells %v, want slot-time, reading, forecast, abs-error", ts, cells)
+		}
+		if want := time.UnixMilli(ts).UTC().Format("2006-01-02 15:04"); cells["slot-time"] != want {
+			t.Errorf("row of slot %d shows time %q, want %q", ts, cells["slot-time"], want)
+		}
+		f, err := strconv.ParseFloat(cells["forecast"], 64)
+		if err != nil {
+			continue // no forecast for the slot (yet)
+		}
+		forecasts++
+		if _, err := strconv.ParseFloat(cells["abs-error"], 64); err == nil {
+			scored++
+		}
+		if api, ok := forecastAt[ts]; ok {
+			checked++
+			if math.Abs(api-f) > 0.005+1e-9 {
+				t.Errorf("slot %d: the page shows forecast %s, /api/sensors/%d has %g", ts, cells["forecast"], sensor, api)
+			}
+		}
+	}
+	if forecasts == 0 || scored == 0 || checked == 0 {
+		t.Errorf("%d rows: %d with a numeric forecast, %d scored, %d checked against the API; want some of each", len(rows), forecasts, scored, checked)
+	}
+	for _, id := range []string{"sensor-mape", "overall-mape"} {
+		m := regexp.MustCompile(`id="` + id + `"[^>]*>([^<]*)<`).FindStringSubmatch(dom)
+		if m == nil {
+			t.Errorf("no #%s in the page", id)
+			continue
+		}
+		v, err := strconv.ParseFloat(strings.TrimSuffix(m[1], " %"), 64)
+		if err != nil || v < 0 {
+			t.Errorf("#%s shows %q, want a MAPE in percent", id, m[1])
+		}
+	}
+	if m := regexp.MustCompile(`id="sensor-id"[^>]*>([^<]*)<`).FindStringSubmatch(dom); m == nil || m[1] != strconv.Itoa(sensor) {
+		t.Errorf("#sensor-id shows %v, want %d", m, sensor)
+	}
+	if !regexp.MustCompile(`id="chart-forecasts" d="M[-0-9. ML]+"`).MatchString(dom) {
+		t.Error("the chart has no forecast line")
+	}
+	if !strings.Contains(dom, `class="worst-row"`) {
+		t.Error("no rows in the worst-sensors table")
+	}
+	if strings.Contains(dom, `id="status" class="error"`) {
+		t.Errorf("the page reports an error: %s", regexp.MustCompile(`id="status"[^>]*>([^<]*)<`).FindString(dom))
+	}
+	t.Logf("sensor %d: %d rows, %d with forecasts, %d scored, %d checked against /api/sensors", sensor, len(rows), forecasts, scored, checked)
+}
+
+var (
+	liveRowRE  = regexp.MustCompile(`<tr class="forecast-row" data-slot="(-?\d+)">(.*?)</tr>`)
+	liveCellRE = regexp.MustCompile(`<td class="([a-z-]+)">([^<]*)</td>`)
+)
+
+// findBrowser returns Debian's chromium (or chromium-browser) from PATH;
+// without one it skips the test, or fails it when SDGNN_REQUIRE_BROWSER=1.
+func findBrowser(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	msg := "no chromium or chromium-browser on PATH (Debian: apt-get install chromium)"
+	if os.Getenv("SDGNN_REQUIRE_BROWSER") == "1" {
+		t.Fatal(msg + "; SDGNN_REQUIRE_BROWSER=1 requires it")
+	}
+	t.Skip(msg)
+	return ""
+}
+
+// dumpDOM loads url in headless Chromium, lets its scripts run for eight
+// seconds of virtual time (four refreshes of the page), and returns the
+// DOM as serialised then. The browser and its helper processes (one
+// process group) are killed when ctx ends or the test does.
+func dumpDOM(ctx context.Context, t *testing.T, browser, url string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	profile := t.TempDir()
+	cmd := exec.CommandContext(ctx, browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+		"--no-first-run", "--user-data-dir="+profile, "--virtual-time-budget=8000", "--dump-dom", url)
+	cmd.Env = append(os.Environ(), "HOME="+profile)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 5 * time.Second
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	began := time.Now()
+	err := cmd.Run()
+	if cmd.Process != nil {
+		// Helpers the browser left behind, if any (ESRCH when none).
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	}
+	if err != nil {
+		t.Fatalf("%s --dump-dom %s: %v (after %v)\nstderr (tail): %s", browser, url, err, time.Since(began), liveTail(stderr.String(), 3000))
+	}
+	t.Logf("%s: DOM of %s dumped in %v", filepath.Base(browser), url, time.Since(began).Round(time.Millisecond))
+	return stdout.String()
+}
+
+// liveWaitFor polls cond every 200 ms until it holds, failing the test when
+// ctx ends first.
+func liveWaitFor(ctx context.Context, t *testing.T, what string, cond func() (bool, error)) {
+	t.Helper()
+	var last error
+	for {
+		ok, err := cond()
+		if ok {
+			return
+		}
+		if err != nil {
+			last = err
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("waiting for %s: %v (last error: %v)", what, ctx.Err(), last)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func liveGet(ctx context.Context, url string) (int, []byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0, nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, body, err
+}
+
+func liveGetJSON(ctx context.Context, url string, v any) error {
+	code, body, err := liveGet(ctx, url)
+	if err != nil {
+		return err
+	}
+	if code != http.StatusOK {
+		return fmt.Errorf("GET %s: %d %s", url, code, body)
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		return fmt.Errorf("GET %s: %w", url, err)
+	}
+	return nil
+}
+
+// logWatch collects the demo's JSON log lines and sends the address of
+// its HTTP server, once logged, on addr.
+type logWatch struct {
+	mu   sync.Mutex
+	buf  bytes.Buffer
+	addr chan string
+	sent bool
+}
+
+// Write implements io.Writer; zerolog writes one line per call.
+func (w *logWatch) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf.Write(p)
+	var line struct {
+		HTTP string `json:"http"`
+	}
+	if !w.sent && json.Unmarshal(p, &line) == nil && line.HTTP != "" {
+		w.addr <- line.HTTP
+		w.sent = true
+	}
+	return len(p), nil
+}
+
+func (w *logWatch) tail(n int) string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return liveTail(w.buf.String(), n)
+}
+
+func liveTail(s string, n int) string {
+	if len(s) > n {
+		return "…" + s[len(s)-n:]
+	}
+	return s
+}

@@ -1,0 +1,353 @@
+package stream
+
+import (
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+	"sync"
+
+	"github.com/pemsforecast/sdgnn/evaluation"
+)
+
+// DefaultLiveSlots is the number of recent slots per sensor a Live keeps
+// when none is configured: twelve hours of 15-minute SZ-taxi slots, four of
+// 5-minute PeMS slots.
+const DefaultLiveSlots = 48
+
+// livePage is the operations page served at /live: plain HTML and a little
+// JavaScript that polls /api/sensors, without external resources.
+//
+//go:embed live.html
+var livePage []byte
+
+// Bits of a Live ring entry's state.
+const (
+	liveReading  uint8 = 1 << iota // the entry holds the slot's reading
+	liveForecast                   // the entry holds the slot's forecast
+)
+
+// LiveConfig configures a Live.
+type LiveConfig struct {
+	Nodes    int   // sensors, numbered 0..Nodes-1
+	Channels int   // values per reading and forecast
+	StepMs   int64 // slot length in Unix ms
+	// Slots is the number of recent slots kept per sensor; 0 means
+	// DefaultLiveSlots.
+	Slots int
+	// MAPEFloor leaves truths below it out of the running MAPE (not out of
+	// MAE), as evaluation.Accumulator does; missing readings (0) are left
+	// out of every metric.
+	MAPEFloor float64
+	// ChannelNames names the channels; missing names are "channel I".
+	ChannelNames []string
+}
+
+// Live joins, per sensor, the readings and the forecasts of its last slots
+// and keeps the running masked error of every forecast whose reading has
+// arrived, for the service's live view. A reading and the forecast of its
+// slot may come in either order; they are joined by (sensor, slot), and
+// each pair is scored once, when its second half arrives. The first reading
+// and the first forecast of a slot are kept, as State keeps the first
+// reading.
+//
+// Storage is allocated once: recording costs a lock and a copy, nothing is
+// allocated. Live is safe for concurrent use, so that HTTP handlers read it
+// while the service goroutine records. It is not part of the state
+// snapshot: a restarted service starts with an empty Live.
+type Live struct {
+	mu       sync.RWMutex
+	n, c, r  int
+	stepMs   int64
+	floor    float64
+	channels []string
+
+	slots     []int64                  // n×r: slot index held at each ring position, noSlot if none
+	flags     []uint8                  // n×r: liveReading | liveForecast
+	readings  []float64                // n×r×c
+	forecasts []float64                // n×r×c
+	newest    []int64                  // n: newest slot recorded, noSlot if none
+	latestF   []int64                  // n: newest forecast slot, noSlot if none
+	latestR   []int64                  // n: newest reading slot, noSlot if none
+	acc       []evaluation.Accumulator // n
+	channel   []evaluation.Accumulator // c: over all sensors
+	total     evaluation.Accumulator
+	dropped   uint64 // records refused as invalid or older than the ring
+}
+
+// NewLive returns an empty Live.
+func NewLive(cfg LiveConfig) (*Live, error) {
+	if cfg.Slots == 0 {
+		cfg.Slots = DefaultLiveSlots
+	}
+	switch {
+	case cfg.Nodes < 1:
+		return nil, fmt.Errorf("live view: %d sensors: want at least 1", cfg.Nodes)
+	case cfg.Channels < 1:
+		return nil, fmt.Errorf("live view: %d channels: want at least 1", cfg.Channels)
+	case cfg.StepMs <= 0:
+		return nil, fmt.Errorf("live view: slot length %d ms must be positive", cfg.StepMs)
+	case cfg.Slots < 1:
+		return nil, fmt.Errorf("live view: %d slots per sensor: want at least 1", cfg.Slots)
+	case cfg.MAPEFloor < 0 || math.IsNaN(cfg.MAPEFloor):
+		return nil, fmt.Errorf("live view: MAPE floor %g: must be ≥ 0", cfg.MAPEFloor)
+	}
+	n, c, r := cfg.Nodes, cfg.Channels, cfg.Slots
+	l := &Live{n: n, c: c, r: r, stepMs: cfg.StepMs, floor: cfg.MAPEFloor, channels: make([]string, c),
+		slots: make([]int64, n*r), flags: make([]uint8, n*r), readings: make([]float64, n*r*c), forecasts: make([]float64, n*r*c),
+		newest: make([]int64, n), latestF: make([]int64, n), latestR: make([]int64, n),
+		acc: make([]evaluation.Accumulator, n), channel: make([]evaluation.Accumulator, c),
+		total: evaluation.Accumulator{MAPEFloor: cfg.MAPEFloor}}
+	for i := range l.channels {
+		if i < len(cfg.ChannelNames) && cfg.ChannelNames[i] != "" {
+			l.channels[i] = cfg.ChannelNames[i]
+		} else {
+			l.channels[i] = "channel " + strconv.Itoa(i)
+		}
+	}
+	for i := range l.slots {
+		l.slots[i] = noSlot
+	}
+	for z := range n {
+		l.newest[z], l.latestF[z], l.latestR[z] = noSlot, noSlot, noSlot
+		l.acc[z].MAPEFloor = cfg.MAPEFloor
+	}
+	for i := range l.channel {
+		l.channel[i].MAPEFloor = cfg.MAPEFloor
+	}
+	return l, nil
+}
+
+// Nodes returns the number of sensors.
+func (l *Live) Nodes() int { return l.n }
+
+// Reading records the reading of sensor for the slot starting at ts (Unix
+// ms). It reports whether it was recorded: false for an unknown sensor, a
+// wrong number of values, a ts off the slot grid or older than the slots
+// kept, or a slot that already has its reading.
+func (l *Live) Reading(sensor int, ts int64, values []float64) bool {
+	return l.record(sensor, ts, values, liveReading)
+}
+
+// Forecast records the forecast of sensor for the slot starting at ts
+// (Unix ms), as Reading records a reading.
+func (l *Live) Forecast(sensor int, ts int64, values []float64) bool {
+	return l.record(sensor, ts, values, liveForecast)
+}
+
+func (l *Live) record(z int, ts int64, values []float64, kind uint8) bool {
+	if z < 0 || z >= l.n || len(values) != l.c || ts%l.stepMs != 0 || ts/l.stepMs == noSlot {
+		l.mu.Lock()
+		l.dropped++
+		l.mu.Unlock()
+		return false
+	}
+	slot := ts / l.stepMs
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	newest := l.newest[z]
+	if newest != noSlot && slot <= newest-int64(l.r) {
+		l.dropped++ // older than the ring
+		return false
+	}
+	i := z*l.r + posIn(slot, l.r)
+	if l.slots[i] != slot {
+		// The position's previous slot (if any) is older than the ring now.
+		l.slots[i], l.flags[i] = slot, 0
+	}
+	if l.flags[i]&kind != 0 {
+		return false // first one kept
+	}
+	vals := l.readings
+	if kind == liveForecast {
+		vals = l.forecasts
+	}
+	copy(vals[i*l.c:(i+1)*l.c], values)
+	l.flags[i] |= kind
+	if newest == noSlot || slot > newest {
+		l.newest[z] = slot
+	}
+	latest := &l.latestR[z]
+	if kind == liveForecast {
+		latest = &l.latestF[z]
+	}
+	if *latest == noSlot || slot > *latest {
+		*latest = slot
+	}
+	if l.flags[i] == liveReading|liveForecast { // the second half: score the pair, once
+		pred, truth := l.forecasts[i*l.c:(i+1)*l.c], l.readings[i*l.c:(i+1)*l.c]
+		for ch, p := range pred {
+			l.acc[z].Add(p, truth[ch])
+			l.channel[ch].Add(p, truth[ch])
+			l.total.Add(p, truth[ch])
+		}
+	}
+	return true
+}
+
+// metricsOf returns a's metrics, with NaN errors (null in JSON) rather
+// than zeros while no pair has been scored, so that a sensor without
+// data does not look perfect.
+func metricsOf(a evaluation.Accumulator) evaluation.Metrics {
+	m := a.Metrics()
+	if m.Count == 0 {
+		m.MAE, m.RMSE, m.MAPE = math.NaN(), math.NaN(), math.NaN()
+	}
+	return m
+}
+
+// Metrics returns the running metrics of sensor's forecasts (over all
+// channels), and false for an unknown sensor. The errors are NaN while no
+// pair has been scored.
+func (l *Live) Metrics(sensor int) (evaluation.Metrics, bool) {
+	if sensor < 0 || sensor >= l.n {
+		return evaluation.Metrics{}, false
+	}
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return metricsOf(l.acc[sensor]), true
+}
+
+// Overall returns the running metrics over every sensor and channel.
+func (l *Live) Overall() evaluation.Metrics {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return metricsOf(l.total)
+}
+
+// Dropped returns the number of records refused as invalid (unknown
+// sensor, wrong number of values, off the grid) or older than the slots
+// kept; a second record of a slot, normal under at-least-once delivery, is
+// not counted.
+func (l *Live) Dropped() uint64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.dropped
+}
+
+// LiveSummary is the live view of every sensor, the body of GET
+// /api/sensors. Metrics are evaluation.Metrics: {"mae", "rmse", "mape" (in
+// percent), "count", "mape_count"}, errors null while undefined (nothing
+// scored yet; for MAPE also when every truth was below the floor).
+type LiveSummary struct {
+	StepMs     int64                `json:"step_ms"`
+	Channels   []string             `json:"channels"`
+	MAPEFloor  float64              `json:"mape_floor"`
+	Overall    evaluation.Metrics   `json:"overall"`
+	PerChannel []evaluation.Metrics `json:"per_channel"` // over all sensors, by channel
+	Sensors    []LiveSensorSummary  `json:"sensors"`     // by sensor id
+}
+
+// LiveSensorSummary is one sensor's line of a LiveSummary.
+type LiveSensorSummary struct {
+	Sensor  int                `json:"sensor"`
+	Metrics evaluation.Metrics `json:"metrics"`
+	// LatestForecastTS and LatestReadingTS are the newest slots (Unix ms)
+	// with a forecast and with a reading, nil (null) while there is none.
+	LatestForecastTS *int64 `json:"latest_forecast_ts"`
+	LatestReadingTS  *int64 `json:"latest_reading_ts"`
+}
+
+// Summary returns the live view of every sensor.
+func (l *Live) Summary() LiveSummary {
+	s := LiveSummary{StepMs: l.stepMs, Channels: l.channels, MAPEFloor: l.floor,
+		PerChannel: make([]evaluation.Metrics, l.c), Sensors: make([]LiveSensorSummary, l.n)}
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	s.Overall = metricsOf(l.total)
+	for ch := range s.PerChannel {
+		s.PerChannel[ch] = metricsOf(l.channel[ch])
+	}
+	for z := range s.Sensors {
+		s.Sensors[z] = LiveSensorSummary{Sensor: z, Metrics: metricsOf(l.acc[z]),
+			LatestForecastTS: l.msOf(l.latestF[z]), LatestReadingTS: l.msOf(l.latestR[z])}
+	}
+	return s
+}
+
+func (l *Live) msOf(slot int64) *int64 {
+	if slot == noSlot {
+		return nil
+	}
+	ms := slot * l.stepMs
+	return &ms
+}
+
+// LiveSensor is one sensor's recent slots and running metrics, the body of
+// GET /api/sensors/{sensor}.
+type LiveSensor struct {
+	Sensor    int                `json:"sensor"`
+	StepMs    int64              `json:"step_ms"`
+	Channels  []string           `json:"channels"`
+	MAPEFloor float64            `json:"mape_floor"`
+	Metrics   evaluation.Metrics `json:"metrics"` // the sensor's, over all channels
+	Overall   evaluation.Metrics `json:"overall"` // every sensor's
+	Slots     []LiveSlot         `json:"slots"`   // the recent slots with a record, oldest first
+}
+
+// LiveSlot is one slot of a sensor: its reading and its forecast, each one
+// value per channel, nil (null) until it arrives. Non-finite values are
+// written as null.
+type LiveSlot struct {
+	TS       int64      `json:"ts"` // slot start, Unix ms
+	Reading  liveValues `json:"reading"`
+	Forecast liveValues `json:"forecast"`
+}
+
+// liveValues are values that marshal non-finite elements as null, so that
+// a broken forecast shows instead of failing the response.
+type liveValues []float64
+
+// MarshalJSON implements json.Marshaler.
+func (v liveValues) MarshalJSON() ([]byte, error) {
+	if v == nil {
+		return []byte("null"), nil
+	}
+	b := make([]byte, 0, 2+len(v)*12)
+	b = append(b, '[')
+	for i, x := range v {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			b = append(b, "null"...)
+			continue
+		}
+		b = strconv.AppendFloat(b, x, 'g', -1, 64)
+	}
+	return append(b, ']'), nil
+}
+
+var _ json.Marshaler = liveValues(nil)
+
+// Sensor returns sensor's recent slots and metrics, and false for an
+// unknown sensor. A sensor without records has no slots.
+func (l *Live) Sensor(sensor int) (LiveSensor, bool) {
+	if sensor < 0 || sensor >= l.n {
+		return LiveSensor{}, false
+	}
+	v := LiveSensor{Sensor: sensor, StepMs: l.stepMs, Channels: l.channels, MAPEFloor: l.floor, Slots: []LiveSlot{}}
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	v.Metrics, v.Overall = metricsOf(l.acc[sensor]), metricsOf(l.total)
+	newest := l.newest[sensor]
+	if newest == noSlot {
+		return v, true
+	}
+	for slot := newest - int64(l.r) + 1; slot <= newest; slot++ {
+		i := sensor*l.r + posIn(slot, l.r)
+		if l.slots[i] != slot {
+			continue
+		}
+		s := LiveSlot{TS: slot * l.stepMs}
+		if l.flags[i]&liveReading != 0 {
+			s.Reading = append(liveValues(nil), l.readings[i*l.c:(i+1)*l.c]...)
+		}
+		if l.flags[i]&liveForecast != 0 {
+			s.Forecast = append(liveValues(nil), l.forecasts[i*l.c:(i+1)*l.c]...)
+		}
+		v.Slots = append(v.Slots, s)
+	}
+	return v, true
+}

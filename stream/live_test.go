@@ -1,0 +1,496 @@
+package stream
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/pemsforecast/sdgnn/evaluation"
+)
+
+// liveOp is one record of a Live test: a reading or a forecast of a sensor
+// for a slot, and whether Live should take it.
+type liveOp struct {
+	forecast bool
+	sensor   int
+	slot     int64
+	values   []float64
+	want     bool
+}
+
+func rd(z int, slot int64, want bool, v ...float64) liveOp {
+	return liveOp{sensor: z, slot: slot, values: v, want: want}
+}
+
+func fc(z int, slot int64, want bool, v ...float64) liveOp {
+	return liveOp{forecast: true, sensor: z, slot: slot, values: v, want: want}
+}
+
+func TestLiveJoin(t *testing.T) {
+	// A view slot: the slot and its reading and forecast (nil: none).
+	type slot struct {
+		slot     int64
+		reading  []float64
+		forecast []float64
+	}
+	for _, tc := range []struct {
+		name  string
+		slots int     // ring length
+		floor float64 // MAPE floor
+		ops   []liveOp
+		// Of sensor 1: the view and the metrics.
+		view      []slot
+		count     int     // values scored
+		mapeCount int     // of those, in MAPE
+		mae, mape float64 // NaN: undefined
+		dropped   int     // records refused as invalid or too old
+	}{{
+		name: "reading then forecast",
+		ops:  []liveOp{rd(1, 10, true, 100, 40), fc(1, 10, true, 90, 50)},
+		view: []slot{{10, []float64{100, 40}, []float64{90, 50}}},
+		// |90−100|/100 = 10 %, |50−40|/40 = 25 %.
+		count: 2, mapeCount: 2, mae: 10, mape: 17.5,
+	}, {
+		name:  "forecast then reading",
+		ops:   []liveOp{fc(1, 10, true, 90, 50), rd(1, 10, true, 100, 40)},
+		view:  []slot{{10, []float64{100, 40}, []float64{90, 50}}},
+		count: 2, mapeCount: 2, mae: 10, mape: 17.5,
+	}, {
+		name: "unpaired halves are not scored",
+		ops:  []liveOp{fc(1, 11, true, 90, 50), rd(1, 10, true, 100, 40)},
+		view: []slot{{10, []float64{100, 40}, nil}, {11, nil, []float64{90, 50}}},
+		mae:  math.NaN(), mape: math.NaN(),
+	}, {
+		name: "first reading and forecast kept, pair scored once",
+		ops: []liveOp{rd(1, 10, true, 100, 40), rd(1, 10, false, 1, 1), fc(1, 10, true, 90, 50),
+			fc(1, 10, false, 2, 2), rd(1, 10, false, 100, 40)},
+		view:  []slot{{10, []float64{100, 40}, []float64{90, 50}}},
+		count: 2, mapeCount: 2, mae: 10, mape: 17.5,
+	}, {
+		name:  "joined by sensor",
+		ops:   []liveOp{rd(1, 10, true, 100, 40), fc(2, 10, true, 90, 50), rd(2, 10, true, 50, 50)},
+		view:  []slot{{10, []float64{100, 40}, nil}},
+		count: 0, mae: math.NaN(), mape: math.NaN(),
+	}, {
+		name: "missing reading left out, low reading out of MAPE only",
+		// 0 is a missing reading: out of every metric; 0.5 < floor 1:
+		// in MAE, not in MAPE.
+		floor: 1,
+		ops:   []liveOp{rd(1, 10, true, 0, 0.5), fc(1, 10, true, 7, 1.5), fc(1, 11, true, 110, 30), rd(1, 11, true, 100, 40)},
+		view:  []slot{{10, []float64{0, 0.5}, []float64{7, 1.5}}, {11, []float64{100, 40}, []float64{110, 30}}},
+		// MAE over |1.5−0.5|, 10, 10; MAPE over 10 %, 25 %.
+		count: 3, mapeCount: 2, mae: 7, mape: 17.5,
+	}, {
+		name:  "ring wrap-around",
+		slots: 3,
+		// Slots 4 and 7 share a ring position: the forecast of 4 is
+		// evicted by the reading of 7, never scored against it.
+		ops: []liveOp{fc(1, 4, true, 1, 1), rd(1, 5, true, 10, 10), rd(1, 6, true, 10, 10), rd(1, 8, true, 10, 10),
+			rd(1, 9, true, 10, 10), fc(1, 9, true, 11, 11),
+			fc(1, 6, false, 1, 1), rd(1, 4, false, 1, 1), // older than the ring
+			rd(1, 7, true, 20, 20), fc(1, 7, true, 22, 22)},
+		view:  []slot{{7, []float64{20, 20}, []float64{22, 22}}, {8, []float64{10, 10}, nil}, {9, []float64{10, 10}, []float64{11, 11}}},
+		count: 4, mapeCount: 4, mae: 1.5, mape: 10, dropped: 2,
+	}, {
+		name: "unknown sensor, wrong channels, off grid",
+		ops: []liveOp{rd(-1, 10, false, 1, 1), fc(5, 10, false, 1, 1), rd(1, 10, false, 1), fc(1, 10, false, 1, 2, 3),
+			{sensor: 1, slot: -1, values: []float64{1, 1}}},
+		view: []slot{}, mae: math.NaN(), mape: math.NaN(), dropped: 5,
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			l, err := NewLive(LiveConfig{Nodes: 5, Channels: 2, StepMs: testStep, Slots: tc.slots, MAPEFloor: tc.floor})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, op := range tc.ops {
+				ts := op.slot * testStep
+				if op.slot < 0 {
+					ts = testStep / 2 // off the grid
+				}
+				var got bool
+				if op.forecast {
+					got = l.Forecast(op.sensor, ts, op.values)
+				} else {
+					got = l.Reading(op.sensor, ts, op.values)
+				}
+				if got != op.want {
+					t.Errorf("op %d %+v: recorded %v, want %v", i, op, got, op.want)
+				}
+			}
+			v, ok := l.Sensor(1)
+			if !ok {
+				t.Fatal("sensor 1 unknown")
+			}
+			var view []slot
+			for _, s := range v.Slots {
+				if s.TS%testStep != 0 {
+					t.Fatalf("slot ts %d off the grid", s.TS)
+				}
+				view = append(view, slot{s.TS / testStep, s.Reading, s.Forecast})
+			}
+			if fmt.Sprint(view) != fmt.Sprint(tc.view) || len(v.Slots) != len(tc.view) {
+				t.Errorf("view %v, want %v", view, tc.view)
+			}
+			m, _ := l.Metrics(1)
+			if fmt.Sprint(m) != fmt.Sprint(v.Metrics) {
+				t.Errorf("Metrics %+v, Sensor(1).Metrics %+v", m, v.Metrics)
+			}
+			if m.Count != tc.count || m.MAPECount != tc.mapeCount || !sameFloat(m.MAE, tc.mae) || !sameFloat(m.MAPE, tc.mape) {
+				t.Errorf("metrics %+v, want count %d, MAPE count %d, MAE %g, MAPE %g", m, tc.count, tc.mapeCount, tc.mae, tc.mape)
+			}
+			if d := l.Dropped(); d != uint64(tc.dropped) {
+				t.Errorf("Dropped %d, want %d", d, tc.dropped)
+			}
+		})
+	}
+}
+
+// sameFloat reports whether a and b agree to 1e-12 relative, or are both
+// NaN.
+func sameFloat(a, b float64) bool {
+	if math.IsNaN(a) || math.IsNaN(b) {
+		return math.IsNaN(a) && math.IsNaN(b)
+	}
+	return math.Abs(a-b) <= 1e-12*math.Max(1, math.Abs(b))
+}
+
+// TestLiveMetricsMatchEvaluation records readings and forecasts of many
+// sensors and slots, in random order, with missing and near-zero readings,
+// and checks the running metrics per sensor, per channel and overall
+// against evaluation.Compute of the same pairs.
+func TestLiveMetricsMatchEvaluation(t *testing.T) {
+	const n, C, slots, floor = 7, 3, 20, 1.0
+	rng := rand.New(rand.NewPCG(3, 5))
+	l, err := NewLive(LiveConfig{Nodes: n, Channels: C, StepMs: testStep, Slots: slots, MAPEFloor: floor,
+		ChannelNames: []string{"flow", "occupancy"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ops []liveOp
+	var pred, truth [n][]float64
+	var predC, truthC [C][]float64
+	for z := range n {
+		for s := range int64(slots) {
+			y, f := make([]float64, C), make([]float64, C)
+			for c := range C {
+				switch rng.IntN(8) {
+				case 0: // missing
+				case 1:
+					y[c] = 0.3 * rng.Float64() // below the floor
+				default:
+					y[c] = 5 + 100*rng.Float64()
+				}
+				f[c] = y[c] + 10*rng.NormFloat64()
+			}
+			ops = append(ops, rd(z, 100+s, true, y...))
+			if s%5 == 4 {
+				continue // reading without forecast
+			}
+			ops = append(ops, fc(z, 100+s, true, f...))
+			pred[z], truth[z] = append(pred[z], f...), append(truth[z], y...)
+			for c := range C {
+				predC[c], truthC[c] = append(predC[c], f[c]), append(truthC[c], y[c])
+			}
+		}
+	}
+	rng.Shuffle(len(ops), func(i, j int) { ops[i], ops[j] = ops[j], ops[i] })
+	for _, op := range ops {
+		rec := l.Reading
+		if op.forecast {
+			rec = l.Forecast
+		}
+		if !rec(op.sensor, op.slot*testStep, op.values) {
+			t.Fatalf("%+v refused", op)
+		}
+	}
+	want := func(p, y []float64) evaluation.Metrics {
+		a := evaluation.Accumulator{MAPEFloor: floor}
+		for i := range p {
+			a.Add(p[i], y[i])
+		}
+		return a.Metrics()
+	}
+	same := func(what string, got, want evaluation.Metrics) {
+		t.Helper()
+		if got.Count != want.Count || got.MAPECount != want.MAPECount || !sameFloat(got.MAE, want.MAE) ||
+			!sameFloat(got.RMSE, want.RMSE) || !sameFloat(got.MAPE, want.MAPE) {
+			t.Errorf("%s: %+v, evaluation %+v", what, got, want)
+		}
+		if want.Count == want.MAPECount || want.MAPECount == 0 {
+			t.Errorf("%s: %+v: the data should have masked and floored truths", what, want)
+		}
+	}
+	sum := l.Summary()
+	var allP, allY []float64
+	for z := range n {
+		got, ok := l.Metrics(z)
+		if !ok {
+			t.Fatalf("sensor %d unknown", z)
+		}
+		same(fmt.Sprint("sensor ", z), got, want(pred[z], truth[z]))
+		same(fmt.Sprint("summary sensor ", z), sum.Sensors[z].Metrics, want(pred[z], truth[z]))
+		if lf := sum.Sensors[z].LatestForecastTS; lf == nil || *lf != (100+slots-2)*testStep {
+			t.Errorf("sensor %d latest forecast %v, want slot %d", z, lf, 100+slots-2)
+		}
+		allP, allY = append(allP, pred[z]...), append(allY, truth[z]...)
+	}
+	for c := range C {
+		same(fmt.Sprint("channel ", c), sum.PerChannel[c], want(predC[c], truthC[c]))
+	}
+	same("overall", l.Overall(), want(allP, allY))
+	same("summary overall", sum.Overall, want(allP, allY))
+	if got := strings.Join(sum.Channels, ","); got != "flow,occupancy,channel 2" {
+		t.Errorf("channels %s", got)
+	}
+}
+
+func TestLiveUnknownSensor(t *testing.T) {
+	l, err := NewLive(LiveConfig{Nodes: 3, Channels: 1, StepMs: testStep})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, z := range []int{-1, 3, math.MaxInt} {
+		if _, ok := l.Sensor(z); ok {
+			t.Errorf("Sensor(%d) known", z)
+		}
+		if _, ok := l.Metrics(z); ok {
+			t.Errorf("Metrics(%d) known", z)
+		}
+	}
+	v, ok := l.Sensor(2)
+	if !ok || v.Slots == nil || len(v.Slots) != 0 || v.Metrics.Count != 0 || !math.IsNaN(v.Metrics.MAPE) || !math.IsNaN(v.Metrics.MAE) {
+		t.Errorf("empty sensor 2: %+v, %v", v, ok)
+	}
+	s := l.Summary()
+	if len(s.Sensors) != 3 || s.Sensors[2].LatestForecastTS != nil || s.Sensors[2].LatestReadingTS != nil {
+		t.Errorf("summary of an empty Live: %+v", s)
+	}
+	for _, cfg := range []LiveConfig{{Nodes: 0, Channels: 1, StepMs: 1}, {Nodes: 1, Channels: 0, StepMs: 1},
+		{Nodes: 1, Channels: 1, StepMs: 0}, {Nodes: 1, Channels: 1, StepMs: 1, Slots: -1},
+		{Nodes: 1, Channels: 1, StepMs: 1, MAPEFloor: -1}, {Nodes: 1, Channels: 1, StepMs: 1, MAPEFloor: math.NaN()}} {
+		if _, err := NewLive(cfg); err == nil {
+			t.Errorf("NewLive(%+v) accepted", cfg)
+		}
+	}
+}
+
+// TestLiveRecordAllocs checks that recording allocates nothing, also when
+// pairs are scored and ring entries evicted.
+func TestLiveRecordAllocs(t *testing.T) {
+	l, err := NewLive(LiveConfig{Nodes: 10, Channels: 3, StepMs: testStep, Slots: 8, MAPEFloor: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := []float64{10, 20, 30}
+	slot := int64(0)
+	if a := testing.AllocsPerRun(1000, func() {
+		slot++
+		for z := range 10 {
+			l.Reading(z, slot*testStep, v)
+			l.Forecast(z, slot*testStep, v)
+			l.Forecast(z, (slot+1)*testStep, v)
+		}
+	}); a != 0 {
+		t.Errorf("%g allocations per 30 records", a)
+	}
+	if m := l.Overall(); m.Count == 0 {
+		t.Errorf("nothing scored: %+v", m)
+	}
+}
+
+// TestLiveConcurrent records while other goroutines read (run with -race).
+func TestLiveConcurrent(t *testing.T) {
+	l, err := NewLive(LiveConfig{Nodes: 4, Channels: 1, StepMs: testStep, Slots: 6})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if v, _ := l.Sensor(1); len(v.Slots) > 6 {
+					t.Errorf("%d slots in a ring of 6", len(v.Slots))
+				}
+				if _, err := json.Marshal(l.Summary()); err != nil {
+					t.Error(err)
+				}
+			}
+		}()
+	}
+	for s := int64(1); s <= 2000; s++ {
+		for z := range 4 {
+			l.Forecast(z, s*testStep, []float64{float64(s)})
+			l.Reading(z, s*testStep, []float64{float64(s) + 1})
+		}
+	}
+	close(stop)
+	wg.Wait()
+	if m := l.Overall(); m.Count != 8000 || !sameFloat(m.MAE, 1) {
+		t.Errorf("overall %+v, want 8000 values with MAE 1", m)
+	}
+}
+
+// TestLiveHandler checks the live routes of Service.Handler without a
+// broker: the page, the JSON shapes and the 404s.
+func TestLiveHandler(t *testing.T) {
+	b := testBundle(t, 5, 4, 2, 3, 1)
+	b.Meta.Channels = []string{"flow", "speed"}
+	b.Meta.Config.MAPEFloor = 1
+	svc, err := NewService(b, Config{Brokers: []string{"127.0.0.1:1"}, StepMs: testStep})
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := svc.Live()
+	live.Forecast(3, 10*testStep, []float64{110, 45})
+	live.Reading(3, 10*testStep, []float64{100, 0.5}) // 0.5 below the bundle's floor
+	live.Forecast(3, 11*testStep, []float64{math.NaN(), 60})
+	srv := httptest.NewServer(svc.Handler())
+	defer srv.Close()
+	get := func(path string, wantCode int, wantType string) []byte {
+		t.Helper()
+		resp, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode != wantCode || !strings.HasPrefix(resp.Header.Get("Content-Type"), wantType) {
+			t.Fatalf("GET %s: %d %s, want %d %s: %s", path, resp.StatusCode, resp.Header.Get("Content-Type"), wantCode, wantType, body)
+		}
+		return body
+	}
+
+	page := string(get("/live", 200, "text/html"))
+	for _, id := range []string{`id="forecast-rows"`, `id="sensor-mape"`, `id="overall-mape"`, `id="worst-rows"`, `id="status"`, `id="chart"`} {
+		if !strings.Contains(page, id) {
+			t.Errorf("page lacks %s", id)
+		}
+	}
+	// Offline: nothing but the page itself (the SVG namespace is a name,
+	// not a resource).
+	local := strings.ReplaceAll(page, `"http://www.w3.org/2000/svg"`, "")
+	for _, ext := range []string{"http:", "https:", "//", "src=", "<link", "@import"} {
+		if ext == "//" {
+			local = strings.ReplaceAll(local, "// ", "") // comments
+		}
+		if strings.Contains(local, ext) {
+			t.Errorf("page refers to an external resource (%q)", ext)
+		}
+	}
+
+	var sum struct {
+		StepMs    int64    `json:"step_ms"`
+		Channels  []string `json:"channels"`
+		MAPEFloor float64  `json:"mape_floor"`
+		Overall   struct {
+			MAE       *float64 `json:"mae"`
+			MAPE      *float64 `json:"mape"`
+			Count     int      `json:"count"`
+			MAPECount int      `json:"mape_count"`
+		} `json:"overall"`
+		Sensors []struct {
+			Sensor  int `json:"sensor"`
+			Metrics struct {
+				MAPE  *float64 `json:"mape"`
+				Count int      `json:"count"`
+			} `json:"metrics"`
+			LatestForecastTS *int64 `json:"latest_forecast_ts"`
+		} `json:"sensors"`
+	}
+	if err := json.Unmarshal(get("/api/sensors", 200, "application/json"), &sum); err != nil {
+		t.Fatal(err)
+	}
+	if sum.StepMs != testStep || strings.Join(sum.Channels, ",") != "flow,speed" || sum.MAPEFloor != 1 || len(sum.Sensors) != 5 {
+		t.Errorf("summary %+v", sum)
+	}
+	if o := sum.Overall; o.Count != 2 || o.MAPECount != 1 || o.MAPE == nil || *o.MAPE != 10 || o.MAE == nil || *o.MAE != 27.25 {
+		t.Errorf("overall %+v: want MAE (10+44.5)/2, MAPE 10 over 1", o)
+	}
+	s3 := sum.Sensors[3]
+	if s3.Sensor != 3 || s3.Metrics.Count != 2 || s3.Metrics.MAPE == nil || *s3.Metrics.MAPE != 10 ||
+		s3.LatestForecastTS == nil || *s3.LatestForecastTS != 11*testStep {
+		t.Errorf("sensor 3 summary %+v", s3)
+	}
+	if s := sum.Sensors[0]; s.Metrics.MAPE != nil || s.LatestForecastTS != nil || s.Metrics.Count != 0 {
+		t.Errorf("sensor 0 without data: %+v", s)
+	}
+
+	body := get("/api/sensors/3", 200, "application/json")
+	var v struct {
+		Sensor   int      `json:"sensor"`
+		Channels []string `json:"channels"`
+		Metrics  struct {
+			MAPE *float64 `json:"mape"`
+		} `json:"metrics"`
+		Overall struct {
+			Count int `json:"count"`
+		} `json:"overall"`
+		Slots []struct {
+			TS       int64      `json:"ts"`
+			Reading  []*float64 `json:"reading"`
+			Forecast []*float64 `json:"forecast"`
+		} `json:"slots"`
+	}
+	if err := json.Unmarshal(body, &v); err != nil {
+		t.Fatalf("%v: %s", err, body)
+	}
+	if v.Sensor != 3 || len(v.Channels) != 2 || v.Metrics.MAPE == nil || *v.Metrics.MAPE != 10 || v.Overall.Count != 2 || len(v.Slots) != 2 {
+		t.Fatalf("sensor 3: %s", body)
+	}
+	if s := v.Slots[0]; s.TS != 10*testStep || len(s.Reading) != 2 || *s.Reading[0] != 100 || *s.Forecast[1] != 45 {
+		t.Errorf("slot 10: %s", body)
+	}
+	if s := v.Slots[1]; s.TS != 11*testStep || s.Reading != nil || len(s.Forecast) != 2 || s.Forecast[0] != nil || *s.Forecast[1] != 60 {
+		t.Errorf("slot 11 (reading pending, NaN forecast as null): %s", body)
+	}
+	if !strings.Contains(string(get("/api/sensors/0", 200, "application/json")), `"slots":[]`) {
+		t.Error("sensor 0 without data: want an empty slot list")
+	}
+
+	for _, bad := range []string{"5", "-1", "abc", "1.5", "99999999999999999999"} {
+		msg := string(get("/api/sensors/"+bad, 404, "text/plain"))
+		if !strings.Contains(msg, bad) || !strings.Contains(msg, "0..4") {
+			t.Errorf("GET /api/sensors/%s: %q should name the sensor and 0..4", bad, msg)
+		}
+	}
+	// The existing routes are unchanged.
+	get("/forecast/abc", 404, "text/plain")
+	get("/forecast/3", 404, "text/plain") // nothing written to Kafka
+	get("/metrics", 200, "text/plain")
+}
+
+func BenchmarkLiveRecord(b *testing.B) {
+	const n = 156
+	l, err := NewLive(LiveConfig{Nodes: n, Channels: 1, StepMs: testStep, MAPEFloor: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	v := []float64{42}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		z, slot := i%n, int64(i/n)
+		l.Forecast(z, (slot+1)*testStep, v)
+		l.Reading(z, slot*testStep, v)
+		i++
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(2*b.N), "ns/record")
+}
