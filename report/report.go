@@ -390,7 +390,10 @@ func (d *Document) sweep(ctx context.Context, in Input, nb [][]int) error {
 				return fmt.Errorf("report: %w", err)
 			}
 			stage := fmt.Sprintf("distil budget %d, %d-layer target", bud, layers)
-			rounds := cfg.Epochs/cfg.ThetaEvery + 1
+			rounds := cfg.Epochs/cfg.ThetaEvery + 1 // Distill solves Θ at every multiple of ThetaEvery and at the end
+			if cfg.Epochs%cfg.ThetaEvery != 0 {
+				rounds++
+			}
 			done := 0
 			res, err := sdgnn.Distill(ctx, tm.Model, set.Norm, cands, train, val, cfg, func(sdgnn.Round) {
 				done++

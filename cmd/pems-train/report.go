@@ -42,7 +42,7 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		sweep     = flags.String("sweep", "", "comma-separated SDGNN budgets to distil for the MAPE-against-receptive-field figure, e.g. 2,4,6,10,20 (needs a teacher; empty: none)")
 		scale     = flags.Int("sweep-scale", 1, "shorten the sweep's and the baselines' schedules this many times (see distill -schedule-scale)")
 		baselines = flags.Bool("baselines", false, "also train GLNN, NOSMOG and PPRGo against the teacher")
-		progress  = flags.String("progress", "auto", "progress bars on stderr: auto (when stderr is a terminal), always or never")
+		progress  = flags.String("progress", "auto", "progress on stderr: auto (bars on a terminal, else a line per finished stage), always (bars) or never")
 	)
 	if err := flags.Parse(args); err != nil {
 		return errUsage
@@ -124,10 +124,13 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 
 	f, _ := stderr.(*os.File)
 	tty := f != nil && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
-	if *progress == "always" || (*progress == "auto" && tty) {
+	switch {
+	case *progress == "always" || (*progress == "auto" && tty):
 		bars := newBars(stderr)
 		defer bars.finish()
 		in.Progress = bars.update
+	case *progress == "auto":
+		in.Progress = stageLines(stderr)
 	}
 
 	start := time.Now()
@@ -195,6 +198,24 @@ func (b *bars) finish() {
 		b.bar.Finish()
 	}
 	b.bar = nil
+}
+
+// stageLines returns a progress function that writes one line per
+// finished stage, for logs that are not a terminal.
+func stageLines(w io.Writer) func(stage string, done, total int) {
+	var (
+		current string
+		since   = time.Now()
+	)
+	return func(stage string, done, total int) {
+		if stage != current {
+			current, since = stage, time.Now()
+		}
+		if done == total {
+			fmt.Fprintf(w, "report: %s: done in %.1f s\n", stage, time.Since(since).Seconds())
+			current = ""
+		}
+	}
 }
 
 // hostDescription names the machine a report was made on: host name, CPU

@@ -49,6 +49,11 @@ func TestReportOnPeMSLayout(t *testing.T) {
 	if strings.Contains(stderr, "%") || strings.Contains(stderr, "█") {
 		t.Errorf("progress bars when stderr is not a terminal:\n%s", stderr)
 	}
+	for _, stage := range []string{"replay SDGNN", "distil budget 4, 1-layer target", "train PPRGo"} {
+		if strings.Count(stderr, "report: "+stage+": done in") != 1 {
+			t.Errorf("stage %q not reported once when stderr is not a terminal:\n%s", stage, stderr)
+		}
+	}
 	b, err := os.ReadFile(filepath.Join(out, report.FileMetrics))
 	if err != nil {
 		t.Fatal(err)
