@@ -372,7 +372,7 @@ func (d *Document) text(b *strings.Builder, img func(Figure) string) {
 		fmt.Fprintf(b, "\nIts %d-hop neighbourhood (what the GRU-GCN teacher reads) has %d nodes.\n", f.Hops, within)
 	}
 	for _, dist := range d.Distributions {
-		fmt.Fprintf(b, "\n%s: receptive-set size mean %.2f, max %.0f; largest row-normalised weight share median %.3f.\n",
+		fmt.Fprintf(b, "\n%s: receptive-set size mean %.2f, max %.0f; median row-normalised weight %.3f.\n",
 			dist.Model, meanOf(dist.Sizes), slices.Max(dist.Sizes), medianOf(dist.Weights))
 	}
 	b.WriteString("\n## Figures\n\n")
