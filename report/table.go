@@ -114,40 +114,15 @@ func (d *Document) records(batch int, each func(arrow.Record) error) error {
 	return nil
 }
 
-// writeArrow writes the predictions as an Arrow IPC file (Feather v2).
-func (d *Document) writeArrow(path string) (err error) {
+// writeFile creates path, lets write fill it and closes it; on error the
+// partial file is removed and the error names the path.
+func writeFile(path string, write func(*os.File) error) (err error) {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
 	defer func() {
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			os.Remove(path)
-			err = fmt.Errorf("write %s: %w", path, err)
-		}
-	}()
-	w, err := ipc.NewFileWriter(f, ipc.WithSchema(d.schema()), ipc.WithAllocator(memory.DefaultAllocator))
-	if err != nil {
-		return err
-	}
-	if err := d.records(1<<16, w.Write); err != nil {
-		w.Close()
-		return err
-	}
-	return w.Close()
-}
-
-// writeParquet writes the predictions as a Snappy-compressed Parquet file.
-func (d *Document) writeParquet(path string) (err error) {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		// pqarrow's Close closes f too.
+		// A writer may close f itself (pqarrow does).
 		if cerr := f.Close(); err == nil && !errors.Is(cerr, os.ErrClosed) {
 			err = cerr
 		}
@@ -156,16 +131,38 @@ func (d *Document) writeParquet(path string) (err error) {
 			err = fmt.Errorf("write %s: %w", path, err)
 		}
 	}()
-	props := parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Snappy))
-	w, err := pqarrow.NewFileWriter(d.schema(), f, props, pqarrow.DefaultWriterProps())
-	if err != nil {
-		return err
-	}
-	if err := d.records(1<<16, w.WriteBuffered); err != nil {
-		w.Close()
-		return err
-	}
-	return w.Close()
+	return write(f)
+}
+
+// writeArrow writes the predictions as an Arrow IPC file (Feather v2).
+func (d *Document) writeArrow(path string) error {
+	return writeFile(path, func(f *os.File) error {
+		w, err := ipc.NewFileWriter(f, ipc.WithSchema(d.schema()), ipc.WithAllocator(memory.DefaultAllocator))
+		if err != nil {
+			return err
+		}
+		if err := d.records(1<<16, w.Write); err != nil {
+			w.Close()
+			return err
+		}
+		return w.Close()
+	})
+}
+
+// writeParquet writes the predictions as a Snappy-compressed Parquet file.
+func (d *Document) writeParquet(path string) error {
+	return writeFile(path, func(f *os.File) error {
+		props := parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Snappy))
+		w, err := pqarrow.NewFileWriter(d.schema(), f, props, pqarrow.DefaultWriterProps())
+		if err != nil {
+			return err
+		}
+		if err := d.records(1<<16, w.WriteBuffered); err != nil {
+			w.Close()
+			return err
+		}
+		return w.Close()
+	})
 }
 
 // ReadPredictions reads a predictions file written by Document.Write (the

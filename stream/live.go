@@ -304,19 +304,7 @@ func (v liveValues) MarshalJSON() ([]byte, error) {
 	if v == nil {
 		return []byte("null"), nil
 	}
-	b := make([]byte, 0, 2+len(v)*12)
-	b = append(b, '[')
-	for i, x := range v {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		if math.IsNaN(x) || math.IsInf(x, 0) {
-			b = append(b, "null"...)
-			continue
-		}
-		b = strconv.AppendFloat(b, x, 'g', -1, 64)
-	}
-	return append(b, ']'), nil
+	return appendFloats(make([]byte, 0, 2+len(v)*12), v), nil
 }
 
 var _ json.Marshaler = liveValues(nil)
