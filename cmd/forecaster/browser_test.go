@@ -20,9 +20,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/pemsforecast/sdgnn/datasets/pems"
-	"github.com/pemsforecast/sdgnn/snapshot"
 )
 
 // TestLiveViewInBrowser runs the demo (embedded broker, paced replay of the
@@ -39,28 +36,7 @@ func TestLiveViewInBrowser(t *testing.T) {
 		t.Skip("runs the demo and a headless browser")
 	}
 	browser := findBrowser(t)
-	dir, err := pems.ResolveDataDir("")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	}
-	ds, err := pems.Load(dir, "sz-taxi")
-	if err != nil {
-		t.Fatal(err)
-	}
-	const T, d = 12, 8
-	s := ds.Series
-	split, err := snapshot.ChronoSplit(s.Steps-T, [3]float64{6, 2, 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	norm, err := snapshot.FitNormalizer(s.Data, s.Nodes, s.Channels, split.TrainSteps(T))
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := randomBundle(t, ds, norm, T, d)
+	dir, _, _, b := szTaxiBundle(t, 12, 8)
 	b.Meta.Config.MAPEFloor = 1 // the live view's floor: SZ-taxi has near-zero speeds
 	tmp := t.TempDir()
 	bundlePath := filepath.Join(tmp, "b.sdgnn")

@@ -33,28 +33,8 @@ func TestKill9LosesNothing(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and kills a process")
 	}
-	dir, err := pems.ResolveDataDir("")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	}
-	ds, err := pems.Load(dir, "sz-taxi")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := ds.Series
-	const T, d = 12, 8
-	split, err := snapshot.ChronoSplit(s.Steps-T, [3]float64{6, 2, 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	norm, err := snapshot.FitNormalizer(s.Data, s.Nodes, s.Channels, split.TrainSteps(T))
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := randomBundle(t, ds, norm, T, d)
+	const T = 12
+	_, ds, split, b := szTaxiBundle(t, T, 8)
 	tmp := t.TempDir()
 	bundlePath := filepath.Join(tmp, "b.sdgnn")
 	if err := b.Save(bundlePath); err != nil {
@@ -108,6 +88,7 @@ func TestKill9LosesNothing(t *testing.T) {
 	// Slot times around now, so that the service's wall clock sees no
 	// lateness deadline pass during the test.
 	t0 := time.Now().UTC().Truncate(stepMs * time.Millisecond).Add(-time.Duration(from) * stepMs * time.Millisecond)
+	s := ds.Series
 	series := stream.Series{Steps: s.Steps, Nodes: s.Nodes, Channels: s.Channels, Data: s.Data}
 	// The publisher runs on while the service is killed and restarted.
 	pubDone := make(chan error, 1)
@@ -171,7 +152,7 @@ func TestKill9LosesNothing(t *testing.T) {
 		}
 		got[key] = f.Values
 	}
-	set, err := snapshot.NewSet(s.Data, s.Steps, s.Nodes, s.Channels, T, norm)
+	set, err := snapshot.NewSet(s.Data, s.Steps, s.Nodes, s.Channels, T, b.Meta.Norm)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,6 +173,35 @@ func TestKill9LosesNothing(t *testing.T) {
 		}
 	}
 	t.Logf("%d forecast slots complete and equal to offline after kill -9; %d duplicates (at least once)", len(got), dups)
+}
+
+// szTaxiBundle loads the real SZ-taxi dataset (skipping the test without
+// it, failing under CI), splits it 6:2:2 chronologically for windows of T
+// steps and returns its data directory, the dataset, the split and a
+// randomBundle of hidden size d normalised on the training steps.
+func szTaxiBundle(t *testing.T, T, d int) (string, *pems.Dataset, snapshot.Split, *sdgnn.Bundle) {
+	t.Helper()
+	dir, err := pems.ResolveDataDir("")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+	ds, err := pems.Load(dir, "sz-taxi")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := ds.Series
+	split, err := snapshot.ChronoSplit(s.Steps-T, [3]float64{6, 2, 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	norm, err := snapshot.FitNormalizer(s.Data, s.Nodes, s.Channels, split.TrainSteps(T))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir, ds, split, randomBundle(t, ds, norm, T, d)
 }
 
 // randomBundle builds an untrained but complete SZ-taxi bundle: the crash
