@@ -186,6 +186,25 @@ func (l *latencies) report(b *testing.B) {
 	b.ReportMetric(q(0.99), "p99-µs")
 }
 
+// perRequest runs op once per benchmark iteration on the next node of the
+// random request order, timing each call, and reports allocations, p50 and
+// p99.
+func (s *setup) perRequest(b *testing.B, op func(z int) error) {
+	l := latencies{d: make([]time.Duration, 0, requests)}
+	i := 0
+	b.ReportAllocs()
+	for b.Loop() {
+		z := s.order[i%requests]
+		i++
+		t0 := time.Now()
+		if err := op(z); err != nil {
+			b.Fatal(err)
+		}
+		l.add(time.Since(t0))
+	}
+	l.report(b)
+}
+
 // BenchmarkSDGNNCached is one forecast from the cached embeddings of the
 // node's receptive nodes: the streaming service's hot path.
 func BenchmarkSDGNNCached(b *testing.B) {
@@ -196,19 +215,7 @@ func BenchmarkSDGNNCached(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	l := latencies{d: make([]time.Duration, 0, requests)}
-	i := 0
-	b.ReportAllocs()
-	for b.Loop() {
-		z := s.order[i%requests]
-		i++
-		t0 := time.Now()
-		if err := s.state.ForecastSlot(z, s.target, &f); err != nil {
-			b.Fatal(err)
-		}
-		l.add(time.Since(t0))
-	}
-	l.report(b)
+	s.perRequest(b, func(z int) error { return s.state.ForecastSlot(z, s.target, &f) })
 }
 
 // BenchmarkSDGNNCold is one forecast computing the receptive nodes' GRU
@@ -219,30 +226,20 @@ func BenchmarkSDGNNCold(b *testing.B) {
 	embs := make([]float64, budget*hidden)
 	rows := make([][]float64, budget)
 	out := make([]float64, channels)
-	l := latencies{d: make([]time.Duration, 0, requests)}
-	i := 0
-	b.ReportAllocs()
-	for b.Loop() {
-		z := s.order[i%requests]
-		i++
-		t0 := time.Now()
+	s.perRequest(b, func(z int) error {
 		ks, _ := s.bundle.Receptive(z)
 		wins = wins[:0]
 		for _, k := range ks {
 			wins, _, _ = s.state.Window(wins, k)
 		}
 		if err := s.bundle.EmbedBatch(embs[:len(ks)*hidden], wins, len(ks)); err != nil {
-			b.Fatal(err)
+			return err
 		}
 		for j := range ks {
 			rows[j] = embs[j*hidden : (j+1)*hidden]
 		}
-		if err := s.bundle.Forecast(out, z, rows[:len(ks)]); err != nil {
-			b.Fatal(err)
-		}
-		l.add(time.Since(t0))
-	}
-	l.report(b)
+		return s.bundle.Forecast(out, z, rows[:len(ks)])
+	})
 }
 
 // gruGCNNode is the teacher's forecast of node z (normalised) from its
@@ -326,22 +323,14 @@ func BenchmarkGRUGCNNode(b *testing.B) {
 	s := load(b)
 	xs := make([]*mat.Dense, window)
 	zr := mat.NewDense(1, hidden, nil)
-	field := 0
-	l := latencies{d: make([]time.Duration, 0, requests)}
-	i := 0
-	b.ReportAllocs()
-	for b.Loop() {
-		z := s.order[i%requests]
-		i++
-		t0 := time.Now()
+	field, calls := 0, 0
+	s.perRequest(b, func(z int) error {
 		field += len(s.two[z])
-		if _, err := s.gruGCNNode(z, xs, zr); err != nil {
-			b.Fatal(err)
-		}
-		l.add(time.Since(t0))
-	}
-	l.report(b)
-	b.ReportMetric(float64(field)/float64(max(i, 1)), "receptive-nodes")
+		calls++
+		_, err := s.gruGCNNode(z, xs, zr)
+		return err
+	})
+	b.ReportMetric(float64(field)/float64(max(calls, 1)), "receptive-nodes")
 }
 
 // BenchmarkGRUGCNGraph is the teacher's forecast of every node at once;

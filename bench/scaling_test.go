@@ -8,7 +8,6 @@ import (
 	"runtime"
 	"slices"
 	"testing"
-	"time"
 
 	"gonum.org/v1/gonum/mat"
 
@@ -120,39 +119,21 @@ func BenchmarkScaling(b *testing.B) {
 		}
 		b.Run(fmt.Sprintf("n=%d/sdgnn-cached", s.n), func(b *testing.B) {
 			var f stream.Forecast
-			l := latencies{d: make([]time.Duration, 0, requests)}
-			i := 0
-			b.ReportAllocs()
-			for b.Loop() {
-				z := s.order[i%requests]
-				i++
-				t0 := time.Now()
-				if err := s.state.ForecastSlot(z, s.target, &f); err != nil {
-					b.Fatal(err)
-				}
-				l.add(time.Since(t0))
-			}
-			l.report(b)
+			s.perRequest(b, func(z int) error { return s.state.ForecastSlot(z, s.target, &f) })
 			b.ReportMetric(stateBytes/float64(s.n), "state-B/node")
 			b.ReportMetric(float64(after.HeapAlloc-min(before.HeapAlloc, after.HeapAlloc))/float64(s.n), "setup-B/node")
 		})
 		b.Run(fmt.Sprintf("n=%d/gru-gcn-node", s.n), func(b *testing.B) {
 			xs := make([]*mat.Dense, window)
 			zr := mat.NewDense(1, hidden, nil)
-			l := latencies{d: make([]time.Duration, 0, requests)}
-			i, field := 0, 0
-			for b.Loop() {
-				z := s.order[i%requests]
-				i++
+			field, calls := 0, 0
+			s.perRequest(b, func(z int) error {
 				field += len(s.two[z])
-				t0 := time.Now()
-				if _, err := s.gruGCNNode(z, xs, zr); err != nil {
-					b.Fatal(err)
-				}
-				l.add(time.Since(t0))
-			}
-			l.report(b)
-			b.ReportMetric(float64(field)/float64(max(i, 1)), "receptive-nodes")
+				calls++
+				_, err := s.gruGCNNode(z, xs, zr)
+				return err
+			})
+			b.ReportMetric(float64(field)/float64(max(calls, 1)), "receptive-nodes")
 		})
 	}
 }
