@@ -180,8 +180,9 @@ type Document struct {
 	// Notes says what was left out of the report and why.
 	Notes []string `json:"notes,omitempty"`
 
-	steps []int64 // series step of each snapshot's target
-	truth []float64
+	steps  []int64 // series step of each snapshot's target
+	truth  []float64
+	lo, hi []float64 // per-channel min and max of the training steps, for the paper's metrics
 }
 
 // Model returns the named model's entry, or nil.
@@ -236,27 +237,12 @@ func Build(ctx context.Context, in Input) (*Document, error) {
 	if err != nil {
 		return nil, fmt.Errorf("report: %w", err)
 	}
-	d := &Document{Dataset: b.Meta.Dataset, Part: in.Part, Range: in.Range, Snapshots: in.Range.Len(), Nodes: set.Nodes,
+	d := &Document{lo: lo, hi: hi, Dataset: b.Meta.Dataset, Part: in.Part, Range: in.Range, Snapshots: in.Range.Len(), Nodes: set.Nodes,
 		Channels: channelNames(b.Meta.Channels, set.Channels), MAPEFloor: in.MAPEFloor, Bundle: in.BundlePath,
 		Created: time.Now().UTC().Format(time.RFC3339)}
 	for sn := in.Range.Start; sn < in.Range.End; sn++ {
 		d.steps = append(d.steps, int64(sn+set.Window))
 	}
-	score := func(name, source, file string, receptive float64, pred, truth []float64, start time.Time) error {
-		rep, err := evaluation.Build(pred, truth, in.Range.Len(), set.Nodes, set.Channels, in.Chunks, in.MAPEFloor)
-		if err != nil {
-			return fmt.Errorf("report: %s: %w", name, err)
-		}
-		rep.ChannelNames = b.Meta.Channels
-		pm, err := evaluation.Paper(pred, truth, lo, hi)
-		if err != nil {
-			return fmt.Errorf("report: %s: %w", name, err)
-		}
-		d.Models = append(d.Models, Model{Name: name, Source: source, File: file, Receptive: receptive, Report: rep, Paper: pm,
-			Seconds: time.Since(start).Seconds(), pred: pred})
-		return nil
-	}
-
 	// SDGNN through the online path.
 	start := time.Now()
 	rb, err := b.Clone()
@@ -268,7 +254,7 @@ func Build(ctx context.Context, in Input) (*Document, error) {
 		return nil, fmt.Errorf("report: %w", err)
 	}
 	d.truth = truthOf(set, in.Range)
-	if err := score(SDGNN, SourceReplay, in.BundlePath, b.Theta.MeanReceptive(), pred, d.truth, start); err != nil {
+	if _, err := d.score(&in, SDGNN, SourceReplay, in.BundlePath, b.Theta.MeanReceptive(), pred, d.truth, start); err != nil {
 		return nil, err
 	}
 	d.Checkpoints = b.Meta.Rounds
@@ -294,7 +280,7 @@ func Build(ctx context.Context, in Input) (*Document, error) {
 		if err != nil {
 			return nil, fmt.Errorf("report: %w", err)
 		}
-		if err := score(tc.name, SourceBatched, tc.file, rec, pred, truth, start); err != nil {
+		if _, err := d.score(&in, tc.name, SourceBatched, tc.file, rec, pred, truth, start); err != nil {
 			return nil, err
 		}
 	}
@@ -439,26 +425,32 @@ func (d *Document) sweep(ctx context.Context, in Input, nb [][]int) error {
 			if err != nil {
 				return fmt.Errorf("report: %s: %w", name, err)
 			}
-			rep, err := evaluation.Build(pred, eval.Truth, in.Range.Len(), set.Nodes, set.Channels, in.Chunks, in.MAPEFloor)
+			sm, err := d.score(&in, name, SourceStudent, "", m.MeanReceptive(), pred, eval.Truth, start)
 			if err != nil {
-				return fmt.Errorf("report: %s: %w", name, err)
+				return err
 			}
-			rep.ChannelNames = b.Meta.Channels
-			s := p.Dataset.Series
-			lo, hi, err := snapshot.FitMinMax(s.Data, s.Nodes, s.Channels, p.Split.TrainSteps(set.Window))
-			if err != nil {
-				return fmt.Errorf("report: %w", err)
-			}
-			pm, err := evaluation.Paper(pred, eval.Truth, lo, hi)
-			if err != nil {
-				return fmt.Errorf("report: %s: %w", name, err)
-			}
-			secs := time.Since(start).Seconds()
-			d.Models = append(d.Models, Model{Name: name, Source: SourceStudent, Receptive: m.MeanReceptive(), Report: rep, Paper: pm, Seconds: secs, pred: pred})
-			d.Sweep = append(d.Sweep, SweepPoint{Series: name, Model: name, Layers: layers, Budget: 0, Receptive: m.MeanReceptive(), Metrics: rep.Overall, Seconds: secs})
+			d.Sweep = append(d.Sweep, SweepPoint{Series: name, Model: name, Layers: layers, Receptive: sm.Receptive, Metrics: sm.Report.Overall, Seconds: sm.Seconds})
 		}
 	}
 	return nil
+}
+
+// score adds a model's report over the replayed range: the masked metrics
+// overall, per channel, per node and per chunk, and the paper's metrics.
+func (d *Document) score(in *Input, name, source, file string, receptive float64, pred, truth []float64, start time.Time) (*Model, error) {
+	set := in.Prepared.Set
+	rep, err := evaluation.Build(pred, truth, in.Range.Len(), set.Nodes, set.Channels, in.Chunks, in.MAPEFloor)
+	if err != nil {
+		return nil, fmt.Errorf("report: %s: %w", name, err)
+	}
+	rep.ChannelNames = in.Bundle.Meta.Channels
+	pm, err := evaluation.Paper(pred, truth, d.lo, d.hi)
+	if err != nil {
+		return nil, fmt.Errorf("report: %s: %w", name, err)
+	}
+	d.Models = append(d.Models, Model{Name: name, Source: source, File: file, Receptive: receptive, Report: rep, Paper: pm,
+		Seconds: time.Since(start).Seconds(), pred: pred})
+	return &d.Models[len(d.Models)-1], nil
 }
 
 // metricsFloor scores pred against truth with a MAPE floor.

@@ -17,6 +17,7 @@ import (
 	"gonum.org/v1/plot/vg"
 
 	"github.com/pemsforecast/sdgnn/figure"
+	"github.com/pemsforecast/sdgnn/sdgnn"
 )
 
 var nan = math.NaN()
@@ -180,11 +181,11 @@ func (d *Document) drawFigures(dir string) error {
 	if len(d.Checkpoints) == 0 {
 		skip = "the bundle records no distillation rounds"
 	}
+	// Bundles written before Round.MSE was recorded have only NR.
+	useNR := slices.ContainsFunc(d.Checkpoints, func(r sdgnn.Round) bool { return r.MSE == 0 })
 	errName := "validation MSE between Ẑ and Z"
-	for _, r := range d.Checkpoints {
-		if r.MSE == 0 {
-			errName = "validation ‖Ẑ−Z‖²/‖Z‖²"
-		}
+	if useNR {
+		errName = "validation ‖Ẑ−Z‖²/‖Z‖²"
 	}
 	err = add("approx-error", "Embedding approximation error against MAPE",
 		"One point per distillation round (Phase Θ then validation): the student's embedding approximation error against its validation MAPE; the round kept is marked.",
@@ -192,7 +193,7 @@ func (d *Document) drawFigures(dir string) error {
 			var cps []figure.Checkpoint
 			for _, r := range d.Checkpoints {
 				e := r.MSE
-				if errName != "validation MSE between Ẑ and Z" {
+				if useNR {
 					e = r.NR
 				}
 				cps = append(cps, figure.Checkpoint{Epoch: r.Epoch, Budget: r.Budget, ApproxErr: e, MAPE: r.Val.MAPE, Best: r.Best})
