@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 )
 
 // Graph file formats of Info.GraphFormat.
@@ -31,6 +32,10 @@ type Info struct {
 	StepMinutes int      // 5 for PeMS, 15 for SZ-taxi
 	Channels    []string // channel names in series order
 	Nodes       int      // number of sensors (graph nodes)
+	// Start is the time of the series' first step: local time of the
+	// sensors, labelled UTC (the releases carry no time zone). It places
+	// the steps on the calendar for time-of-day and day-of-week inputs.
+	Start time.Time
 }
 
 // known lists the datasets, sorted by name.
@@ -43,6 +48,7 @@ var known = []Info{
 		StepMinutes: 5,
 		Channels:    []string{"flow", "occupancy", "speed"},
 		Nodes:       307,
+		Start:       time.Date(2018, 1, 1, 0, 0, 0, 0, time.UTC), // 59 days to 2018-02-28 (ASTGCN release)
 	},
 	{
 		Name:        "pems08",
@@ -52,6 +58,7 @@ var known = []Info{
 		StepMinutes: 5,
 		Channels:    []string{"flow", "occupancy", "speed"},
 		Nodes:       170,
+		Start:       time.Date(2016, 7, 1, 0, 0, 0, 0, time.UTC), // 62 days to 2016-08-31 (ASTGCN release)
 	},
 	{
 		Name:        "sz-taxi",
@@ -61,6 +68,7 @@ var known = []Info{
 		StepMinutes: 15,
 		Channels:    []string{"speed"},
 		Nodes:       156,
+		Start:       time.Date(2015, 1, 1, 0, 0, 0, 0, time.UTC), // January 2015, 31 days (T-GCN release)
 	},
 }
 
