@@ -52,7 +52,7 @@ const (
 //
 //	snapshot int64                                    snapshot index
 //	node     int32                                    node index
-//	x        fixed_size_list<float64>[Window*Channels] normalised inputs, step-major then channel
+//	x        fixed_size_list<float64>[Window*Inputs]   model inputs, step-major then input (channels, then calendar inputs if any)
 //	y        fixed_size_list<float64>[Channels]        raw target (original scale, 0 = missing)
 //
 // and the schema metadata holds window, channels and nodes as decimal
@@ -75,7 +75,7 @@ func WriteSnapshots(path string, s *Set, r Range) error {
 	if err != nil {
 		return fmt.Errorf("snapshot: write snapshots %s: encode normalizer: %w", path, err)
 	}
-	xLen := s.Window * s.Channels
+	xLen := s.Window * s.Inputs()
 	if xLen > math.MaxInt32 {
 		return fmt.Errorf("snapshot: write snapshots %s: window×channels %d too large for a fixed-size list", path, xLen)
 	}
@@ -108,6 +108,9 @@ func WriteSnapshots(path string, s *Set, r Range) error {
 			for t := 0; t < s.Window; t++ {
 				off := ((sn+t)*nodes + i) * ch
 				xv.AppendValues(s.norm[off:off+ch], nil)
+				if s.times != nil {
+					xv.AppendValues(s.times[(sn+t)*TimeInputCount:(sn+t+1)*TimeInputCount], nil)
+				}
 			}
 			yb.Append(true)
 			off := ((sn+s.Window)*nodes + i) * ch
@@ -129,8 +132,9 @@ type SnapshotTable struct {
 	// Snapshot and Node identify each row.
 	Snapshot []int64
 	Node     []int32
-	// X holds the normalised inputs, Rows()×(Window*Channels) row-major,
-	// step-major then channel within a row.
+	// X holds the model inputs, Rows()×(Window*Norm.Inputs()) row-major,
+	// step-major then input within a row: the normalised channels, then
+	// the calendar inputs where Norm has them.
 	X []float64
 	// Y holds the raw targets, Rows()×Channels row-major.
 	Y []float64
@@ -174,7 +178,7 @@ func ReadSnapshots(path string) (*SnapshotTable, error) {
 		if iN, err = column(sc, colNode, arrow.INT32); err != nil {
 			return err
 		}
-		if iX, err = floatListColumn(sc, colX, tab.Window*tab.Channels); err != nil {
+		if iX, err = floatListColumn(sc, colX, tab.Window*tab.Norm.Inputs()); err != nil {
 			return err
 		}
 		iY, err = floatListColumn(sc, colY, tab.Channels)

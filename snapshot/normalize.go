@@ -9,12 +9,57 @@ import (
 // constant channel does not cause a division by zero.
 const minStd = 1e-8
 
-// Normalizer is a per-channel z-score transform, v' = (v-Mean[c])/Std[c].
-// It is fitted on training steps only so that evaluation data does not leak
-// into the model's input scaling.
+// Normalizer maps readings to model inputs and forecasts back: a
+// per-channel affine transform v' = (v-Mean[c])/Std[c], a z-score by
+// default (Kind KindZScore) or a min-max scaling (KindMinMax, Mean holding
+// the minimum and Std the range), and, when Time is set, the calendar
+// inputs appended to every step (see Prep). It is fitted on training steps
+// only so that evaluation data does not leak into the model's input
+// scaling, and it travels in model files so that every later use of a
+// model prepares its inputs the same way.
 type Normalizer struct {
-	Mean []float64 `json:"mean"`
-	Std  []float64 `json:"std"`
+	Kind string      `json:"kind,omitempty"`
+	Mean []float64   `json:"mean"`
+	Std  []float64   `json:"std"`
+	Time *TimeInputs `json:"time,omitempty"`
+}
+
+// Prep returns the name of the preprocessing n implements.
+func (n Normalizer) Prep() Prep {
+	if n.Kind == KindMinMax && n.Time != nil {
+		return PrepPaper
+	}
+	if n.Kind == KindZScore && n.Time == nil {
+		return PrepStandard
+	}
+	return Prep(fmt.Sprintf("custom (kind %q, time inputs %v)", n.Kind, n.Time != nil))
+}
+
+// Inputs returns the number of model inputs per step: the channels, plus
+// TimeInputCount where n has calendar inputs.
+func (n Normalizer) Inputs() int {
+	if n.Time != nil {
+		return len(n.Mean) + TimeInputCount
+	}
+	return len(n.Mean)
+}
+
+// Input returns the model input of reading v of channel c. A missing
+// reading (zero, NaN or ±Inf) enters a z-scored channel as 0, the channel
+// mean; for min-max scaling zero is an ordinary value (as in Gao &
+// Ribeiro's preprocessing, which masks nothing) and NaN or ±Inf enter as
+// zero would.
+func (n Normalizer) Input(v float64, c int) float64 {
+	if n.Kind == KindMinMax {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			v = 0
+		}
+		return n.Normalize(v, c)
+	}
+	if !valid(v) {
+		return 0
+	}
+	return n.Normalize(v, c)
 }
 
 // FitNormalizer fits a Normalizer on steps [0, steps) of data, a row-major
@@ -93,6 +138,14 @@ func (n Normalizer) Channels() int { return len(n.Mean) }
 // channels: Mean and Std must both have that length, means must be finite and
 // standard deviations finite and positive.
 func (n Normalizer) Validate(channels int) error {
+	if n.Kind != KindZScore && n.Kind != KindMinMax {
+		return fmt.Errorf("snapshot: normalizer kind %q: want %q (z-score) or %q", n.Kind, KindZScore, KindMinMax)
+	}
+	if n.Time != nil {
+		if err := n.Time.Validate(); err != nil {
+			return err
+		}
+	}
 	if len(n.Mean) != channels || len(n.Std) != channels {
 		return fmt.Errorf("snapshot: normalizer has %d means and %d stds, want %d channels", len(n.Mean), len(n.Std), channels)
 	}

@@ -95,11 +95,16 @@ func TestNormalizerValidate(t *testing.T) {
 		ch   int
 		ok   bool
 	}{
-		{"ok", Normalizer{[]float64{0, 1}, []float64{1, 2}}, 2, true},
-		{"wrong channels", Normalizer{[]float64{0}, []float64{1}}, 2, false},
-		{"zero std", Normalizer{[]float64{0}, []float64{0}}, 1, false},
-		{"nan mean", Normalizer{[]float64{math.NaN()}, []float64{1}}, 1, false},
-		{"inf std", Normalizer{[]float64{0}, []float64{math.Inf(1)}}, 1, false},
+		{"ok", Normalizer{Mean: []float64{0, 1}, Std: []float64{1, 2}}, 2, true},
+		{"wrong channels", Normalizer{Mean: []float64{0}, Std: []float64{1}}, 2, false},
+		{"zero std", Normalizer{Mean: []float64{0}, Std: []float64{0}}, 1, false},
+		{"nan mean", Normalizer{Mean: []float64{math.NaN()}, Std: []float64{1}}, 1, false},
+		{"inf std", Normalizer{Mean: []float64{0}, Std: []float64{math.Inf(1)}}, 1, false},
+		{"min-max", Normalizer{Kind: KindMinMax, Mean: []float64{0}, Std: []float64{3}}, 1, true},
+		{"unknown kind", Normalizer{Kind: "robust", Mean: []float64{0}, Std: []float64{3}}, 1, false},
+		{"time inputs", Normalizer{Kind: KindMinMax, Mean: []float64{0}, Std: []float64{3}, Time: &TimeInputs{StepMs: 300_000, MinuteMax: 1435, WeekdayMax: 6}}, 1, true},
+		{"time inputs without step", Normalizer{Kind: KindMinMax, Mean: []float64{0}, Std: []float64{3}, Time: &TimeInputs{MinuteMax: 1435, WeekdayMax: 6}}, 1, false},
+		{"weekday scale above 6", Normalizer{Kind: KindMinMax, Mean: []float64{0}, Std: []float64{3}, Time: &TimeInputs{StepMs: 300_000, MinuteMax: 1435, WeekdayMax: 7}}, 1, false},
 	} {
 		if err := tc.n.Validate(tc.ch); (err == nil) != tc.ok {
 			t.Errorf("%s: err = %v, want ok=%v", tc.name, err, tc.ok)

@@ -19,8 +19,19 @@ type Prepared struct {
 // Prepare loads the named dataset from the data directory (resolved from
 // dataFlag as pems.ResolveDataDir does), splits its snapshots
 // chronologically by ratios, and normalises them with norm, or, when norm is
-// nil, with a normaliser fitted on the steps the training snapshots see.
+// nil, with a PrepStandard normaliser fitted on the steps the training
+// snapshots see.
 func Prepare(dataFlag, name string, window int, ratios [3]float64, norm *Normalizer) (*Prepared, error) {
+	return prepare(dataFlag, name, window, ratios, norm, PrepStandard)
+}
+
+// PrepareFit is Prepare fitting a normaliser of preprocessing prep on the
+// steps the training snapshots see: what a new model is trained with.
+func PrepareFit(dataFlag, name string, window int, ratios [3]float64, prep Prep) (*Prepared, error) {
+	return prepare(dataFlag, name, window, ratios, nil, prep)
+}
+
+func prepare(dataFlag, name string, window int, ratios [3]float64, norm *Normalizer, prep Prep) (*Prepared, error) {
 	dir, err := pems.ResolveDataDir(dataFlag)
 	if err != nil {
 		return nil, err
@@ -40,7 +51,7 @@ func Prepare(dataFlag, name string, window int, ratios [3]float64, norm *Normali
 	var n Normalizer
 	if norm != nil {
 		n = *norm
-	} else if n, err = FitNormalizer(s.Data, s.Nodes, s.Channels, split.TrainSteps(window)); err != nil {
+	} else if n, err = Fit(prep, s.Data, s.Nodes, s.Channels, split.TrainSteps(window), ds.Info.Start.UnixMilli(), int64(ds.Info.StepMinutes)*60_000); err != nil {
 		return nil, fmt.Errorf("normalise %s: %w", name, err)
 	}
 	set, err := NewSet(s.Data, s.Steps, s.Nodes, s.Channels, window, n)

@@ -15,7 +15,8 @@ import (
 //
 // In the normalised copy a missing (zero) or non-finite reading is replaced
 // by 0, the channel mean in z-score units, so that missing values neither
-// dominate the input nor produce NaNs; targets must be masked with the raw
+// dominate the input nor produce NaNs (min-max scaling keeps zeros as
+// values; see Normalizer.Input); targets must be masked with the raw
 // values.
 //
 // A Set is safe for concurrent use by multiple goroutines as long as each
@@ -28,8 +29,9 @@ type Set struct {
 	// Norm is the normaliser used for the normalised copy.
 	Norm Normalizer
 
-	raw  []float64 // the caller's data, not copied
-	norm []float64 // normalised copy, same layout as raw
+	raw   []float64 // the caller's data, not copied
+	norm  []float64 // normalised copy, same layout as raw
+	times []float64 // Steps × TimeInputCount calendar inputs, nil without Norm.Time
 }
 
 // NewSet returns a Set over data, a row-major (step, node, channel) series
@@ -59,9 +61,13 @@ func NewSet(data []float64, steps, nodes, channels, window int, norm Normalizer)
 	}
 	normed := make([]float64, len(data))
 	for k, v := range data {
-		if valid(v) {
-			c := k % channels
-			normed[k] = (v - norm.Mean[c]) / norm.Std[c]
+		normed[k] = norm.Input(v, k%channels)
+	}
+	var times []float64
+	if norm.Time != nil {
+		times = make([]float64, steps*TimeInputCount)
+		for st := 0; st < steps; st++ {
+			norm.Time.At(times[st*TimeInputCount:], norm.Time.StepTime(st))
 		}
 	}
 	return &Set{
@@ -72,10 +78,16 @@ func NewSet(data []float64, steps, nodes, channels, window int, norm Normalizer)
 		Norm:     norm,
 		raw:      data,
 		norm:     normed,
+		times:    times,
 	}, nil
 }
 
 // Len returns the number of snapshots, Steps-Window.
+// Inputs returns the number of model inputs per node and step: Channels,
+// plus the calendar inputs where Norm has them.
+func (s *Set) Inputs() int { return s.Norm.Inputs() }
+
+// Len returns the number of snapshots.
 func (s *Set) Len() int {
 	if s == nil {
 		return 0
@@ -125,8 +137,9 @@ func (s *Set) index(step, node, channel int) (int, bool) {
 type Batch struct {
 	// Snapshots are the snapshot indices of the batch, in row order.
 	Snapshots []int
-	// X has Window matrices; X[t] is (B*Nodes)×Channels and holds the
-	// normalised readings at step Snapshots[b]+t.
+	// X has Window matrices; X[t] is (B*Nodes)×Inputs and holds the
+	// normalised readings at step Snapshots[b]+t, followed by that step's
+	// calendar inputs where the Set's normaliser has them.
 	X []*mat.Dense
 	// Y is (B*Nodes)×Channels and holds the normalised target at step
 	// Snapshots[b]+Window.
@@ -171,8 +184,9 @@ func (s *Set) Fill(dst *Batch, snapshots []int) error {
 		dst.X = x
 	}
 	dst.X = dst.X[:s.Window]
+	in := s.Inputs()
 	for t := range dst.X {
-		dst.X[t] = fit(dst.X[t], rows, s.Channels)
+		dst.X[t] = fit(dst.X[t], rows, in)
 	}
 	dst.Y = fit(dst.Y, rows, s.Channels)
 	dst.Raw = fit(dst.Raw, rows, s.Channels)
@@ -184,14 +198,31 @@ func (s *Set) Fill(dst *Batch, snapshots []int) error {
 	for b, sn := range snapshots {
 		out := b * block
 		for t, x := range dst.X {
-			in := (sn + t) * block
-			copy(x.RawMatrix().Data[out:out+block], s.norm[in:in+block])
+			s.fillInputs(x.RawMatrix().Data[b*s.Nodes*in:(b+1)*s.Nodes*in], sn+t)
 		}
-		in := (sn + s.Window) * block
-		copy(y[out:out+block], s.norm[in:in+block])
-		copy(raw[out:out+block], s.raw[in:in+block])
+		at := (sn + s.Window) * block
+		copy(y[out:out+block], s.norm[at:at+block])
+		copy(raw[out:out+block], s.raw[at:at+block])
 	}
 	return nil
+}
+
+// fillInputs writes the model inputs of every node at step st into dst
+// (Nodes × Inputs, row-major): the normalised readings, then the step's
+// calendar inputs where there are any.
+func (s *Set) fillInputs(dst []float64, st int) {
+	block := s.Nodes * s.Channels
+	src := s.norm[st*block : (st+1)*block]
+	if s.times == nil {
+		copy(dst, src)
+		return
+	}
+	in, c := s.Inputs(), s.Channels
+	tm := s.times[st*TimeInputCount : (st+1)*TimeInputCount]
+	for i := 0; i < s.Nodes; i++ {
+		copy(dst[i*in:i*in+c], src[i*c:(i+1)*c])
+		copy(dst[i*in+c:(i+1)*in], tm)
+	}
 }
 
 // fit returns m if it is an r×c matrix with a contiguous layout, and a new
