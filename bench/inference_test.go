@@ -40,6 +40,7 @@ type setup struct {
 	sub    []*pems.CSR // Â restricted to the rows and columns of two[z]
 	local  []int       // z's row in two[z]
 	order  []int       // the random requests
+	ends   []int64     // window-end times for EmbedBatch (the bundle has no calendar inputs: zeros)
 }
 
 var cached *setup
@@ -62,7 +63,7 @@ func load(b testing.TB) *setup {
 // the window) holding one window of random readings of every node.
 func build(b testing.TB, g *pems.Graph, history int, seed uint64) *setup {
 	b.Helper()
-	s := &setup{n: g.Nodes, adj: g.NormalizedAdjacency()}
+	s := &setup{n: g.Nodes, adj: g.NormalizedAdjacency(), ends: make([]int64, g.Nodes)}
 	var err error
 	s.model, err = teacher.New(teacher.Config{Kind: teacher.KindGRUGCN, Window: window, Channels: channels, Hidden: hidden, Seed: 1})
 	if err != nil {
@@ -232,7 +233,7 @@ func BenchmarkSDGNNCold(b *testing.B) {
 		for _, k := range ks {
 			wins, _, _ = s.state.Window(wins, k)
 		}
-		if err := s.bundle.EmbedBatch(embs[:len(ks)*hidden], wins, len(ks)); err != nil {
+		if err := s.bundle.EmbedBatch(embs[:len(ks)*hidden], wins, s.ends[:len(ks)]); err != nil {
 			return err
 		}
 		for j := range ks {
@@ -297,7 +298,7 @@ func TestPerNodePathsAreExact(t *testing.T) {
 		for _, k := range ks {
 			wins, _, _ = s.state.Window(wins, k)
 		}
-		if err := s.bundle.EmbedBatch(embs, wins, len(ks)); err != nil {
+		if err := s.bundle.EmbedBatch(embs, wins, s.ends[:len(ks)]); err != nil {
 			t.Fatal(err)
 		}
 		for j := range ks {

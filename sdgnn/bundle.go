@@ -3,7 +3,6 @@ package sdgnn
 import (
 	"encoding/json"
 	"fmt"
-	"math"
 	"math/rand/v2"
 
 	"gonum.org/v1/gonum/mat"
@@ -55,36 +54,40 @@ func (b *Bundle) Receptive(z int) ([]int, []float64) { return b.Theta.Nodes[z], 
 
 // Embed sets dst (length Hidden) to φ(GRU(window)) for one node. window holds
 // the node's last Window readings on the original scale, row-major
-// (step, channel), oldest first; missing readings (0) are fed as the channel
-// mean, as in training.
-func (b *Bundle) Embed(dst, window []float64) error {
-	return b.EmbedBatch(dst, window, 1)
+// (step, channel), oldest first; missing readings (0) are fed as in
+// training (see snapshot.Normalizer.Input). end is the time of the
+// window's last step, Unix ms: the calendar inputs of a bundle trained with
+// the paper's preprocessing are computed from it (other bundles ignore it).
+func (b *Bundle) Embed(dst, window []float64, end int64) error {
+	return b.EmbedBatch(dst, window, []int64{end})
 }
 
-// EmbedBatch is Embed for rows windows at once: windows holds rows windows
-// one after the other (rows × Window × Channels) and dst receives the rows
-// embeddings (rows × Hidden). One batched pass of the GRU and φ costs far
-// less per window than rows calls of Embed. It allocates only when rows
-// exceeds every earlier call's.
-func (b *Bundle) EmbedBatch(dst, windows []float64, rows int) error {
-	T, C, d := b.Meta.Window, len(b.Meta.Norm.Mean), b.Meta.Hidden
+// EmbedBatch is Embed for len(ends) windows at once: windows holds them one
+// after the other (rows × Window × Channels), ends the time of each one's
+// last step, and dst receives the rows embeddings (rows × Hidden). One
+// batched pass of the GRU and φ costs far less per window than rows calls
+// of Embed. It allocates only when rows exceeds every earlier call's.
+func (b *Bundle) EmbedBatch(dst, windows []float64, ends []int64) error {
+	T, C, d, rows := b.Meta.Window, len(b.Meta.Norm.Mean), b.Meta.Hidden, len(ends)
 	if rows < 1 || len(windows) != rows*T*C || len(dst) != rows*d {
 		return fmt.Errorf("embed: %d windows of %d values (want %d×%d×%d), destination %d (want %d×%d)", rows, len(windows), rows, T, C, len(dst), rows, d)
 	}
+	norm := &b.Meta.Norm
+	in := norm.Inputs()
 	if len(b.xs) != T {
 		b.xs = make([]*mat.Dense, T)
 	}
 	for t := range b.xs {
-		b.xs[t] = nn.Resize(b.xs[t], rows, C)
+		b.xs[t] = nn.Resize(b.xs[t], rows, in)
 		x := b.xs[t].RawMatrix().Data
 		for i := 0; i < rows; i++ {
 			w := windows[(i*T+t)*C : (i*T+t+1)*C]
+			xi := x[i*in : (i+1)*in]
 			for c, v := range w {
-				if v == 0 || math.IsNaN(v) || math.IsInf(v, 0) {
-					x[i*C+c] = 0
-				} else {
-					x[i*C+c] = b.Meta.Norm.Normalize(v, c)
-				}
+				xi[c] = norm.Input(v, c)
+			}
+			if norm.Time != nil {
+				norm.Time.At(xi[C:], ends[i]-int64(T-1-t)*norm.Time.StepMs)
 			}
 		}
 	}
@@ -249,7 +252,10 @@ func decodeBundle(f *checkpoint.File) (*Bundle, error) {
 	if meta.Window < 1 || meta.Hidden < 1 || meta.Nodes < 1 || C < 1 || meta.Config.PhiHidden < 1 {
 		return nil, fmt.Errorf("metadata: window %d, hidden %d, nodes %d, channels %d, φ hidden %d must all be positive", meta.Window, meta.Hidden, meta.Nodes, C, meta.Config.PhiHidden)
 	}
-	b := &Bundle{Meta: meta, GRU: gruShape(C, meta.Hidden),
+	if err := meta.Norm.Validate(C); err != nil {
+		return nil, fmt.Errorf("metadata: %w", err)
+	}
+	b := &Bundle{Meta: meta, GRU: gruShape(meta.Norm.Inputs(), meta.Hidden),
 		Phi: nn.NewMLP("phi", meta.Hidden, meta.Config.PhiHidden, meta.Hidden, zeroRand()),
 		Dec: nn.NewMLP("dec", meta.Hidden, decHidden(f, meta.Hidden), C, zeroRand())}
 	byName, _ := b.params()
@@ -318,9 +324,9 @@ func zeroRand() *rand.Rand { return rand.New(rand.NewPCG(0, 0)) }
 // original scale, row-major (snapshot, node, channel), with the raw targets
 // in the same layout, through the batched path.
 func Predict(b *Bundle, set *snapshot.Set, r snapshot.Range, batchSize int) (pred, truth []float64, err error) {
-	if set.Nodes != b.Meta.Nodes || set.Window != b.Meta.Window || set.Channels != len(b.Meta.Norm.Mean) {
-		return nil, nil, fmt.Errorf("predict: data has %d nodes, window %d, %d channels; the bundle wants %d, %d, %d",
-			set.Nodes, set.Window, set.Channels, b.Meta.Nodes, b.Meta.Window, len(b.Meta.Norm.Mean))
+	if set.Nodes != b.Meta.Nodes || set.Window != b.Meta.Window || set.Channels != len(b.Meta.Norm.Mean) || set.Inputs() != b.Meta.Norm.Inputs() {
+		return nil, nil, fmt.Errorf("predict: data has %d nodes, window %d, %d channels, %d inputs (%s preprocessing); the bundle wants %d, %d, %d, %d (%s)",
+			set.Nodes, set.Window, set.Channels, set.Inputs(), set.Norm.Prep(), b.Meta.Nodes, b.Meta.Window, len(b.Meta.Norm.Mean), b.Meta.Norm.Inputs(), b.Meta.Norm.Prep())
 	}
 	if batchSize < 1 {
 		batchSize = 64

@@ -172,7 +172,7 @@ func checkPerNodeEqualsBatch(t *testing.T, b *Bundle, set *snapshot.Set, s int) 
 						window[step*C+c] = set.RawAt(s+step, k, c)
 					}
 				}
-				if err := b.Embed(emb, window); err != nil {
+				if err := b.Embed(emb, window, 0); err != nil {
 					t.Fatal(err)
 				}
 				cache[k] = append([]float64(nil), emb...)

@@ -7,8 +7,10 @@ import (
 	"github.com/pemsforecast/sdgnn/snapshot"
 )
 
-// ReplayStepMs is the slot length Replay puts the series on. Any positive
-// length gives the same forecasts; it only scales the timestamps.
+// ReplayStepMs is the slot length Replay puts the series on when the bundle
+// has no calendar inputs. Any positive length gives the same forecasts; it
+// only scales the timestamps. A bundle with calendar inputs (the paper's
+// preprocessing) is replayed at the series' own times and step.
 const ReplayStepMs = 300_000
 
 // Replay forecasts every node of every snapshot of r through the online
@@ -26,16 +28,25 @@ const ReplayStepMs = 300_000
 // number done. The bundle is used by the State for the duration of the call
 // and must not be used concurrently.
 func Replay(b *sdgnn.Bundle, set *snapshot.Set, r snapshot.Range, onSnapshot func(done int)) ([]float64, error) {
-	if set.Nodes != b.Meta.Nodes || set.Window != b.Meta.Window || set.Channels != len(b.Meta.Norm.Mean) {
-		return nil, fmt.Errorf("replay: data has %d nodes, window %d, %d channels; the bundle wants %d, %d, %d",
-			set.Nodes, set.Window, set.Channels, b.Meta.Nodes, b.Meta.Window, len(b.Meta.Norm.Mean))
+	if set.Nodes != b.Meta.Nodes || set.Window != b.Meta.Window || set.Channels != len(b.Meta.Norm.Mean) || set.Inputs() != b.Meta.Norm.Inputs() {
+		return nil, fmt.Errorf("replay: data has %d nodes, window %d, %d channels, %d inputs; the bundle wants %d, %d, %d, %d",
+			set.Nodes, set.Window, set.Channels, set.Inputs(), b.Meta.Nodes, b.Meta.Window, len(b.Meta.Norm.Mean), b.Meta.Norm.Inputs())
 	}
 	if r.Start < 0 || r.End > set.Len() || r.Len() < 1 {
 		return nil, fmt.Errorf("replay: range %+v outside the %d snapshots of the data", r, set.Len())
 	}
 	// The forecasts of a slot read the windows ending one slot before, so
 	// no history beyond the window is needed.
-	st, err := NewStateHistory(b, ReplayStepMs, 1)
+	// Slot of series step s is s+1, so that step 0 is not slot 0; a bundle
+	// with calendar inputs needs the steps' real times instead.
+	stepMs, slotOf := int64(ReplayStepMs), func(step int) int64 { return int64(step + 1) }
+	if ti := b.Meta.Norm.Time; ti != nil {
+		if ti.OriginMs%ti.StepMs != 0 {
+			return nil, fmt.Errorf("replay: the series starts at %d ms, not on the %d ms grid", ti.OriginMs, ti.StepMs)
+		}
+		stepMs, slotOf = ti.StepMs, func(step int) int64 { return ti.StepTime(step) / ti.StepMs }
+	}
+	st, err := NewStateHistory(b, stepMs, 1)
 	if err != nil {
 		return nil, fmt.Errorf("replay: %w", err)
 	}
@@ -48,9 +59,8 @@ func Replay(b *sdgnn.Bundle, set *snapshot.Set, r snapshot.Range, onSnapshot fun
 	}
 	rd := Reading{Values: make([]float64, c)}
 	var f Forecast
-	// Slot of series step s is s+1, so that step 0 is not slot 0.
 	for step := r.Start; step < r.End-1+t; step++ {
-		rd.TS = int64(step+1) * ReplayStepMs
+		rd.TS = slotOf(step) * stepMs
 		for z := 0; z < n; z++ {
 			rd.Sensor = z
 			for ch := 0; ch < c; ch++ {
@@ -64,7 +74,7 @@ func Replay(b *sdgnn.Bundle, set *snapshot.Set, r snapshot.Range, onSnapshot fun
 		if s < r.Start {
 			continue
 		}
-		target := int64(step + 2)
+		target := slotOf(step + 1)
 		for z := range targets {
 			targets[z] = target
 		}
@@ -73,7 +83,7 @@ func Replay(b *sdgnn.Bundle, set *snapshot.Set, r snapshot.Range, onSnapshot fun
 		}
 		out := pred[(s-r.Start)*n*c:]
 		for z := 0; z < n; z++ {
-			if err := st.ForecastSlot(z, target*ReplayStepMs, &f); err != nil {
+			if err := st.ForecastSlot(z, target*stepMs, &f); err != nil {
 				return nil, fmt.Errorf("replay snapshot %d: %w", s, err)
 			}
 			if f.StaleSlots != 0 {

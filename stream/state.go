@@ -117,8 +117,10 @@ type State struct {
 	embs     [][]float64
 	Counters *Counters
 
-	// Embedding batch: queued windows, their embeddings, and where each goes.
+	// Embedding batch: queued windows, the times of their last steps, their
+	// embeddings, and where each goes.
 	qwin, qemb []float64
+	qend       []int64
 	queued     []queued
 }
 
@@ -142,6 +144,9 @@ func NewStateHistory(b *sdgnn.Bundle, stepMs int64, history int) (*State, error)
 	}
 	if stepMs <= 0 {
 		return nil, fmt.Errorf("new state: step %d ms must be positive", stepMs)
+	}
+	if ti := b.Meta.Norm.Time; ti != nil && ti.StepMs != stepMs {
+		return nil, fmt.Errorf("new state: the bundle's calendar inputs were fitted on %d ms steps, the stream has %d ms slots", ti.StepMs, stepMs)
 	}
 	if history < 0 || history > 1<<20 {
 		return nil, fmt.Errorf("new state: history of %d slots outside [0, %d]", history, 1<<20)
@@ -363,6 +368,7 @@ func (s *State) queue(k int, end int64) []float64 {
 	n, w := len(s.queued), s.t*s.c
 	s.qwin = slices.Grow(s.qwin[:n*w], w)[:(n+1)*w]
 	s.fillWindow(s.qwin[n*w:], nd, end)
+	s.qend = append(s.qend, end*s.stepMs)
 	s.queued = append(s.queued, queued{k, p})
 	return e
 }
@@ -377,7 +383,7 @@ func (s *State) flushEmbeddings() error {
 		return nil
 	}
 	s.qemb = slices.Grow(s.qemb[:0], n*d)[:n*d]
-	err := s.b.EmbedBatch(s.qemb, s.qwin[:n*s.t*s.c], n)
+	err := s.b.EmbedBatch(s.qemb, s.qwin[:n*s.t*s.c], s.qend[:n])
 	for i, q := range s.queued {
 		nd := &s.nodes[q.k]
 		if err != nil {
@@ -386,7 +392,7 @@ func (s *State) flushEmbeddings() error {
 		}
 		copy(nd.embs[q.p*d:(q.p+1)*d], s.qemb[i*d:(i+1)*d])
 	}
-	s.queued = s.queued[:0]
+	s.queued, s.qend = s.queued[:0], s.qend[:0]
 	return err
 }
 

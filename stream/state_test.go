@@ -54,7 +54,7 @@ func TestForecastMatchesBundle(t *testing.T) {
 				}
 			}
 			embs[i] = make([]float64, d)
-			if err := b.Embed(embs[i], window); err != nil {
+			if err := b.Embed(embs[i], window, 0); err != nil {
 				t.Fatal(err)
 			}
 			got, newest, ok := st.Window(nil, k)

@@ -165,6 +165,12 @@ func decodeModel(f *checkpoint.File, prefix string) (*Saved, error) {
 	if len(meta.Norm.Mean) != meta.Config.Channels || len(meta.Norm.Std) != meta.Config.Channels {
 		return nil, fmt.Errorf("metadata: normaliser has %d means and %d stds for %d channels", len(meta.Norm.Mean), len(meta.Norm.Std), meta.Config.Channels)
 	}
+	if err := meta.Norm.Validate(meta.Config.Channels); err != nil {
+		return nil, fmt.Errorf("metadata: %w", err)
+	}
+	if in := meta.Norm.Inputs(); in != meta.Config.Inputs() {
+		return nil, fmt.Errorf("metadata: the normaliser gives %d inputs per step (%s preprocessing), the model reads %d", in, meta.Norm.Prep(), meta.Config.Inputs())
+	}
 	if err := checkGCNDepth(f, prefix, meta.Config); err != nil {
 		return nil, err
 	}

@@ -21,7 +21,7 @@ func forecast(t *testing.T, m *Model) *mat.Dense {
 	rng := rand.New(rand.NewPCG(31, 32))
 	xs := make([]*mat.Dense, m.Config.Window)
 	for i := range xs {
-		xs[i] = randDense(rng, nodes*blocks, m.Config.Channels)
+		xs[i] = randDense(rng, nodes*blocks, m.Config.Inputs())
 	}
 	pred, err := m.Forward(xs, ringAdjacency(nodes), nil)
 	if err != nil {
@@ -201,5 +201,52 @@ func TestStateFileLayers(t *testing.T) {
 				t.Errorf("layers %d: %s differs after the state round trip", layers, p.Name)
 			}
 		}
+	}
+}
+
+// TestModelFileTimeInputs saves and loads a model trained with the paper's
+// preprocessing (its GRU reads the channels and two calendar inputs) and
+// checks that a file whose normaliser and model disagree on the inputs is
+// refused, naming both.
+func TestModelFileTimeInputs(t *testing.T) {
+	dir := t.TempDir()
+	ti := &snapshot.TimeInputs{OriginMs: 0, StepMs: 300_000, MinuteMax: 1435, WeekdayMax: 6}
+	meta := Meta{Norm: snapshot.Normalizer{Kind: snapshot.KindMinMax, Mean: []float64{0, 0, 0}, Std: []float64{400, 1, 80}, Time: ti}, Dataset: "pems08", Nodes: 5}
+	m, err := New(Config{Kind: KindGRUGCN, Window: 4, Channels: 3, Hidden: 6, Seed: 5, TimeInputs: snapshot.TimeInputCount})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.GRU.In != 5 || m.Dec.L2.Out() != 3 {
+		t.Fatalf("GRU reads %d inputs, decoder writes %d; want 5 and 3", m.GRU.In, m.Dec.L2.Out())
+	}
+	path := filepath.Join(dir, "paper.model")
+	if err := SaveModel(path, m, meta); err != nil {
+		t.Fatal(err)
+	}
+	got, err := LoadModel(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Meta.Norm.Prep() != snapshot.PrepPaper || *got.Meta.Norm.Time != *ti || got.Meta.Config != m.Config {
+		t.Fatalf("loaded %+v with norm %+v", got.Meta.Config, got.Meta.Norm)
+	}
+	if want, p := forecast(t, m), forecast(t, got.Model); !mat.Equal(p, want) {
+		t.Error("loaded model forecasts differently")
+	}
+	noTime := filepath.Join(dir, "no-time.model")
+	rewriteConfig(t, path, noTime, func(cfg map[string]any) { delete(cfg, "time_inputs") })
+	if _, err := LoadModel(noTime); err == nil || !strings.Contains(err.Error(), "5 inputs per step") {
+		t.Errorf("calendar normaliser with a model reading only the channels: %v", err)
+	}
+	if _, err := New(Config{Kind: KindGRU, Window: 4, Channels: 3, Hidden: 6, TimeInputs: 1}); err == nil {
+		t.Error("one time input accepted")
+	}
+	// Data prepared otherwise do not fit the model.
+	set, err := snapshot.NewSet(make([]float64, 20*5*3), 20, 5, 3, 4, snapshot.Normalizer{Mean: []float64{0, 0, 0}, Std: []float64{1, 1, 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := Predict(m, set, snapshot.Range{Start: 0, End: 2}, ringAdjacency(5), 4); err == nil || !strings.Contains(err.Error(), "standard preprocessing") {
+		t.Errorf("standard data for a paper model: %v", err)
 	}
 }

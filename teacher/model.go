@@ -22,6 +22,7 @@ import (
 	"github.com/pemsforecast/sdgnn/gcn"
 	"github.com/pemsforecast/sdgnn/gru"
 	"github.com/pemsforecast/sdgnn/nn"
+	"github.com/pemsforecast/sdgnn/snapshot"
 )
 
 // Kinds of teacher model.
@@ -42,7 +43,15 @@ type Config struct {
 	// 2; 0 means DefaultLayers, so that files saved before the field
 	// existed load as two-layer models. It is ignored for KindGRU.
 	Layers int `json:"layers,omitempty"`
+	// TimeInputs is the number of calendar inputs appended to every step
+	// of a window (snapshot.TimeInputCount under the paper's preprocessing,
+	// 0 otherwise): the GRU reads Channels+TimeInputs inputs per step and
+	// the decoder still forecasts Channels.
+	TimeInputs int `json:"time_inputs,omitempty"`
 }
+
+// Inputs returns the GRU's inputs per step: Channels + TimeInputs.
+func (c Config) Inputs() int { return c.Channels + c.TimeInputs }
 
 // DefaultLayers is the GCN depth of a GRU-GCN whose Config.Layers is 0.
 const DefaultLayers = 2
@@ -73,6 +82,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("hidden %d: must be at least 1", c.Hidden)
 	case c.NoiseStd < 0 || math.IsNaN(c.NoiseStd):
 		return fmt.Errorf("noise std %g: must be ≥ 0", c.NoiseStd)
+	case c.TimeInputs != 0 && c.TimeInputs != snapshot.TimeInputCount:
+		return fmt.Errorf("time inputs %d: want 0 or %d", c.TimeInputs, snapshot.TimeInputCount)
 	case c.Kind == KindGRUGCN && (c.Layers < 0 || c.Layers > 2):
 		return fmt.Errorf("gcn layers %d: want 1 or 2 (0 for the default, %d)", c.Layers, DefaultLayers)
 	}
@@ -95,7 +106,7 @@ func New(cfg Config) (*Model, error) {
 		return nil, err
 	}
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0x9e3779b97f4a7c15))
-	m := &Model{Config: cfg, GRU: gru.New(cfg.Channels, cfg.Hidden, rng)}
+	m := &Model{Config: cfg, GRU: gru.New(cfg.Inputs(), cfg.Hidden, rng)}
 	if cfg.Kind == KindGRUGCN {
 		m.GCN = gcn.NewLayers(cfg.GCNLayers(), cfg.Hidden, cfg.Hidden, cfg.Hidden, rng)
 	}
@@ -130,7 +141,7 @@ func (m *Model) Embed(xs []*mat.Dense, a gcn.Propagator) (h, z *mat.Dense, err e
 }
 
 // Forward returns the normalised forecast (rows × Channels, owned by m) for
-// the window xs (xs[t] is rows × Channels). When noise is not nil, N(0, σ)
+// the window xs (xs[t] is rows × Inputs()). When noise is not nil, N(0, σ)
 // noise drawn from it is added to Z before the decoder (training only).
 func (m *Model) Forward(xs []*mat.Dense, a gcn.Propagator, noise *rand.Rand) (*mat.Dense, error) {
 	h, z, err := m.Embed(xs, a)

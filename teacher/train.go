@@ -111,6 +111,9 @@ func (t *Trainer) Stopped() bool {
 // seeded by (Seed, e), so a resumed run sees the same batches as an
 // uninterrupted one.
 func (t *Trainer) Run(ctx context.Context, set *snapshot.Set, split snapshot.Split, a gcn.Propagator, onEpoch func(Epoch)) error {
+	if err := checkSet(t.Model, set); err != nil {
+		return err
+	}
 	ps := t.Model.Params()
 	for !t.Stopped() {
 		start := time.Now()
@@ -181,6 +184,9 @@ func (t *Trainer) step(set *snapshot.Set, idx []int, a gcn.Propagator, noise *ra
 // scale, row-major (snapshot, node, channel), together with the raw targets in
 // the same layout.
 func Predict(m *Model, set *snapshot.Set, r snapshot.Range, a gcn.Propagator, batchSize int) (pred, truth []float64, err error) {
+	if err := checkSet(m, set); err != nil {
+		return nil, nil, err
+	}
 	if batchSize < 1 {
 		batchSize = 64
 	}
@@ -213,4 +219,14 @@ func Evaluate(m *Model, set *snapshot.Set, r snapshot.Range, a gcn.Propagator, c
 		return evaluation.Report{}, err
 	}
 	return evaluation.Build(pred, truth, r.Len(), set.Nodes, set.Channels, min(chunks, r.Len()), 0)
+}
+
+// checkSet reports whether set's snapshots fit m: the same channels and
+// the same inputs per step (the preprocessing's calendar inputs included).
+func checkSet(m *Model, set *snapshot.Set) error {
+	if set.Channels != m.Config.Channels || set.Inputs() != m.Config.Inputs() {
+		return fmt.Errorf("data have %d channels and %d inputs per step (%s preprocessing), the model %d and %d",
+			set.Channels, set.Inputs(), set.Norm.Prep(), m.Config.Channels, m.Config.Inputs())
+	}
+	return nil
 }
