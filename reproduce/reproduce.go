@@ -42,13 +42,16 @@ var Models = []string{GRUGCN, GRU, GLNN, NOSMOG, PPRGo, SDGNNEqual, SDGNN}
 
 // Config says what to run.
 type Config struct {
-	Dataset   string              `json:"dataset"`
-	DataDir   string              `json:"-"`
-	Seeds     []uint64            `json:"seeds"`
-	Window    int                 `json:"window"`
-	Hidden    int                 `json:"hidden"`
-	NoiseStd  float64             `json:"noise_std"`
-	Ratios    [3]float64          `json:"split_ratios"`
+	Dataset  string     `json:"dataset"`
+	DataDir  string     `json:"-"`
+	Seeds    []uint64   `json:"seeds"`
+	Window   int        `json:"window"`
+	Hidden   int        `json:"hidden"`
+	NoiseStd float64    `json:"noise_std"`
+	Ratios   [3]float64 `json:"split_ratios"`
+	// Prep is the input preprocessing of every model (PrepStandard when
+	// empty; PrepPaper is Gao & Ribeiro's).
+	Prep      snapshot.Prep       `json:"prep,omitempty"`
 	Teacher   teacher.TrainConfig `json:"teacher"`
 	SDGNN     sdgnn.Config        `json:"sdgnn"`
 	Baseline  baseline.Config     `json:"baseline"`
@@ -138,7 +141,11 @@ func RunAll(ctx context.Context, cfg Config, progress Progress) (*Table, error) 
 	if len(cfg.Seeds) == 0 {
 		return nil, fmt.Errorf("reproduce: no seeds")
 	}
-	p, err := snapshot.Prepare(cfg.DataDir, cfg.Dataset, cfg.Window, cfg.Ratios, nil)
+	prep := cfg.Prep
+	if prep == "" {
+		prep = snapshot.PrepStandard
+	}
+	p, err := snapshot.PrepareFit(cfg.DataDir, cfg.Dataset, cfg.Window, cfg.Ratios, prep)
 	if err != nil {
 		return nil, err
 	}
@@ -302,10 +309,15 @@ func runSeed(ctx context.Context, cfg Config, p *snapshot.Prepared, seed uint64,
 func trainOrLoad(ctx context.Context, cfg Config, p *snapshot.Prepared, kind string, seed uint64) (*teacher.Model, error) {
 	var path string
 	if cfg.ModelDir != "" {
-		path = filepath.Join(cfg.ModelDir, fmt.Sprintf("%s-%s-seed%d.model", cfg.Dataset, kind, seed))
+		prep := ""
+		if p.Set.Norm.Prep() != snapshot.PrepStandard {
+			prep = "-" + string(p.Set.Norm.Prep())
+		}
+		path = filepath.Join(cfg.ModelDir, fmt.Sprintf("%s-%s%s-seed%d.model", cfg.Dataset, kind, prep, seed))
 		if s, err := teacher.LoadModel(path); err == nil {
-			if s.Meta.Dataset != cfg.Dataset || s.Meta.Split != p.Split {
-				return nil, fmt.Errorf("reuse %s: trained on %s with split %+v, this run needs %s with %+v", path, s.Meta.Dataset, s.Meta.Split, cfg.Dataset, p.Split)
+			if s.Meta.Dataset != cfg.Dataset || s.Meta.Split != p.Split || s.Meta.Norm.Prep() != p.Set.Norm.Prep() {
+				return nil, fmt.Errorf("reuse %s: trained on %s with split %+v and %s preprocessing, this run needs %s with %+v and %s",
+					path, s.Meta.Dataset, s.Meta.Split, s.Meta.Norm.Prep(), cfg.Dataset, p.Split, p.Set.Norm.Prep())
 			}
 			return s.Model, nil
 		} else if !errors.Is(err, fs.ErrNotExist) {
@@ -316,7 +328,8 @@ func trainOrLoad(ctx context.Context, cfg Config, p *snapshot.Prepared, kind str
 	if kind == teacher.KindGRU {
 		noise = 0
 	}
-	mc := teacher.Config{Kind: kind, Window: cfg.Window, Channels: p.Set.Channels, Hidden: cfg.Hidden, NoiseStd: noise, Seed: seed}
+	mc := teacher.Config{Kind: kind, Window: cfg.Window, Channels: p.Set.Channels, Hidden: cfg.Hidden, NoiseStd: noise, Seed: seed,
+		TimeInputs: p.Set.Inputs() - p.Set.Channels}
 	m, err := teacher.New(mc)
 	if err != nil {
 		return nil, err
@@ -388,7 +401,11 @@ func (t *Table) Markdown(w io.Writer) error {
 	if t.MAPEFloor > 0 {
 		floor = fmt.Sprintf(", truths below %g left out of MAPE", t.MAPEFloor)
 	}
-	if _, err := fmt.Fprintf(w, "%s, test split, %d seed(s)%s\n\n| metric |", t.Dataset, len(t.Runs), floor); err != nil {
+	prep := t.Config.Prep
+	if prep == "" {
+		prep = snapshot.PrepStandard
+	}
+	if _, err := fmt.Fprintf(w, "%s, test split, %d seed(s), %s preprocessing%s\n\n| metric |", t.Dataset, len(t.Runs), prep, floor); err != nil {
 		return err
 	}
 	for _, m := range Models {

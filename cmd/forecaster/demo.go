@@ -67,12 +67,14 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	defer closeBroker()
 
 	// A replay clock: slot time advances with the replay, so that the
-	// lateness deadline means the same as in real time.
-	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	// lateness deadline means the same as in real time. The readings carry
+	// their real times (the series' first step at the dataset's start), which
+	// a bundle with calendar inputs needs.
 	p, err := snapshot.Prepare(*dataDir, *dataset, b.Meta.Window, [3]float64{6, 2, 2}, &b.Meta.Norm)
 	if err != nil {
 		return err
 	}
+	start := p.Dataset.Info.Start
 	first := start.Add(time.Duration(p.Split.Test.Start) * time.Duration(step) * time.Millisecond)
 	began := time.Now()
 	now := func() time.Time {

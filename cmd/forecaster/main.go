@@ -179,7 +179,7 @@ func cmdPublish(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		part    = fs.String("split-part", "test", "train, val or test (chronological 6:2:2 of the snapshots)")
 		topic   = fs.String("topic", "readings", "readings topic")
 		speedup = fs.Float64("speedup", 0, "replay speed-up over real time (0: as fast as possible)")
-		start   = fs.String("start", "2026-01-01T00:00:00Z", "timestamp of the dataset's first step (RFC 3339, on the slot grid)")
+		start   = fs.String("start", "", "timestamp of the dataset's first step (RFC 3339, on the slot grid; default the dataset's real start, which a bundle trained with -prep paper needs for its calendar inputs)")
 		limit   = fs.Int("steps", 0, "publish at most this many steps (0: the whole split)")
 	)
 	if err := fs.Parse(args); err != nil {
@@ -213,9 +213,11 @@ func publish(ctx context.Context, brokers []string, dataDir, dataset, part, topi
 	default:
 		return 0, fmt.Errorf("-split-part %q: want train, val or test", part)
 	}
-	t0, err := time.Parse(time.RFC3339, start)
-	if err != nil {
-		return 0, fmt.Errorf("-start %q: %w", start, err)
+	t0 := p.Dataset.Info.Start
+	if start != "" {
+		if t0, err = time.Parse(time.RFC3339, start); err != nil {
+			return 0, fmt.Errorf("-start %q: %w", start, err)
+		}
 	}
 	step, err := stepMs(dataset)
 	if err != nil {

@@ -21,6 +21,8 @@ type evalResult struct {
 	Dataset string         `json:"dataset"`
 	Split   string         `json:"split"`
 	Range   snapshot.Range `json:"range"`
+	// Prep is the input preprocessing the model was trained with.
+	Prep snapshot.Prep `json:"prep"`
 	// Receptive is the mean number of nodes whose windows one node's
 	// forecast reads: 1 for GRU, the k-hop neighbourhood for a k-layer GRU-GCN, |θ_z|
 	// for SDGNN.
@@ -98,9 +100,9 @@ func cmdEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(evalResult{Model: *model, Kind: lm.kind, Dataset: lm.dataset, Split: *part, Range: r, Receptive: lm.receptive, Report: rep, Paper: paper})
+		return enc.Encode(evalResult{Model: *model, Kind: lm.kind, Dataset: lm.dataset, Split: *part, Range: r, Prep: lm.norm.Prep(), Receptive: lm.receptive, Report: rep, Paper: paper})
 	}
-	fmt.Fprintf(stdout, "%s %s on %s, %s split (%d snapshots), mean receptive field %.2f nodes:\n", lm.kind, *model, lm.dataset, *part, r.Len(), lm.receptive)
+	fmt.Fprintf(stdout, "%s %s on %s, %s split (%d snapshots), %s preprocessing, mean receptive field %.2f nodes:\n", lm.kind, *model, lm.dataset, *part, r.Len(), lm.norm.Prep(), lm.receptive)
 	if err := rep.Table(stdout); err != nil {
 		return err
 	}

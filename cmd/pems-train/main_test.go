@@ -146,6 +146,8 @@ func TestBadInvocations(t *testing.T) {
 		{"zero layers", []string{"teacher", "-data", dir, "-dataset", "pems08", "-layers", "0"}, 2, "-layers 0: want 1 or 2"},
 		{"three layers", []string{"teacher", "-data", dir, "-dataset", "pems08", "-layers", "3"}, 2, "-layers 3: want 1 or 2"},
 		{"negative layers", []string{"teacher", "-data", dir, "-dataset", "pems08", "-layers", "-1"}, 2, "-layers -1: want 1 or 2"},
+		{"unknown preprocessing", []string{"teacher", "-data", dir, "-dataset", "pems08", "-prep", "gao"}, 2, `preprocessing "gao": want "standard" or "paper"`},
+		{"unknown reproduce preprocessing", []string{"reproduce", "-data", dir, "-dataset", "pems08", "-prep", "zscore"}, 2, `preprocessing "zscore"`},
 		{"truncated model", []string{"eval", "-data", dir, "-model", bad}, 1, "truncated"},
 		{"missing model", []string{"eval", "-data", dir, "-model", filepath.Join(dir, "nope.model")}, 1, "nope.model"},
 		{"eval without model", []string{"eval"}, 2, "-model FILE is required"},

@@ -12,6 +12,7 @@ import (
 
 	"github.com/pemsforecast/sdgnn/evaluation"
 	"github.com/pemsforecast/sdgnn/reproduce"
+	"github.com/pemsforecast/sdgnn/snapshot"
 )
 
 func cmdReproduce(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -31,12 +32,18 @@ func cmdReproduce(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		thEvery  = fs.Int("theta-every", 0, "epochs between Phase-Θ solves (overrides the schedule's)")
 		bEvery   = fs.Int("budget-every", 0, "epochs per budget decrement (overrides the schedule's)")
 		blEpochs = fs.Int("baseline-epochs", 0, "student epochs of the distilled baselines (default 100, 20 with -quick)")
+		prepName = fs.String("prep", string(snapshot.PrepStandard), "input preprocessing of every model: standard or paper (Gao & Ribeiro's min-max inputs with minute-of-day and day-of-week inputs); paper tables are written as table-paper*")
 	)
 	if err := fs.Parse(args); err != nil {
 		return errUsage
 	}
 	if *datasets == "" || fs.NArg() > 0 {
 		fmt.Fprintln(stderr, "reproduce: -dataset NAME[,NAME...] is required and takes no other arguments")
+		return errUsage
+	}
+	prep, err := snapshot.ParsePrep(*prepName)
+	if err != nil {
+		fmt.Fprintf(stderr, "reproduce: -prep: %v\n", err)
 		return errUsage
 	}
 	log := newLogger(stderr, *jsonLogs)
@@ -73,12 +80,12 @@ func cmdReproduce(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		if err := cfg.Baseline.Validate(); err != nil {
 			return err
 		}
-		cfg.DataDir, cfg.MAPEFloor = *dataDir, *floor
+		cfg.DataDir, cfg.MAPEFloor, cfg.Prep = *dataDir, *floor, prep
 		cfg.ModelDir = filepath.Join(*out, "models")
 		if *quick {
 			cfg.ModelDir = filepath.Join(*out, "models-quick")
 		}
-		log.Info().Str("dataset", name).Int("seeds", len(cfg.Seeds)).Bool("quick", *quick).Str("models", cfg.ModelDir).Msg("reproducing")
+		log.Info().Str("dataset", name).Int("seeds", len(cfg.Seeds)).Bool("quick", *quick).Str("prep", string(prep)).Str("models", cfg.ModelDir).Msg("reproducing")
 		t, err := reproduce.RunAll(ctx, cfg, func(seed uint64, model string, m evaluation.Metrics, rec, sec float64) {
 			log.Info().Str("dataset", name).Uint64("seed", seed).Str("model", model).Float64("mape", m.MAPE).
 				Float64("mae", m.MAE).Float64("rmse", m.RMSE).Float64("receptive", rec).Float64("seconds", sec).Msg("scored")
@@ -92,6 +99,9 @@ func cmdReproduce(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return fmt.Errorf("create %s: %w", *out, err)
 	}
 	base := filepath.Join(*out, "table")
+	if prep != snapshot.PrepStandard {
+		base += "-" + string(prep)
+	}
 	if *quick {
 		base += "-quick"
 	}

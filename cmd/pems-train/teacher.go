@@ -29,6 +29,7 @@ func cmdTeacher(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		layers    = fs.Int("layers", teacher.DefaultLayers, "graph convolutions in the GRU-GCN's GCN: 2 (the paper's teacher) or 1 (each node's Z then mixes only its 1-hop neighbours); ignored for -model gru")
 		noise     = fs.Float64("noise", -1, "std of the Gaussian noise between GCN and decoder in training (-1: dataset default, 0.01 PeMS04, 0.05 PeMS08)")
 		split     = fs.String("split", "6,2,2", "chronological train,val,test ratios")
+		prepName  = fs.String("prep", string(snapshot.PrepStandard), "input preprocessing: standard (z-score of the readings) or paper (Gao & Ribeiro's: min-max scaled readings plus minute-of-day and day-of-week inputs)")
 		seed      = fs.Uint64("seed", 1, "seed of initialisation, shuffling and noise")
 		jsonLogs  = fs.Bool("log-json", false, "log JSON lines instead of text")
 		tc        = teacher.DefaultTrain()
@@ -102,10 +103,16 @@ func cmdTeacher(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		if err != nil {
 			return err
 		}
-		if p, err = snapshot.Prepare(*dataDir, *dataset, *window, ratios, nil); err != nil {
+		prep, err := snapshot.ParsePrep(*prepName)
+		if err != nil {
+			fmt.Fprintf(stderr, "teacher: -prep: %v\n", err)
+			return errUsage
+		}
+		if p, err = snapshot.PrepareFit(*dataDir, *dataset, *window, ratios, prep); err != nil {
 			return err
 		}
-		cfg := teacher.Config{Kind: *kind, Window: *window, Channels: p.Set.Channels, Hidden: *hidden, NoiseStd: noiseFor(*dataset, *noise), Seed: *seed, Layers: *layers}
+		cfg := teacher.Config{Kind: *kind, Window: *window, Channels: p.Set.Channels, Hidden: *hidden, NoiseStd: noiseFor(*dataset, *noise), Seed: *seed, Layers: *layers,
+			TimeInputs: p.Set.Inputs() - p.Set.Channels}
 		if cfg.Kind == teacher.KindGRU {
 			cfg.NoiseStd, cfg.Layers = 0, 0
 		}
@@ -134,7 +141,7 @@ func cmdTeacher(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	log.Info().Str("dataset", meta.Dataset).Str("data", p.Dir).Str("model", meta.Config.Kind).
 		Int("nodes", p.Set.Nodes).Int("channels", p.Set.Channels).Int("steps", p.Set.Steps).
 		Int("train", p.Split.Train.Len()).Int("val", p.Split.Val.Len()).Int("test", p.Split.Test.Len()).
-		Int("gcn_layers", meta.Config.GCNLayers()).Float64("noise", meta.Config.NoiseStd).Int("max_epochs", tr.Config.MaxEpochs).Msg("training")
+		Str("prep", string(meta.Norm.Prep())).Int("gcn_layers", meta.Config.GCNLayers()).Float64("noise", meta.Config.NoiseStd).Int("max_epochs", tr.Config.MaxEpochs).Msg("training")
 
 	start := time.Now()
 	err = tr.Run(ctx, p.Set, p.Split, p.Adj, func(e teacher.Epoch) {
