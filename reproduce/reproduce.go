@@ -307,6 +307,8 @@ func runSeed(ctx context.Context, cfg Config, p *snapshot.Prepared, seed uint64,
 // trainOrLoad returns the teacher of the given kind and seed: loaded from
 // ModelDir when a file for it is there, else trained (and saved there).
 func trainOrLoad(ctx context.Context, cfg Config, p *snapshot.Prepared, kind string, seed uint64) (*teacher.Model, error) {
+	tc := cfg.Teacher
+	tc.Seed = seed
 	var path string
 	if cfg.ModelDir != "" {
 		prep := ""
@@ -318,6 +320,9 @@ func trainOrLoad(ctx context.Context, cfg Config, p *snapshot.Prepared, kind str
 			if s.Meta.Dataset != cfg.Dataset || s.Meta.Split != p.Split || s.Meta.Norm.Prep() != p.Set.Norm.Prep() {
 				return nil, fmt.Errorf("reuse %s: trained on %s with split %+v and %s preprocessing, this run needs %s with %+v and %s",
 					path, s.Meta.Dataset, s.Meta.Split, s.Meta.Norm.Prep(), cfg.Dataset, p.Split, p.Set.Norm.Prep())
+			}
+			if s.Meta.Train != tc {
+				return nil, fmt.Errorf("reuse %s: trained with %+v, this run needs %+v (remove the file to retrain)", path, s.Meta.Train, tc)
 			}
 			return s.Model, nil
 		} else if !errors.Is(err, fs.ErrNotExist) {
@@ -334,8 +339,6 @@ func trainOrLoad(ctx context.Context, cfg Config, p *snapshot.Prepared, kind str
 	if err != nil {
 		return nil, err
 	}
-	tc := cfg.Teacher
-	tc.Seed = seed
 	tr, err := teacher.NewTrainer(m, tc)
 	if err != nil {
 		return nil, err

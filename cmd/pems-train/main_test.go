@@ -254,4 +254,12 @@ func TestReproduceQuick(t *testing.T) {
 			t.Errorf("%s: reused teacher scored %+v, first run %+v", m, again.Metrics[m], first[0].Metrics[m])
 		}
 	}
+	// A saved teacher trained with other settings is not silently reused.
+	code, _, stderr = runCmd(t, "reproduce", "-data", dir, "-dataset", "pems08", "-quick", "-seeds", "1", "-teacher-epochs", "3", "-out", out)
+	if code != 1 || !strings.Contains(stderr, "reuse") || !strings.Contains(stderr, "remove the file") {
+		t.Errorf("reuse with other teacher epochs: exit %d, %s", code, stderr)
+	}
+	if code, _, stderr := runCmd(t, "reproduce", "-data", dir, "-dataset", "pems08", "-quick", "-patience", "-2", "-out", out); code != 2 || !strings.Contains(stderr, "-patience") {
+		t.Errorf("negative patience: exit %d, %s", code, stderr)
+	}
 }

@@ -32,6 +32,8 @@ func cmdReproduce(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		thEvery  = fs.Int("theta-every", 0, "epochs between Phase-Θ solves (overrides the schedule's)")
 		bEvery   = fs.Int("budget-every", 0, "epochs per budget decrement (overrides the schedule's)")
 		blEpochs = fs.Int("baseline-epochs", 0, "student epochs of the distilled baselines (default 100, 20 with -quick)")
+		tEpochs  = fs.Int("teacher-epochs", 0, "teachers' (GRU-GCN and GRU) most epochs (default 500, 8 with -quick); a reused teacher must have been trained with the same")
+		patience = fs.Int("patience", 0, "teachers' early-stopping patience in epochs without a better validation MAE (default 30)")
 		prepName = fs.String("prep", string(snapshot.PrepStandard), "input preprocessing of every model: standard or paper (Gao & Ribeiro's min-max inputs with minute-of-day and day-of-week inputs); paper tables are written as table-paper*")
 	)
 	if err := fs.Parse(args); err != nil {
@@ -66,13 +68,18 @@ func cmdReproduce(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		for _, o := range []struct {
 			v   int
 			dst *int
-		}{{*sEpochs, &cfg.SDGNN.Epochs}, {*thEvery, &cfg.SDGNN.ThetaEvery}, {*bEvery, &cfg.SDGNN.BudgetEvery}, {*blEpochs, &cfg.Baseline.Epochs}} {
+		}{{*sEpochs, &cfg.SDGNN.Epochs}, {*thEvery, &cfg.SDGNN.ThetaEvery}, {*bEvery, &cfg.SDGNN.BudgetEvery}, {*blEpochs, &cfg.Baseline.Epochs},
+			{*tEpochs, &cfg.Teacher.MaxEpochs}, {*patience, &cfg.Teacher.Patience}} {
 			if o.v > 0 {
 				*o.dst = o.v
 			}
 		}
 		if *sel != "" {
 			cfg.SDGNN.Select, cfg.Baseline.Select = *sel, *sel
+		}
+		if *tEpochs < 0 || *patience < 0 {
+			fmt.Fprintf(stderr, "reproduce: -teacher-epochs %d and -patience %d must not be negative\n", *tEpochs, *patience)
+			return errUsage
 		}
 		if err := cfg.SDGNN.Validate(); err != nil {
 			return err
