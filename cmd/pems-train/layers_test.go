@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"math"
-	"path/filepath"
 	"testing"
 
 	"github.com/pemsforecast/sdgnn/snapshot"
@@ -15,14 +14,7 @@ import (
 // the 1-hop receptive field, smaller than the 2-hop one of the default.
 func TestOneLayerTeacher(t *testing.T) {
 	dir := writePeMS08Layout(t, 120)
-	model := filepath.Join(t.TempDir(), "m1.model")
-	if code, _, stderr := runCmd(t, "teacher", "-data", dir, "-dataset", "pems08", "-layers", "1", "-epochs", "1", "-max-batches", "1", "-out", model); code != 0 {
-		t.Fatalf("teacher -layers 1 exited %d:\n%s", code, stderr)
-	}
-	saved, err := teacher.LoadModel(model)
-	if err != nil {
-		t.Fatal(err)
-	}
+	model, saved := trainTeacher(t, dir, "-dataset", "pems08", "-layers", "1", "-epochs", "1", "-max-batches", "1")
 	if saved.Meta.Config.Layers != 1 || saved.Model.GCN.Layers() != 1 {
 		t.Fatalf("saved config layers %d, GCN layers %d, want 1", saved.Meta.Config.Layers, saved.Model.GCN.Layers())
 	}

@@ -12,7 +12,6 @@ import (
 	"github.com/pemsforecast/sdgnn/sdgnn"
 	"github.com/pemsforecast/sdgnn/snapshot"
 	"github.com/pemsforecast/sdgnn/stream"
-	"github.com/pemsforecast/sdgnn/teacher"
 )
 
 // TestPaperPrepOnPeMSLayout runs the paper's preprocessing through the
@@ -27,14 +26,7 @@ func TestPaperPrepOnPeMSLayout(t *testing.T) {
 	}
 	const steps = 600 // the training part covers more than a day
 	dir := writePeMS08Layout(t, steps)
-	model := filepath.Join(t.TempDir(), "paper.model")
-	if code, _, stderr := runCmd(t, "teacher", "-data", dir, "-dataset", "pems08", "-prep", "paper", "-epochs", "2", "-batch", "16", "-out", model); code != 0 {
-		t.Fatalf("teacher exited %d:\n%s", code, stderr)
-	}
-	saved, err := teacher.LoadModel(model)
-	if err != nil {
-		t.Fatal(err)
-	}
+	model, saved := trainTeacher(t, dir, "-dataset", "pems08", "-prep", "paper", "-epochs", "2", "-batch", "16")
 	norm := saved.Meta.Norm
 	if norm.Prep() != snapshot.PrepPaper || saved.Meta.Config.TimeInputs != snapshot.TimeInputCount || saved.Model.GRU.In != 3+snapshot.TimeInputCount {
 		t.Fatalf("saved teacher: prep %q, %d time inputs, GRU reads %d", norm.Prep(), saved.Meta.Config.TimeInputs, saved.Model.GRU.In)
