@@ -309,6 +309,12 @@ func runSeed(ctx context.Context, cfg Config, p *snapshot.Prepared, seed uint64,
 func trainOrLoad(ctx context.Context, cfg Config, p *snapshot.Prepared, kind string, seed uint64) (*teacher.Model, error) {
 	tc := cfg.Teacher
 	tc.Seed = seed
+	noise := cfg.NoiseStd
+	if kind == teacher.KindGRU {
+		noise = 0
+	}
+	mc := teacher.Config{Kind: kind, Window: cfg.Window, Channels: p.Set.Channels, Hidden: cfg.Hidden, NoiseStd: noise, Seed: seed,
+		TimeInputs: p.Set.Inputs() - p.Set.Channels}
 	var path string
 	if cfg.ModelDir != "" {
 		prep := ""
@@ -324,17 +330,15 @@ func trainOrLoad(ctx context.Context, cfg Config, p *snapshot.Prepared, kind str
 			if s.Meta.Train != tc {
 				return nil, fmt.Errorf("reuse %s: trained with %+v, this run needs %+v (remove the file to retrain)", path, s.Meta.Train, tc)
 			}
+			if c := s.Meta.Config; c.Kind != mc.Kind || c.Window != mc.Window || c.Hidden != mc.Hidden || c.NoiseStd != mc.NoiseStd || c.Seed != mc.Seed {
+				return nil, fmt.Errorf("reuse %s: a %s with window %d, hidden %d, noise %g, seed %d; this run needs window %d, hidden %d, noise %g, seed %d (remove the file to retrain)",
+					path, c.Kind, c.Window, c.Hidden, c.NoiseStd, c.Seed, mc.Window, mc.Hidden, mc.NoiseStd, mc.Seed)
+			}
 			return s.Model, nil
 		} else if !errors.Is(err, fs.ErrNotExist) {
 			return nil, err
 		}
 	}
-	noise := cfg.NoiseStd
-	if kind == teacher.KindGRU {
-		noise = 0
-	}
-	mc := teacher.Config{Kind: kind, Window: cfg.Window, Channels: p.Set.Channels, Hidden: cfg.Hidden, NoiseStd: noise, Seed: seed,
-		TimeInputs: p.Set.Inputs() - p.Set.Channels}
 	m, err := teacher.New(mc)
 	if err != nil {
 		return nil, err

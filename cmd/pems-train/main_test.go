@@ -165,6 +165,7 @@ func TestBadInvocations(t *testing.T) {
 		{"unknown preprocessing", []string{"teacher", "-data", dir, "-dataset", "pems08", "-prep", "gao"}, 2, `preprocessing "gao": want "standard" or "paper"`},
 		{"unknown reproduce preprocessing", []string{"reproduce", "-data", dir, "-dataset", "pems08", "-prep", "zscore"}, 2, `preprocessing "zscore"`},
 		{"negative teacher patience", []string{"reproduce", "-data", dir, "-dataset", "pems08", "-patience", "-2"}, 2, "-patience -2"},
+		{"negative teacher noise", []string{"reproduce", "-data", dir, "-dataset", "pems08", "-noise", "-0.5"}, 2, "-noise -0.5"},
 		{"truncated model", []string{"eval", "-data", dir, "-model", bad}, 1, "truncated"},
 		{"missing model", []string{"eval", "-data", dir, "-model", filepath.Join(dir, "nope.model")}, 1, "nope.model"},
 		{"eval without model", []string{"eval"}, 2, "-model FILE is required"},
@@ -272,5 +273,9 @@ func TestReproduceQuick(t *testing.T) {
 	code, _, stderr = runCmd(t, "reproduce", "-data", dir, "-dataset", "pems08", "-quick", "-seeds", "1", "-teacher-epochs", "3", "-out", out)
 	if code != 1 || !strings.Contains(stderr, "reuse") || !strings.Contains(stderr, "remove the file") {
 		t.Errorf("reuse with other teacher epochs: exit %d, %s", code, stderr)
+	}
+	code, _, stderr = runCmd(t, "reproduce", "-data", dir, "-dataset", "pems08", "-quick", "-seeds", "1", "-noise", "0.2", "-out", out)
+	if code != 1 || !strings.Contains(stderr, "noise 0.05") || !strings.Contains(stderr, "noise 0.2") {
+		t.Errorf("reuse with another teacher noise: exit %d, %s", code, stderr)
 	}
 }

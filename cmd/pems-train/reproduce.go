@@ -34,6 +34,7 @@ func cmdReproduce(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		blEpochs = fs.Int("baseline-epochs", 0, "student epochs of the distilled baselines (default 100, 20 with -quick)")
 		tEpochs  = fs.Int("teacher-epochs", 0, "teachers' (GRU-GCN and GRU) most epochs (default 500, 8 with -quick); a reused teacher must have been trained with the same")
 		patience = fs.Int("patience", 0, "teachers' early-stopping patience in epochs without a better validation MAE (default 30)")
+		noise    = fs.Float64("noise", -1, "std of the GRU-GCN teacher's training noise between GCN and decoder (-1: dataset default, 0.01 PeMS04 and SZ-taxi, 0.05 PeMS08)")
 		prepName = fs.String("prep", string(snapshot.PrepStandard), "input preprocessing of every model: standard or paper (Gao & Ribeiro's min-max inputs with minute-of-day and day-of-week inputs); paper tables are written as table-paper*")
 	)
 	if err := fs.Parse(args); err != nil {
@@ -77,6 +78,10 @@ func cmdReproduce(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		if *sel != "" {
 			cfg.SDGNN.Select, cfg.Baseline.Select = *sel, *sel
 		}
+		if *noise < 0 && *noise != -1 {
+			fmt.Fprintf(stderr, "reproduce: -noise %g: want a standard deviation ≥ 0, or -1 for the dataset's default\n", *noise)
+			return errUsage
+		}
 		if *tEpochs < 0 || *patience < 0 {
 			fmt.Fprintf(stderr, "reproduce: -teacher-epochs %d and -patience %d must not be negative\n", *tEpochs, *patience)
 			return errUsage
@@ -88,6 +93,7 @@ func cmdReproduce(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			return err
 		}
 		cfg.DataDir, cfg.MAPEFloor, cfg.Prep = *dataDir, *floor, prep
+		cfg.NoiseStd = noiseFor(name, *noise)
 		cfg.ModelDir = filepath.Join(*out, "models")
 		if *quick {
 			cfg.ModelDir = filepath.Join(*out, "models-quick")
