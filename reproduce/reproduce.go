@@ -61,6 +61,14 @@ type Config struct {
 	ModelDir string `json:"model_dir,omitempty"`
 }
 
+// prep returns the input preprocessing, PrepStandard where Prep is empty.
+func (c Config) prep() snapshot.Prep {
+	if c.Prep == "" {
+		return snapshot.PrepStandard
+	}
+	return c.Prep
+}
+
 // Quick returns a configuration that runs in a few minutes on two cores:
 // short teacher training and short schedules, one seed.
 func Quick(dataset string) Config {
@@ -141,11 +149,7 @@ func RunAll(ctx context.Context, cfg Config, progress Progress) (*Table, error) 
 	if len(cfg.Seeds) == 0 {
 		return nil, fmt.Errorf("reproduce: no seeds")
 	}
-	prep := cfg.Prep
-	if prep == "" {
-		prep = snapshot.PrepStandard
-	}
-	p, err := snapshot.PrepareFit(cfg.DataDir, cfg.Dataset, cfg.Window, cfg.Ratios, prep)
+	p, err := snapshot.PrepareFit(cfg.DataDir, cfg.Dataset, cfg.Window, cfg.Ratios, cfg.prep())
 	if err != nil {
 		return nil, err
 	}
@@ -408,11 +412,7 @@ func (t *Table) Markdown(w io.Writer) error {
 	if t.MAPEFloor > 0 {
 		floor = fmt.Sprintf(", truths below %g left out of MAPE", t.MAPEFloor)
 	}
-	prep := t.Config.Prep
-	if prep == "" {
-		prep = snapshot.PrepStandard
-	}
-	if _, err := fmt.Fprintf(w, "%s, test split, %d seed(s), %s preprocessing%s\n\n| metric |", t.Dataset, len(t.Runs), prep, floor); err != nil {
+	if _, err := fmt.Fprintf(w, "%s, test split, %d seed(s), %s preprocessing%s\n\n| metric |", t.Dataset, len(t.Runs), t.Config.prep(), floor); err != nil {
 		return err
 	}
 	for _, m := range Models {

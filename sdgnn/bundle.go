@@ -320,13 +320,22 @@ func gruShape(in, hidden int) *gru.GRU { return gru.New(in, hidden, zeroRand()) 
 // zeroRand is a fixed source for layers whose values are overwritten at once.
 func zeroRand() *rand.Rand { return rand.New(rand.NewPCG(0, 0)) }
 
+// Fits reports whether set's snapshots are what the bundle reads: the same
+// nodes, window and channels, prepared with the same inputs per step.
+func (b *Bundle) Fits(set *snapshot.Set) error {
+	if set.Nodes != b.Meta.Nodes || set.Window != b.Meta.Window || set.Channels != len(b.Meta.Norm.Mean) || set.Inputs() != b.Meta.Norm.Inputs() {
+		return fmt.Errorf("data has %d nodes, window %d, %d channels, %d inputs (%s preprocessing); the bundle wants %d, %d, %d, %d (%s)",
+			set.Nodes, set.Window, set.Channels, set.Inputs(), set.Norm.Prep(), b.Meta.Nodes, b.Meta.Window, len(b.Meta.Norm.Mean), b.Meta.Norm.Inputs(), b.Meta.Norm.Prep())
+	}
+	return nil
+}
+
 // Predict returns the bundle's forecasts for the snapshots of r on the
 // original scale, row-major (snapshot, node, channel), with the raw targets
 // in the same layout, through the batched path.
 func Predict(b *Bundle, set *snapshot.Set, r snapshot.Range, batchSize int) (pred, truth []float64, err error) {
-	if set.Nodes != b.Meta.Nodes || set.Window != b.Meta.Window || set.Channels != len(b.Meta.Norm.Mean) || set.Inputs() != b.Meta.Norm.Inputs() {
-		return nil, nil, fmt.Errorf("predict: data has %d nodes, window %d, %d channels, %d inputs (%s preprocessing); the bundle wants %d, %d, %d, %d (%s)",
-			set.Nodes, set.Window, set.Channels, set.Inputs(), set.Norm.Prep(), b.Meta.Nodes, b.Meta.Window, len(b.Meta.Norm.Mean), b.Meta.Norm.Inputs(), b.Meta.Norm.Prep())
+	if err := b.Fits(set); err != nil {
+		return nil, nil, fmt.Errorf("predict: %w", err)
 	}
 	if batchSize < 1 {
 		batchSize = 64

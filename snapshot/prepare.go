@@ -51,7 +51,7 @@ func prepare(dataFlag, name string, window int, ratios [3]float64, norm *Normali
 	var n Normalizer
 	if norm != nil {
 		n = *norm
-	} else if n, err = Fit(prep, s.Data, s.Nodes, s.Channels, split.TrainSteps(window), ds.Info.Start.UnixMilli(), int64(ds.Info.StepMinutes)*60_000); err != nil {
+	} else if n, err = Fit(prep, s.Data, s.Nodes, s.Channels, split.TrainSteps(window), ds.Info.Start.UnixMilli(), int64(ds.Info.StepMinutes)*minuteMs); err != nil {
 		return nil, fmt.Errorf("normalise %s: %w", name, err)
 	}
 	set, err := NewSet(s.Data, s.Steps, s.Nodes, s.Channels, window, n)

@@ -82,12 +82,11 @@ func NewSet(data []float64, steps, nodes, channels, window int, norm Normalizer)
 	}, nil
 }
 
-// Len returns the number of snapshots, Steps-Window.
 // Inputs returns the number of model inputs per node and step: Channels,
 // plus the calendar inputs where Norm has them.
 func (s *Set) Inputs() int { return s.Norm.Inputs() }
 
-// Len returns the number of snapshots.
+// Len returns the number of snapshots, Steps-Window.
 func (s *Set) Len() int {
 	if s == nil {
 		return 0

@@ -28,9 +28,8 @@ const ReplayStepMs = 300_000
 // number done. The bundle is used by the State for the duration of the call
 // and must not be used concurrently.
 func Replay(b *sdgnn.Bundle, set *snapshot.Set, r snapshot.Range, onSnapshot func(done int)) ([]float64, error) {
-	if set.Nodes != b.Meta.Nodes || set.Window != b.Meta.Window || set.Channels != len(b.Meta.Norm.Mean) || set.Inputs() != b.Meta.Norm.Inputs() {
-		return nil, fmt.Errorf("replay: data has %d nodes, window %d, %d channels, %d inputs; the bundle wants %d, %d, %d, %d",
-			set.Nodes, set.Window, set.Channels, set.Inputs(), b.Meta.Nodes, b.Meta.Window, len(b.Meta.Norm.Mean), b.Meta.Norm.Inputs())
+	if err := b.Fits(set); err != nil {
+		return nil, fmt.Errorf("replay: %w", err)
 	}
 	if r.Start < 0 || r.End > set.Len() || r.Len() < 1 {
 		return nil, fmt.Errorf("replay: range %+v outside the %d snapshots of the data", r, set.Len())

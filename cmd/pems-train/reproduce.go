@@ -49,6 +49,14 @@ func cmdReproduce(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		fmt.Fprintf(stderr, "reproduce: -prep: %v\n", err)
 		return errUsage
 	}
+	if *noise < 0 && *noise != -1 {
+		fmt.Fprintf(stderr, "reproduce: -noise %g: want a standard deviation ≥ 0, or -1 for the dataset's default\n", *noise)
+		return errUsage
+	}
+	if *tEpochs < 0 || *patience < 0 {
+		fmt.Fprintf(stderr, "reproduce: -teacher-epochs %d and -patience %d must not be negative\n", *tEpochs, *patience)
+		return errUsage
+	}
 	log := newLogger(stderr, *jsonLogs)
 	var tables []*reproduce.Table
 	for _, name := range strings.Split(*datasets, ",") {
@@ -77,14 +85,6 @@ func cmdReproduce(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		}
 		if *sel != "" {
 			cfg.SDGNN.Select, cfg.Baseline.Select = *sel, *sel
-		}
-		if *noise < 0 && *noise != -1 {
-			fmt.Fprintf(stderr, "reproduce: -noise %g: want a standard deviation ≥ 0, or -1 for the dataset's default\n", *noise)
-			return errUsage
-		}
-		if *tEpochs < 0 || *patience < 0 {
-			fmt.Fprintf(stderr, "reproduce: -teacher-epochs %d and -patience %d must not be negative\n", *tEpochs, *patience)
-			return errUsage
 		}
 		if err := cfg.SDGNN.Validate(); err != nil {
 			return err
