@@ -11,7 +11,10 @@ import (
 //
 //   - predictions and truths are min-max scaled per channel to [0, 1] with
 //     the training data's minimum and maximum (Min, Max);
-//   - nothing is masked, missing readings (0) included;
+//   - nothing is masked, missing readings (0) included; only a row whose
+//     truths are all NaN is skipped: it marks a node outside the scored
+//     part of a split by nodes (snapshot.Part.Hide), as their code's node
+//     masks leave it out;
 //   - per row (one node of one snapshot): MAPE = mean over channels of
 //     |p−y| / (|y| + 1), RMSE = sqrt(mean over channels of (p−y)²);
 //   - both are averaged over rows; MAPE is reported in percent.
@@ -26,10 +29,18 @@ type PaperAccumulator struct {
 }
 
 // AddRow records one row: the forecasts and truths of every channel of one
-// node in one snapshot, on the original scale.
+// node in one snapshot, on the original scale. A row of NaN truths is not
+// scored and is skipped.
 func (a *PaperAccumulator) AddRow(pred, truth []float64) error {
 	if len(pred) != len(truth) || len(pred) != len(a.Min) || len(a.Max) != len(a.Min) {
 		return fmt.Errorf("evaluation: paper metrics: %d predictions, %d truths, %d/%d channel ranges", len(pred), len(truth), len(a.Min), len(a.Max))
+	}
+	unscored := true
+	for _, y := range truth {
+		unscored = unscored && math.IsNaN(y)
+	}
+	if unscored {
+		return nil
 	}
 	var pct, sq float64
 	for c := range pred {

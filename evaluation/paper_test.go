@@ -24,6 +24,13 @@ func TestPaperMetrics(t *testing.T) {
 	if want := (rmse1 + rmse2) / 2; math.Abs(got.RMSE-want) > 1e-12 || got.Rows != 2 {
 		t.Errorf("RMSE %g rows %d, want %g, 2", got.RMSE, got.Rows, want)
 	}
+	// A third row of NaN truths (a node outside the scored part) changes
+	// nothing.
+	nan := math.NaN()
+	again, err := Paper(append(pred, 7, 70), append(truth, nan, nan), min, max)
+	if err != nil || again != got {
+		t.Errorf("with an unscored row: %+v (%v), want %+v", again, err, got)
+	}
 	if _, err := Paper(pred[:3], truth[:3], min, max); err == nil {
 		t.Error("ragged rows accepted")
 	}

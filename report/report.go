@@ -52,6 +52,10 @@ type Input struct {
 	Prepared *snapshot.Prepared
 	Part     string         // name of the split part replayed: "train", "val" or "test"
 	Range    snapshot.Range // the snapshots replayed
+	// Nodes are the sensors scored, for a split by nodes; nil scores every
+	// sensor. Every sensor is still replayed: a forecast reads its
+	// receptive nodes whatever part they are in.
+	Nodes []int
 
 	Bundle     *sdgnn.Bundle
 	BundlePath string
@@ -159,10 +163,12 @@ type Document struct {
 	Range     snapshot.Range `json:"range"`
 	Snapshots int            `json:"snapshots"`
 	Nodes     int            `json:"nodes"`
-	Channels  []string       `json:"channel_names"`
-	MAPEFloor float64        `json:"mape_floor"`
-	Bundle    string         `json:"bundle"`
-	Created   string         `json:"created"`
+	// Scored are the sensors scored, for a split by nodes; absent: all.
+	Scored    []int    `json:"scored_nodes,omitempty"`
+	Channels  []string `json:"channel_names"`
+	MAPEFloor float64  `json:"mape_floor"`
+	Bundle    string   `json:"bundle"`
+	Created   string   `json:"created"`
 	// Command and Host say how and where the report was made; the caller
 	// fills them in.
 	Command string `json:"command,omitempty"`
@@ -210,7 +216,7 @@ func Build(ctx context.Context, in Input) (*Document, error) {
 		in.Chunks = 10
 	}
 	for _, m := range []*teacher.Saved{in.Teacher, in.Teacher1, in.GRU} {
-		if m != nil && (m.Meta.Dataset != b.Meta.Dataset || m.Meta.Split != b.Meta.Split) {
+		if m != nil && (m.Meta.Dataset != b.Meta.Dataset || !m.Meta.Split.Equal(b.Meta.Split)) {
 			return nil, fmt.Errorf("report: a %s model trained on %s with split %+v cannot be compared with a bundle of %s with split %+v",
 				m.Model.Config.Kind, m.Meta.Dataset, m.Meta.Split, b.Meta.Dataset, b.Meta.Split)
 		}
@@ -233,11 +239,12 @@ func Build(ctx context.Context, in Input) (*Document, error) {
 		}
 	}
 	s := p.Dataset.Series
-	lo, hi, err := snapshot.FitMinMax(s.Data, s.Nodes, s.Channels, p.Split.TrainSteps(set.Window))
+	fit, fitNodes, steps := p.Split.FitData(s.Data, s.Nodes, s.Channels, set.Window)
+	lo, hi, err := snapshot.FitMinMax(fit, fitNodes, s.Channels, steps)
 	if err != nil {
 		return nil, fmt.Errorf("report: %w", err)
 	}
-	d := &Document{lo: lo, hi: hi, Dataset: b.Meta.Dataset, Part: in.Part, Range: in.Range, Snapshots: in.Range.Len(), Nodes: set.Nodes,
+	d := &Document{lo: lo, hi: hi, Dataset: b.Meta.Dataset, Part: in.Part, Range: in.Range, Snapshots: in.Range.Len(), Nodes: set.Nodes, Scored: in.Nodes,
 		Channels: channelNames(b.Meta.Channels, set.Channels), MAPEFloor: in.MAPEFloor, Bundle: in.BundlePath,
 		Created: time.Now().UTC().Format(time.RFC3339)}
 	for sn := in.Range.Start; sn < in.Range.End; sn++ {
@@ -253,7 +260,7 @@ func Build(ctx context.Context, in Input) (*Document, error) {
 	if err != nil {
 		return nil, fmt.Errorf("report: %w", err)
 	}
-	d.truth = truthOf(set, in.Range)
+	d.truth = truthOf(set, in.part())
 	if _, err := d.score(&in, SDGNN, SourceReplay, in.BundlePath, b.Theta.MeanReceptive(), pred, d.truth, start); err != nil {
 		return nil, err
 	}
@@ -271,7 +278,7 @@ func Build(ctx context.Context, in Input) (*Document, error) {
 		}
 		start := time.Now()
 		in.progress("predict "+tc.name, 0, 1)
-		pred, truth, err := teacher.Predict(tc.m.Model, set, in.Range, p.Adj, 64)
+		pred, truth, err := teacher.Predict(tc.m.Model, set, in.part(), p.Adj, 64)
 		if err != nil {
 			return nil, fmt.Errorf("report: %s: %w", tc.name, err)
 		}
@@ -320,6 +327,9 @@ func Build(ctx context.Context, in Input) (*Document, error) {
 	return d, nil
 }
 
+// part is the replayed part: its snapshots and the sensors scored.
+func (in *Input) part() snapshot.Part { return snapshot.Part{Range: in.Range, Nodes: in.Nodes} }
+
 func (in *Input) progress(stage string, done, total int) {
 	if in.Progress != nil {
 		in.Progress(stage, done, total)
@@ -357,15 +367,12 @@ func (d *Document) sweep(ctx context.Context, in Input, nb [][]int) error {
 		if len(in.Sweep) == 0 && !(in.Baselines && tm == in.Teacher) {
 			continue
 		}
-		var tg [3]*sdgnn.Targets
-		for i, r := range []snapshot.Range{p.Split.Train, p.Split.Val, in.Range} {
-			in.progress(fmt.Sprintf("targets of the %d-layer teacher", layers), i, 3)
-			var err error
-			if tg[i], err = sdgnn.ComputeTargets(ctx, tm.Model, set, r, p.Adj); err != nil {
-				return fmt.Errorf("report: targets: %w", err)
-			}
+		in.progress(fmt.Sprintf("targets of the %d-layer teacher", layers), 0, 1)
+		tg, err := sdgnn.PartTargets(ctx, tm.Model, set, p.Adj, p.Split.Train, p.Split.Val, in.part())
+		if err != nil {
+			return fmt.Errorf("report: targets: %w", err)
 		}
-		in.progress(fmt.Sprintf("targets of the %d-layer teacher", layers), 3, 3)
+		in.progress(fmt.Sprintf("targets of the %d-layer teacher", layers), 1, 1)
 		train, val, eval := tg[0], tg[1], tg[2]
 		for _, bud := range in.Sweep {
 			start := time.Now()
@@ -489,9 +496,10 @@ func forecastZ(res *sdgnn.Result, norm snapshot.Normalizer, t *sdgnn.Targets) ([
 	return pred, nil
 }
 
-// truthOf returns the raw targets of r, row-major (snapshot, node,
-// channel).
-func truthOf(set *snapshot.Set, r snapshot.Range) []float64 {
+// truthOf returns the raw targets of part p, row-major (snapshot, node,
+// channel), NaN for the sensors p does not score.
+func truthOf(set *snapshot.Set, p snapshot.Part) []float64 {
+	r := p.Range
 	n, c := set.Nodes, set.Channels
 	out := make([]float64, 0, r.Len()*n*c)
 	for s := r.Start; s < r.End; s++ {
@@ -501,6 +509,7 @@ func truthOf(set *snapshot.Set, r snapshot.Range) []float64 {
 			}
 		}
 	}
+	p.Hide(out, n, c)
 	return out
 }
 

@@ -289,6 +289,9 @@ func (d *Document) text(b *strings.Builder, img func(Figure) string) {
 		fmt.Fprintf(b, " on %s", d.Host)
 	}
 	b.WriteString(".\n\n")
+	if d.Scored != nil {
+		fmt.Fprintf(b, "The bundle's split divides sensors: every sensor is replayed, %d of the %d are scored (the %s part's).\n\n", len(d.Scored), d.Nodes, d.Part)
+	}
 	if d.Command != "" {
 		fmt.Fprintf(b, "Command: `%s`\n\n", d.Command)
 	}
@@ -387,7 +390,7 @@ func (d *Document) text(b *strings.Builder, img func(Figure) string) {
 		b.WriteString("\n")
 	}
 	b.WriteString("## Files\n\n")
-	fmt.Fprintf(b, "- `%s`: every number above, as JSON.\n- `%s` (Arrow IPC) and `%s` (Parquet): one row per snapshot and sensor with the truth, each model's prediction and error (null where the reading is missing).\n",
+	fmt.Fprintf(b, "- `%s`: every number above, as JSON.\n- `%s` (Arrow IPC) and `%s` (Parquet): one row per snapshot and sensor with the truth, each model's prediction and error (null where the reading is missing or, for a split by sensors, the sensor is not scored).\n",
 		FileMetrics, FilePredictions, FileParquet)
 	if len(d.Notes) > 0 {
 		b.WriteString("\n## Left out\n\n")

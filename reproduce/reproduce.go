@@ -49,6 +49,9 @@ type Config struct {
 	Hidden   int        `json:"hidden"`
 	NoiseStd float64    `json:"noise_std"`
 	Ratios   [3]float64 `json:"split_ratios"`
+	// SplitBy is snapshot.ByTime (when empty) or snapshot.ByNodes, Gao &
+	// Ribeiro's transductive split, whose Ratios are whole numbers (7,1,2).
+	SplitBy string `json:"split_by,omitempty"`
 	// Prep is the input preprocessing of every model (PrepStandard when
 	// empty; PrepPaper is Gao & Ribeiro's).
 	Prep      snapshot.Prep       `json:"prep,omitempty"`
@@ -67,6 +70,15 @@ func (c Config) prep() snapshot.Prep {
 		return snapshot.PrepStandard
 	}
 	return c.Prep
+}
+
+// spec returns the split the configuration asks for.
+func (c Config) spec() snapshot.SplitSpec {
+	by := c.SplitBy
+	if by == "" {
+		by = snapshot.ByTime
+	}
+	return snapshot.SplitSpec{By: by, Ratios: c.Ratios}
 }
 
 // Quick returns a configuration that runs in a few minutes on two cores:
@@ -149,7 +161,7 @@ func RunAll(ctx context.Context, cfg Config, progress Progress) (*Table, error) 
 	if len(cfg.Seeds) == 0 {
 		return nil, fmt.Errorf("reproduce: no seeds")
 	}
-	p, err := snapshot.PrepareFit(cfg.DataDir, cfg.Dataset, cfg.Window, cfg.Ratios, cfg.prep())
+	p, err := snapshot.PrepareFit(cfg.DataDir, cfg.Dataset, cfg.Window, cfg.spec(), cfg.prep())
 	if err != nil {
 		return nil, err
 	}
@@ -188,7 +200,8 @@ func runSeed(ctx context.Context, cfg Config, p *snapshot.Prepared, seed uint64,
 	run := &Run{Seed: seed, Metrics: map[string]evaluation.Metrics{}, Seconds: map[string]float64{}, MaxReceptive: map[string]int{},
 		Paper: map[string]evaluation.PaperMetrics{}}
 	s := p.Dataset.Series
-	lo, hi, err := snapshot.FitMinMax(s.Data, s.Nodes, s.Channels, p.Split.TrainSteps(p.Set.Window))
+	fit, fitNodes, steps := p.Split.FitData(s.Data, s.Nodes, s.Channels, p.Set.Window)
+	lo, hi, err := snapshot.FitMinMax(fit, fitNodes, s.Channels, steps)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -239,12 +252,9 @@ func runSeed(ctx context.Context, cfg Config, p *snapshot.Prepared, seed uint64,
 	}
 
 	// Targets of the frozen teacher.
-	var tg [3]*sdgnn.Targets
-	for i, r := range []snapshot.Range{split.Train, split.Val, split.Test} {
-		var err error
-		if tg[i], err = sdgnn.ComputeTargets(ctx, gruGCN, set, r, p.Adj); err != nil {
-			return nil, nil, err
-		}
+	tg, err := sdgnn.PartTargets(ctx, gruGCN, set, p.Adj, split.Train, split.Val, split.Test)
+	if err != nil {
+		return nil, nil, err
 	}
 	train, val, test := tg[0], tg[1], tg[2]
 	nb := p.Dataset.Graph.Neighbors()
@@ -325,9 +335,12 @@ func trainOrLoad(ctx context.Context, cfg Config, p *snapshot.Prepared, kind str
 		if p.Set.Norm.Prep() != snapshot.PrepStandard {
 			prep = "-" + string(p.Set.Norm.Prep())
 		}
+		if p.Split.ByNodes() {
+			prep += "-" + snapshot.ByNodes
+		}
 		path = filepath.Join(cfg.ModelDir, fmt.Sprintf("%s-%s%s-seed%d.model", cfg.Dataset, kind, prep, seed))
 		if s, err := teacher.LoadModel(path); err == nil {
-			if s.Meta.Dataset != cfg.Dataset || s.Meta.Split != p.Split || s.Meta.Norm.Prep() != p.Set.Norm.Prep() {
+			if s.Meta.Dataset != cfg.Dataset || !s.Meta.Split.Equal(p.Split) || s.Meta.Norm.Prep() != p.Set.Norm.Prep() {
 				return nil, fmt.Errorf("reuse %s: trained on %s with split %+v and %s preprocessing, this run needs %s with %+v and %s",
 					path, s.Meta.Dataset, s.Meta.Split, s.Meta.Norm.Prep(), cfg.Dataset, p.Split, p.Set.Norm.Prep())
 			}
@@ -412,7 +425,11 @@ func (t *Table) Markdown(w io.Writer) error {
 	if t.MAPEFloor > 0 {
 		floor = fmt.Sprintf(", truths below %g left out of MAPE", t.MAPEFloor)
 	}
-	if _, err := fmt.Fprintf(w, "%s, test split, %d seed(s), %s preprocessing%s\n\n| metric |", t.Dataset, len(t.Runs), t.Config.prep(), floor); err != nil {
+	part := "test split (chronological)"
+	if sp := t.Config.spec(); sp.By == snapshot.ByNodes {
+		part = fmt.Sprintf("test nodes (nodes split %g:%g:%g by degree, every snapshot)", sp.Ratios[0], sp.Ratios[1], sp.Ratios[2])
+	}
+	if _, err := fmt.Fprintf(w, "%s, %s, %d seed(s), %s preprocessing%s\n\n| metric |", t.Dataset, part, len(t.Runs), t.Config.prep(), floor); err != nil {
 		return err
 	}
 	for _, m := range Models {

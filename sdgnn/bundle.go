@@ -330,10 +330,12 @@ func (b *Bundle) Fits(set *snapshot.Set) error {
 	return nil
 }
 
-// Predict returns the bundle's forecasts for the snapshots of r on the
-// original scale, row-major (snapshot, node, channel), with the raw targets
-// in the same layout, through the batched path.
-func Predict(b *Bundle, set *snapshot.Set, r snapshot.Range, batchSize int) (pred, truth []float64, err error) {
+// Predict returns the bundle's forecasts for the snapshots of part p on
+// the original scale, row-major (snapshot, node, channel), with the raw
+// targets in the same layout (NaN, not scored, for nodes outside p),
+// through the batched path.
+func Predict(b *Bundle, set *snapshot.Set, p snapshot.Part, batchSize int) (pred, truth []float64, err error) {
+	r := p.Range
 	if err := b.Fits(set); err != nil {
 		return nil, nil, fmt.Errorf("predict: %w", err)
 	}
@@ -345,12 +347,13 @@ func Predict(b *Bundle, set *snapshot.Set, r snapshot.Range, batchSize int) (pre
 		if err := set.Fill(&batch, idx); err != nil {
 			return nil, nil, err
 		}
-		p, err := b.ForecastBatch(batch.X)
+		f, err := b.ForecastBatch(batch.X)
 		if err != nil {
 			return nil, nil, err
 		}
-		pred = append(pred, p...)
+		pred = append(pred, f...)
 		truth = append(truth, batch.Raw.RawMatrix().Data...)
 	}
+	p.Hide(truth, set.Nodes, set.Channels)
 	return pred, truth, nil
 }

@@ -72,11 +72,11 @@ func TestDistillOnRealData(t *testing.T) {
 	m, set, split, ds := quickTeacher(t)
 	adj := ds.Graph.NormalizedAdjacency()
 	ctx := context.Background()
-	train, err := ComputeTargets(ctx, m, set, split.Train, adj)
+	train, err := ComputeTargets(ctx, m, set, split.Train.Range, adj)
 	if err != nil {
 		t.Fatal(err)
 	}
-	val, err := ComputeTargets(ctx, m, set, split.Val, adj)
+	val, err := ComputeTargets(ctx, m, set, split.Val.Range, adj)
 	if err != nil {
 		t.Fatal(err)
 	}

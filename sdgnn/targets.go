@@ -14,7 +14,9 @@ import (
 // Targets are the frozen teacher's embeddings of a range of snapshots:
 // H (the student's input) and Z (its target), snapshot-major (row s·n+i is
 // node i of the s-th snapshot of the range), plus the raw targets of the
-// forecasts for evaluation.
+// forecasts for evaluation. Truth is NaN where a node split does not score
+// a node (Only): every loss and metric leaves those out, while H and Z, the
+// teacher's outputs, stay there for every node.
 type Targets struct {
 	Range    snapshot.Range
 	Nodes    int
@@ -57,4 +59,39 @@ func ComputeTargets(ctx context.Context, m *teacher.Model, set *snapshot.Set, r 
 		row += rows
 	}
 	return t, nil
+}
+
+// Only returns targets sharing t's H and Z whose truths are those of part p
+// (NaN for nodes p does not score); p's range must be t's.
+func (t *Targets) Only(p snapshot.Part) (*Targets, error) {
+	if p.Range != t.Range {
+		return nil, fmt.Errorf("targets of snapshots %v cannot serve part %v", t.Range, p.Range)
+	}
+	u := *t
+	u.Truth = append([]float64(nil), t.Truth...)
+	p.Hide(u.Truth, t.Nodes, t.Channels)
+	return &u, nil
+}
+
+// PartTargets returns the targets of each part, running the teacher once
+// per distinct range: a node split's parts share every snapshot and differ
+// only in the nodes they score.
+func PartTargets(ctx context.Context, m *teacher.Model, set *snapshot.Set, a gcn.Propagator, parts ...snapshot.Part) ([]*Targets, error) {
+	byRange := map[snapshot.Range]*Targets{}
+	out := make([]*Targets, len(parts))
+	for i, p := range parts {
+		t, ok := byRange[p.Range]
+		if !ok {
+			var err error
+			if t, err = ComputeTargets(ctx, m, set, p.Range, a); err != nil {
+				return nil, err
+			}
+			byRange[p.Range] = t
+		}
+		var err error
+		if out[i], err = t.Only(p); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }

@@ -35,13 +35,13 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println("snapshots:", set.Len(), "train:", split.Train, "val:", split.Val, "test:", split.Test)
+	fmt.Println("snapshots:", set.Len(), "train:", split.Train.Range, "val:", split.Val.Range, "test:", split.Test.Range)
 
 	// One training epoch in shuffled batches of 8 snapshots, reusing the
 	// batch matrices.
 	var b snapshot.Batch
 	rng := rand.New(rand.NewPCG(1, 2))
-	for _, idx := range snapshot.Batches(split.Train, 8, rng) {
+	for _, idx := range snapshot.Batches(split.Train.Range, 8, rng) {
 		if err := set.Fill(&b, idx); err != nil {
 			log.Fatal(err)
 		}
@@ -57,7 +57,7 @@ func Example() {
 	}
 	defer os.RemoveAll(dir)
 	path := filepath.Join(dir, "test.arrow")
-	if err := snapshot.WriteSnapshots(path, set, split.Test); err != nil {
+	if err := snapshot.WriteSnapshots(path, set, split.Test.Range); err != nil {
 		log.Fatal(err)
 	}
 	tab, err := snapshot.ReadSnapshots(path)

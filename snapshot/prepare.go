@@ -17,21 +17,20 @@ type Prepared struct {
 }
 
 // Prepare loads the named dataset from the data directory (resolved from
-// dataFlag as pems.ResolveDataDir does), splits its snapshots
-// chronologically by ratios, and normalises them with norm, or, when norm is
-// nil, with a PrepStandard normaliser fitted on the steps the training
-// snapshots see.
-func Prepare(dataFlag, name string, window int, ratios [3]float64, norm *Normalizer) (*Prepared, error) {
-	return prepare(dataFlag, name, window, ratios, norm, PrepStandard)
+// dataFlag as pems.ResolveDataDir does), splits its snapshots as spec says,
+// and normalises them with norm, or, when norm is nil, with a PrepStandard
+// normaliser fitted on the training part (Split.FitData).
+func Prepare(dataFlag, name string, window int, spec SplitSpec, norm *Normalizer) (*Prepared, error) {
+	return prepare(dataFlag, name, window, spec, norm, PrepStandard)
 }
 
 // PrepareFit is Prepare fitting a normaliser of preprocessing prep on the
-// steps the training snapshots see: what a new model is trained with.
-func PrepareFit(dataFlag, name string, window int, ratios [3]float64, prep Prep) (*Prepared, error) {
-	return prepare(dataFlag, name, window, ratios, nil, prep)
+// training part: what a new model is trained with.
+func PrepareFit(dataFlag, name string, window int, spec SplitSpec, prep Prep) (*Prepared, error) {
+	return prepare(dataFlag, name, window, spec, nil, prep)
 }
 
-func prepare(dataFlag, name string, window int, ratios [3]float64, norm *Normalizer, prep Prep) (*Prepared, error) {
+func prepare(dataFlag, name string, window int, spec SplitSpec, norm *Normalizer, prep Prep) (*Prepared, error) {
 	dir, err := pems.ResolveDataDir(dataFlag)
 	if err != nil {
 		return nil, err
@@ -44,26 +43,26 @@ func prepare(dataFlag, name string, window int, ratios [3]float64, norm *Normali
 	if s.Steps <= window {
 		return nil, fmt.Errorf("dataset %s has %d steps, not more than the window %d", name, s.Steps, window)
 	}
-	split, err := ChronoSplit(s.Steps-window, ratios)
+	degrees := make([]int, s.Nodes)
+	for i, nb := range ds.Graph.Neighbors() {
+		degrees[i] = len(nb)
+	}
+	split, err := spec.Make(s.Steps-window, degrees)
 	if err != nil {
 		return nil, fmt.Errorf("split %s: %w", name, err)
 	}
 	var n Normalizer
 	if norm != nil {
 		n = *norm
-	} else if n, err = Fit(prep, s.Data, s.Nodes, s.Channels, split.TrainSteps(window), ds.Info.Start.UnixMilli(), int64(ds.Info.StepMinutes)*minuteMs); err != nil {
-		return nil, fmt.Errorf("normalise %s: %w", name, err)
+	} else {
+		data, nodes, steps := split.FitData(s.Data, s.Nodes, s.Channels, window)
+		if n, err = Fit(prep, data, nodes, s.Channels, steps, ds.Info.Start.UnixMilli(), int64(ds.Info.StepMinutes)*minuteMs); err != nil {
+			return nil, fmt.Errorf("normalise %s: %w", name, err)
+		}
 	}
 	set, err := NewSet(s.Data, s.Steps, s.Nodes, s.Channels, window, n)
 	if err != nil {
 		return nil, fmt.Errorf("snapshots of %s: %w", name, err)
 	}
 	return &Prepared{Dataset: ds, Dir: dir, Split: split, Set: set, Adj: ds.Graph.NormalizedAdjacency()}, nil
-}
-
-// SplitRatios returns the sizes of a split as ratios that ChronoSplit turns
-// back into the same split on the same data: how a saved model's split is
-// reproduced.
-func SplitRatios(s Split) [3]float64 {
-	return [3]float64{float64(s.Train.Len()), float64(s.Val.Len()), float64(s.Test.Len())}
 }

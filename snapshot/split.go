@@ -1,8 +1,10 @@
 package snapshot
 
 import (
+	"cmp"
 	"fmt"
 	"math"
+	"slices"
 )
 
 // Range is a half-open range [Start, End) of snapshot indices.
@@ -19,9 +21,86 @@ func (r Range) Len() int {
 // Contains reports whether snapshot index s lies in r.
 func (r Range) Contains(s int) bool { return r.Start <= s && s < r.End }
 
-// Split is a chronological train/validation/test split of snapshots. The
-// three ranges are consecutive and together cover [0, n).
-type Split struct{ Train, Val, Test Range }
+// What a split divides.
+const (
+	// ByTime cuts the snapshots into consecutive time ranges; every node
+	// is scored in every part.
+	ByTime = "time"
+	// ByNodes deals the nodes into parts; every part holds every snapshot,
+	// and a part's loss and metrics count only its nodes (the transductive
+	// split of Gao & Ribeiro's time-then-graph code).
+	ByNodes = "nodes"
+)
+
+// Part is one part of a split: the snapshots of Range and, when Nodes is
+// not nil, only the targets of those nodes. Every node's window is still an
+// input (a GCN reads its neighbours whatever part they are in); only what is
+// learnt from and scored is restricted.
+type Part struct {
+	Range
+	Nodes []int `json:"nodes,omitempty"` // sorted; nil: every node
+}
+
+// Scores reports whether node i's targets belong to p.
+func (p Part) Scores(i int) bool {
+	if p.Nodes == nil {
+		return true
+	}
+	_, ok := slices.BinarySearch(p.Nodes, i)
+	return ok
+}
+
+// Hide marks as not scored (NaN) the truths of the nodes outside p in
+// truth, laid out row-major (snapshot, node, channel) with the given numbers
+// of nodes and channels. Losses and metrics leave NaN truths out
+// (teacher.Loss, evaluation.Masked, evaluation.PaperAccumulator), so hiding
+// is how a node split restricts training and scoring without another code
+// path. Hide does nothing when p holds every node.
+func (p Part) Hide(truth []float64, nodes, channels int) {
+	if p.Nodes == nil {
+		return
+	}
+	keep := make([]bool, nodes)
+	for _, i := range p.Nodes {
+		if 0 <= i && i < nodes {
+			keep[i] = true
+		}
+	}
+	nan := math.NaN()
+	for k := range truth {
+		if !keep[(k/channels)%nodes] {
+			truth[k] = nan
+		}
+	}
+}
+
+// Split divides a dataset's snapshots into training, validation and test
+// parts, by time (ChronoSplit) or by nodes (NodeSplit).
+type Split struct {
+	// By is ByTime or ByNodes; files written before node splits existed
+	// leave it empty, which means ByTime.
+	By               string `json:"by,omitempty"`
+	Train, Val, Test Part
+	// Ratios are the proportions a node split dealt the nodes by: what
+	// reproduces it (SpecOf).
+	Ratios [3]float64 `json:"ratios,omitzero"`
+}
+
+// Part returns the part named train, val (or validation) or test.
+func (s Split) Part(name string) (Part, error) {
+	switch name {
+	case "train":
+		return s.Train, nil
+	case "val", "validation":
+		return s.Val, nil
+	case "test":
+		return s.Test, nil
+	}
+	return Part{}, fmt.Errorf("split part %q: want train, val or test", name)
+}
+
+// ByNodes reports whether s divides nodes rather than time.
+func (s Split) ByNodes() bool { return s.By == ByNodes }
 
 // ChronoSplit splits n snapshots into consecutive training, validation and
 // test ranges whose sizes are proportional to ratios (for example 6,2,2 or
@@ -53,10 +132,101 @@ func ChronoSplit(n int, ratios [3]float64) (Split, error) {
 		return Split{}, fmt.Errorf("snapshot: chrono split: %d snapshots with ratios %v give an empty part (train=%d val=%d test=%d)", n, ratios, nTrain, nVal, nTest)
 	}
 	return Split{
-		Train: Range{0, nTrain},
-		Val:   Range{nTrain, nTrain + nVal},
-		Test:  Range{nTrain + nVal, n},
+		By:    ByTime,
+		Train: Part{Range: Range{0, nTrain}},
+		Val:   Part{Range: Range{nTrain, nTrain + nVal}},
+		Test:  Part{Range: Range{nTrain + nVal, n}},
 	}, nil
+}
+
+// NodeSplit deals the nodes of a graph with the given degrees into
+// training, validation and test parts, every part holding all n snapshots:
+// the transductive split of Gao & Ribeiro's time-then-graph code (fitsplit
+// over nodes), which the SDGNN paper's PeMS table uses. The nodes are
+// ordered by degree, largest first (ties by id), and dealt round-robin into
+// S = sum of ratios chunks: the node at position p of that order goes to the
+// training part when p mod S < ratios[0], to validation when it is below
+// ratios[0]+ratios[1], to test otherwise. With 7,1,2 that is positions 0–6
+// of every ten training, 7 validation, 8 and 9 test, so every part spans
+// the degree range.
+//
+// The ratios must be positive whole numbers and every part non-empty.
+func NodeSplit(n int, degrees []int, ratios [3]float64) (Split, error) {
+	var whole [3]int
+	for i, r := range ratios {
+		if !(r >= 1) || r != math.Trunc(r) || r > 1e6 {
+			return Split{}, fmt.Errorf("snapshot: node split: ratio %d is %v, want a positive whole number (such as 7,1,2)", i, r)
+		}
+		whole[i] = int(r)
+	}
+	if n <= 0 {
+		return Split{}, fmt.Errorf("snapshot: node split: %d snapshots", n)
+	}
+	order := make([]int, len(degrees))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(degrees[b], degrees[a]) })
+	all := Range{0, n}
+	s := Split{By: ByNodes, Ratios: ratios, Train: Part{Range: all, Nodes: []int{}}, Val: Part{Range: all, Nodes: []int{}}, Test: Part{Range: all, Nodes: []int{}}}
+	sum := whole[0] + whole[1] + whole[2]
+	for p, node := range order {
+		switch q := p % sum; {
+		case q < whole[0]:
+			s.Train.Nodes = append(s.Train.Nodes, node)
+		case q < whole[0]+whole[1]:
+			s.Val.Nodes = append(s.Val.Nodes, node)
+		default:
+			s.Test.Nodes = append(s.Test.Nodes, node)
+		}
+	}
+	for _, p := range []*Part{&s.Train, &s.Val, &s.Test} {
+		slices.Sort(p.Nodes)
+	}
+	if len(s.Train.Nodes) == 0 || len(s.Val.Nodes) == 0 || len(s.Test.Nodes) == 0 {
+		return Split{}, fmt.Errorf("snapshot: node split: %d nodes with ratios %v give an empty part (train=%d val=%d test=%d)",
+			len(degrees), ratios, len(s.Train.Nodes), len(s.Val.Nodes), len(s.Test.Nodes))
+	}
+	return s, nil
+}
+
+// SplitSpec says how to split a dataset before its size is known: by time
+// or by nodes, in the given proportions.
+type SplitSpec struct {
+	By     string     // ByTime (or empty) or ByNodes
+	Ratios [3]float64 // train, validation, test
+}
+
+// ParseSplitBy checks a split kind named on a command line.
+func ParseSplitBy(s string) (string, error) {
+	switch s {
+	case ByTime, ByNodes:
+		return s, nil
+	}
+	return "", fmt.Errorf("split by %q: want %q or %q", s, ByTime, ByNodes)
+}
+
+// Make returns the split of n snapshots of a graph whose node degrees are
+// given (used by a node split only).
+func (sp SplitSpec) Make(n int, degrees []int) (Split, error) {
+	switch sp.By {
+	case ByTime, "":
+		return ChronoSplit(n, sp.Ratios)
+	case ByNodes:
+		return NodeSplit(n, degrees, sp.Ratios)
+	}
+	return Split{}, fmt.Errorf("snapshot: split by %q: want %q or %q", sp.By, ByTime, ByNodes)
+}
+
+// SpecOf returns the spec that remakes s on the same data: for a time split
+// the sizes of its parts as ratios (files written before node splits carry
+// no ratios), for a node split its kind and ratios. It is how a saved
+// model's split is reproduced.
+func SpecOf(s Split) SplitSpec {
+	if s.ByNodes() {
+		return SplitSpec{By: ByNodes, Ratios: s.Ratios}
+	}
+	return SplitSpec{By: ByTime, Ratios: [3]float64{float64(s.Train.Len()), float64(s.Val.Len()), float64(s.Test.Len())}}
 }
 
 // TrainSteps returns the number of leading series steps seen by the training
@@ -66,4 +236,41 @@ func ChronoSplit(n int, ratios [3]float64) (Split, error) {
 // Normalizer on these steps keeps validation data out of the scaling.
 func (s Split) TrainSteps(window int) int {
 	return s.Train.End + window
+}
+
+// FitData returns the readings a normaliser is fitted on, row-major (step,
+// node, channel), with their numbers of nodes and steps: for a time split
+// the first TrainSteps steps of data (data itself), for a node split every
+// step of the training nodes (a copy), as Gao & Ribeiro's normalizeby does.
+// Either way no validation or test target enters the scaling.
+func (s Split) FitData(data []float64, nodes, channels, window int) (fit []float64, fitNodes, steps int) {
+	steps = s.TrainSteps(window)
+	if !s.ByNodes() || s.Train.Nodes == nil {
+		return data, nodes, steps
+	}
+	k := len(s.Train.Nodes)
+	fit = make([]float64, 0, steps*k*channels)
+	for t := 0; t < steps; t++ {
+		for _, i := range s.Train.Nodes {
+			at := (t*nodes + i) * channels
+			fit = append(fit, data[at:at+channels]...)
+		}
+	}
+	return fit, k, steps
+}
+
+// Equal reports whether s and o are the same split: same kind, ranges and
+// nodes. A time split read from a file written before node splits (By
+// empty) equals the same split made now.
+func (s Split) Equal(o Split) bool {
+	if s.ByNodes() != o.ByNodes() || (s.ByNodes() && s.Ratios != o.Ratios) {
+		return false
+	}
+	for i, p := range []Part{s.Train, s.Val, s.Test} {
+		q := []Part{o.Train, o.Val, o.Test}[i]
+		if p.Range != q.Range || (p.Nodes == nil) != (q.Nodes == nil) || !slices.Equal(p.Nodes, q.Nodes) {
+			return false
+		}
+	}
+	return true
 }

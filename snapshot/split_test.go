@@ -1,9 +1,16 @@
 package snapshot
 
 import (
+	"encoding/json"
 	"math"
+	"reflect"
 	"testing"
 )
+
+// chrono is the time split with the given part boundaries.
+func chrono(a, b, c, d int) Split {
+	return Split{By: ByTime, Train: Part{Range: Range{a, b}}, Val: Part{Range: Range{b, c}}, Test: Part{Range: Range{c, d}}}
+}
 
 func TestChronoSplit(t *testing.T) {
 	for _, tc := range []struct {
@@ -12,10 +19,10 @@ func TestChronoSplit(t *testing.T) {
 		want    Split
 		wantErr bool
 	}{
-		{n: 100, ratios: [3]float64{6, 2, 2}, want: Split{Range{0, 60}, Range{60, 80}, Range{80, 100}}},
-		{n: 100, ratios: [3]float64{0.6, 0.2, 0.2}, want: Split{Range{0, 60}, Range{60, 80}, Range{80, 100}}},
-		{n: 10, ratios: [3]float64{7, 1, 2}, want: Split{Range{0, 7}, Range{7, 8}, Range{8, 10}}},
-		{n: 3, ratios: [3]float64{1, 1, 1}, want: Split{Range{0, 1}, Range{1, 2}, Range{2, 3}}},
+		{n: 100, ratios: [3]float64{6, 2, 2}, want: chrono(0, 60, 80, 100)},
+		{n: 100, ratios: [3]float64{0.6, 0.2, 0.2}, want: chrono(0, 60, 80, 100)},
+		{n: 10, ratios: [3]float64{7, 1, 2}, want: chrono(0, 7, 8, 10)},
+		{n: 3, ratios: [3]float64{1, 1, 1}, want: chrono(0, 1, 2, 3)},
 		{n: 2, ratios: [3]float64{6, 2, 2}, wantErr: true},
 		{n: 1, ratios: [3]float64{1, 1, 1}, wantErr: true},
 		{n: 0, ratios: [3]float64{6, 2, 2}, wantErr: true},
@@ -33,7 +40,7 @@ func TestChronoSplit(t *testing.T) {
 		if err != nil {
 			continue
 		}
-		if got != tc.want {
+		if !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("ChronoSplit(%d, %v) = %+v, want %+v", tc.n, tc.ratios, got, tc.want)
 		}
 		if total := got.Train.Len() + got.Val.Len() + got.Test.Len(); total != tc.n {
@@ -48,8 +55,8 @@ func TestTrainSteps(t *testing.T) {
 		window int
 		want   int
 	}{
-		{Split{Train: Range{0, 60}}, 12, 72},
-		{Split{Train: Range{0, 1}}, 1, 2},
+		{Split{Train: Part{Range: Range{0, 60}}}, 12, 72},
+		{Split{Train: Part{Range: Range{0, 1}}}, 1, 2},
 	} {
 		if got := tc.split.TrainSteps(tc.window); got != tc.want {
 			t.Errorf("TrainSteps(%d) with train %v = %d, want %d", tc.window, tc.split.Train, got, tc.want)
@@ -89,5 +96,115 @@ func TestRange(t *testing.T) {
 		if got := tc.r.Contains(tc.in); got != tc.cont {
 			t.Errorf("%v.Contains(%d) = %v, want %v", tc.r, tc.in, got, tc.cont)
 		}
+	}
+}
+
+func TestNodeSplit(t *testing.T) {
+	// Degrees of 12 nodes; by degree, largest first, ties by id, the order
+	// is 3 7 0 1 2 4 5 6 8 9 10 11 (3 has 9, 7 has 5, the rest 1).
+	deg := []int{1, 1, 1, 9, 1, 1, 1, 5, 1, 1, 1, 1}
+	for _, tc := range []struct {
+		name             string
+		ratios           [3]float64
+		train, val, test []int
+		wantErr          bool
+	}{
+		// Positions 0–6 of every ten train, 7 validates, 8 and 9 test; then
+		// positions 10 and 11 train again.
+		{name: "7,1,2", ratios: [3]float64{7, 1, 2}, train: []int{0, 1, 2, 3, 4, 5, 7, 10, 11}, val: []int{6}, test: []int{8, 9}},
+		{name: "1,1,1", ratios: [3]float64{1, 1, 1}, train: []int{1, 3, 5, 9}, val: []int{2, 6, 7, 10}, test: []int{0, 4, 8, 11}},
+		{name: "fraction", ratios: [3]float64{0.7, 0.1, 0.2}, wantErr: true},
+		{name: "zero", ratios: [3]float64{7, 0, 2}, wantErr: true},
+		{name: "NaN", ratios: [3]float64{math.NaN(), 1, 2}, wantErr: true},
+		{name: "empty test", ratios: [3]float64{11, 1, 1}, wantErr: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := NodeSplit(50, deg, tc.ratios)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("NodeSplit error = %v, wantErr %v", err, tc.wantErr)
+			}
+			if err != nil {
+				return
+			}
+			for name, pair := range map[string][2][]int{"train": {s.Train.Nodes, tc.train}, "val": {s.Val.Nodes, tc.val}, "test": {s.Test.Nodes, tc.test}} {
+				if !reflect.DeepEqual(pair[0], pair[1]) {
+					t.Errorf("%s nodes %v, want %v", name, pair[0], pair[1])
+				}
+			}
+			for _, p := range []Part{s.Train, s.Val, s.Test} {
+				if p.Range != (Range{0, 50}) {
+					t.Errorf("part range %v, want every snapshot", p.Range)
+				}
+			}
+			if !s.ByNodes() || s.TrainSteps(12) != 62 {
+				t.Errorf("By %q, TrainSteps %d", s.By, s.TrainSteps(12))
+			}
+			// The spec remakes it, also after a JSON round trip (a saved model).
+			b, err := json.Marshal(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var back Split
+			if err := json.Unmarshal(b, &back); err != nil {
+				t.Fatal(err)
+			}
+			again, err := SpecOf(back).Make(50, deg)
+			if err != nil || !reflect.DeepEqual(again, s) || !reflect.DeepEqual(back, s) {
+				t.Errorf("remade %+v (%v), decoded %+v, want %+v", again, err, back, s)
+			}
+		})
+	}
+}
+
+func TestSplitJSONBeforeNodeSplits(t *testing.T) {
+	// A model file written before node splits: no "by", plain ranges.
+	var s Split
+	if err := json.Unmarshal([]byte(`{"Train":{"Start":0,"End":60},"Val":{"Start":60,"End":80},"Test":{"Start":80,"End":100}}`), &s); err != nil {
+		t.Fatal(err)
+	}
+	if s.ByNodes() || s.Test.Nodes != nil || s.Test.Range != (Range{80, 100}) {
+		t.Fatalf("decoded %+v", s)
+	}
+	remade, err := SpecOf(s).Make(100, nil)
+	if err != nil || !reflect.DeepEqual(remade, chrono(0, 60, 80, 100)) {
+		t.Errorf("remade %+v (%v)", remade, err)
+	}
+	if _, err := (SplitSpec{By: "space"}).Make(100, nil); err == nil {
+		t.Error("an unknown split kind was accepted")
+	}
+}
+
+func TestPartHide(t *testing.T) {
+	const nodes, channels = 3, 2
+	truth := []float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12} // 2 snapshots
+	all := append([]float64(nil), truth...)
+	Part{}.Hide(all, nodes, channels)
+	if !reflect.DeepEqual(all, truth) {
+		t.Errorf("a part of every node hid %v", all)
+	}
+	p := Part{Nodes: []int{1}}
+	p.Hide(truth, nodes, channels)
+	for k, v := range truth {
+		node := (k / channels) % nodes
+		if hidden := math.IsNaN(v); hidden != (node != 1) || p.Scores(node) != (node == 1) {
+			t.Errorf("entry %d (node %d) = %v", k, node, v)
+		}
+	}
+}
+
+func TestFitData(t *testing.T) {
+	// 3 steps, 3 nodes, 1 channel: value = 10·step + node.
+	data := []float64{0, 1, 2, 10, 11, 12, 20, 21, 22}
+	s, err := NodeSplit(2, []int{0, 5, 1}, [3]float64{1, 1, 1}) // order 1 2 0: train {1}
+	if err != nil {
+		t.Fatal(err)
+	}
+	fit, nodes, steps := s.FitData(data, 3, 1, 1)
+	if !reflect.DeepEqual(fit, []float64{1, 11, 21}) || nodes != 1 || steps != 3 {
+		t.Errorf("node split fits on %v (%d nodes, %d steps), want node 1's every step", fit, nodes, steps)
+	}
+	fit, nodes, steps = chrono(0, 1, 2, 2).FitData(data, 3, 1, 1)
+	if len(fit) != len(data) || nodes != 3 || steps != 2 {
+		t.Errorf("time split fits on %d values, %d nodes, %d steps; want the data, 3 nodes, 2 steps", len(fit), nodes, steps)
 	}
 }

@@ -105,7 +105,7 @@ func TestEndToEndMatchesOffline(t *testing.T) {
 	}
 
 	// Offline: snapshot slot-T predicts slot.
-	offline, truth, err := sdgnn.Predict(b, set, snapshot.Range{Start: from, End: to - T + 1}, 64)
+	offline, truth, err := sdgnn.Predict(b, set, snapshot.Part{Range: snapshot.Range{Start: from, End: to - T + 1}}, 64)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -120,7 +120,7 @@ func (t *Trainer) Run(ctx context.Context, set *snapshot.Set, split snapshot.Spl
 		e := t.Epoch + 1
 		shuffle := rand.New(rand.NewPCG(t.Config.Seed, uint64(e)))
 		noise := rand.New(rand.NewPCG(t.Config.Seed^0xdeadbeef, uint64(e)))
-		batches := snapshot.Batches(split.Train, t.Config.BatchSize, shuffle)
+		batches := snapshot.Batches(split.Train.Range, t.Config.BatchSize, shuffle)
 		if t.Config.MaxBatches > 0 && len(batches) > t.Config.MaxBatches {
 			batches = batches[:t.Config.MaxBatches]
 		}
@@ -129,7 +129,7 @@ func (t *Trainer) Run(ctx context.Context, set *snapshot.Set, split snapshot.Spl
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			l, err := t.step(set, idx, a, noise, ps)
+			l, err := t.step(set, split.Train, idx, a, noise, ps)
 			if err != nil {
 				return fmt.Errorf("epoch %d: %w", e, err)
 			}
@@ -158,10 +158,11 @@ func (t *Trainer) Run(ctx context.Context, set *snapshot.Set, split snapshot.Spl
 	return nil
 }
 
-func (t *Trainer) step(set *snapshot.Set, idx []int, a gcn.Propagator, noise *rand.Rand, ps []*nn.Param) (float64, error) {
+func (t *Trainer) step(set *snapshot.Set, part snapshot.Part, idx []int, a gcn.Propagator, noise *rand.Rand, ps []*nn.Param) (float64, error) {
 	if err := set.Fill(&t.batch, idx); err != nil {
 		return 0, err
 	}
+	part.Hide(t.batch.Raw.RawMatrix().Data, set.Nodes, set.Channels) // a node split learns from its training nodes only
 	pred, err := t.Model.Forward(t.batch.X, a, noise)
 	if err != nil {
 		return 0, err
@@ -180,10 +181,12 @@ func (t *Trainer) step(set *snapshot.Set, idx []int, a gcn.Propagator, noise *ra
 	return l, t.Opt.Step(ps)
 }
 
-// Predict returns the forecasts of m for the snapshots of r on the original
-// scale, row-major (snapshot, node, channel), together with the raw targets in
-// the same layout.
-func Predict(m *Model, set *snapshot.Set, r snapshot.Range, a gcn.Propagator, batchSize int) (pred, truth []float64, err error) {
+// Predict returns the forecasts of m for the snapshots of part p on the
+// original scale, row-major (snapshot, node, channel), together with the raw
+// targets in the same layout, NaN (not scored) for nodes outside p. Every
+// node is forecast: the GCN needs them all.
+func Predict(m *Model, set *snapshot.Set, p snapshot.Part, a gcn.Propagator, batchSize int) (pred, truth []float64, err error) {
+	r := p.Range
 	if err := checkSet(m, set); err != nil {
 		return nil, nil, err
 	}
@@ -208,13 +211,15 @@ func Predict(m *Model, set *snapshot.Set, r snapshot.Range, a gcn.Propagator, ba
 		}
 		truth = append(truth, rd...)
 	}
+	p.Hide(truth, set.Nodes, set.Channels)
 	return pred, truth, nil
 }
 
-// Evaluate returns the masked metrics of m on the snapshots of r, overall, per
-// channel, per node and per chronological chunk.
-func Evaluate(m *Model, set *snapshot.Set, r snapshot.Range, a gcn.Propagator, chunks, batchSize int) (evaluation.Report, error) {
-	pred, truth, err := Predict(m, set, r, a, batchSize)
+// Evaluate returns the masked metrics of m on part p, overall, per channel,
+// per node and per chronological chunk.
+func Evaluate(m *Model, set *snapshot.Set, p snapshot.Part, a gcn.Propagator, chunks, batchSize int) (evaluation.Report, error) {
+	r := p.Range
+	pred, truth, err := Predict(m, set, p, a, batchSize)
 	if err != nil {
 		return evaluation.Report{}, err
 	}

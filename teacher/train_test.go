@@ -147,7 +147,7 @@ func TestResumeMatchesUninterruptedRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if gotMeta.Dataset != "sz-taxi" || gotMeta.Split != split || resumed.Epoch != 1 {
+	if gotMeta.Dataset != "sz-taxi" || !gotMeta.Split.Equal(split) || resumed.Epoch != 1 {
 		t.Fatalf("state meta %+v epoch %d", gotMeta, resumed.Epoch)
 	}
 	if err := resumed.Run(context.Background(), set, split, adj, nil); err != nil {

@@ -48,7 +48,7 @@ func run() error {
 	)
 	flag.Parse()
 	const window = 12
-	prep, err := snapshot.Prepare(*data, *dataset, window, [3]float64{6, 2, 2}, nil)
+	prep, err := snapshot.Prepare(*data, *dataset, window, snapshot.SplitSpec{Ratios: [3]float64{6, 2, 2}}, nil)
 	if err != nil {
 		return err
 	}
@@ -62,7 +62,7 @@ func run() error {
 	} else if m, err = teacher.New(teacher.Config{Kind: teacher.KindGRUGCN, Window: window, Channels: prep.Set.Channels, Hidden: 16, Seed: 1}); err != nil {
 		return err
 	}
-	r := prep.Split.Train
+	r := prep.Split.Train.Range
 	if *snapshots > 0 && r.End-r.Start > *snapshots {
 		r.End = r.Start + *snapshots
 	}

@@ -156,7 +156,7 @@ func TestKill9LosesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	offline, _, err := sdgnn.Predict(b, set, snapshot.Range{Start: from, End: to - T + 1}, 64)
+	offline, _, err := sdgnn.Predict(b, set, snapshot.Part{Range: snapshot.Range{Start: from, End: to - T + 1}}, 64)
 	if err != nil {
 		t.Fatal(err)
 	}

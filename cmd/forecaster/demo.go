@@ -70,7 +70,7 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	// lateness deadline means the same as in real time. The readings carry
 	// their real times (the series' first step at the dataset's start), which
 	// a bundle with calendar inputs needs.
-	p, err := snapshot.Prepare(*dataDir, *dataset, b.Meta.Window, [3]float64{6, 2, 2}, &b.Meta.Norm)
+	p, err := snapshot.Prepare(*dataDir, *dataset, b.Meta.Window, snapshot.SplitSpec{Ratios: [3]float64{6, 2, 2}}, &b.Meta.Norm)
 	if err != nil {
 		return err
 	}
@@ -213,7 +213,7 @@ func (s *scorer) metrics() evaluation.Metrics {
 // quickBundle trains a GRU-GCN teacher briefly and distils it with the quick
 // schedule, logging progress, and saves the bundle at path.
 func quickBundle(ctx context.Context, log zerolog.Logger, dataDir, dataset, path string) (*sdgnn.Bundle, error) {
-	p, err := snapshot.Prepare(dataDir, dataset, 12, [3]float64{6, 2, 2}, nil)
+	p, err := snapshot.Prepare(dataDir, dataset, 12, snapshot.SplitSpec{Ratios: [3]float64{6, 2, 2}}, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -236,14 +236,11 @@ func quickBundle(ctx context.Context, log zerolog.Logger, dataDir, dataset, path
 	}); err != nil {
 		return nil, err
 	}
-	train, err := sdgnn.ComputeTargets(ctx, tr.Best, p.Set, p.Split.Train, p.Adj)
+	tg, err := sdgnn.PartTargets(ctx, tr.Best, p.Set, p.Adj, p.Split.Train, p.Split.Val)
 	if err != nil {
 		return nil, err
 	}
-	val, err := sdgnn.ComputeTargets(ctx, tr.Best, p.Set, p.Split.Val, p.Adj)
-	if err != nil {
-		return nil, err
-	}
+	train, val := tg[0], tg[1]
 	cfg := sdgnn.DefaultConfig()
 	cfg.Epochs, cfg.ThetaEvery, cfg.BudgetStart, cfg.BudgetEvery, cfg.FineTuneEpochs, cfg.LR = 60, 5, 16, 5, 5, 5e-3
 	cfg.Select, cfg.MAPEFloor = "mae", 1

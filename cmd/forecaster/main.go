@@ -198,21 +198,15 @@ func cmdPublish(ctx context.Context, args []string, stdout, stderr io.Writer) er
 }
 
 func publish(ctx context.Context, brokers []string, dataDir, dataset, part, topic string, speedup float64, start string, limit int) (int, error) {
-	p, err := snapshot.Prepare(dataDir, dataset, 12, [3]float64{6, 2, 2}, nil)
+	p, err := snapshot.Prepare(dataDir, dataset, 12, snapshot.SplitSpec{Ratios: [3]float64{6, 2, 2}}, nil)
 	if err != nil {
 		return 0, err
 	}
-	var r snapshot.Range
-	switch part {
-	case "train":
-		r = p.Split.Train
-	case "val":
-		r = p.Split.Val
-	case "test":
-		r = p.Split.Test
-	default:
-		return 0, fmt.Errorf("-split-part %q: want train, val or test", part)
+	pt, err := p.Split.Part(part)
+	if err != nil {
+		return 0, fmt.Errorf("-split-part: %w", err)
 	}
+	r := pt.Range
 	t0 := p.Dataset.Info.Start
 	if start != "" {
 		if t0, err = time.Parse(time.RFC3339, start); err != nil {

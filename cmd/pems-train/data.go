@@ -23,6 +23,34 @@ func noiseFor(name string, flagValue float64) float64 {
 	return 0.01
 }
 
+// parseSplit reads -split-by and -split: the kind of split and its ratios.
+// An empty ratios string means the kind's default: 6,2,2 by time, Gao &
+// Ribeiro's 7,1,2 by nodes.
+func parseSplit(by, ratios string) (snapshot.SplitSpec, error) {
+	kind, err := snapshot.ParseSplitBy(by)
+	if err != nil {
+		return snapshot.SplitSpec{}, fmt.Errorf("-split-by: %w", err)
+	}
+	if ratios == "" {
+		ratios = "6,2,2"
+		if kind == snapshot.ByNodes {
+			ratios = "7,1,2"
+		}
+	}
+	r, err := parseRatios(ratios)
+	if err != nil {
+		return snapshot.SplitSpec{}, err
+	}
+	if kind == snapshot.ByNodes {
+		for _, v := range r {
+			if v != float64(int(v)) {
+				return snapshot.SplitSpec{}, fmt.Errorf("-split %q: a split by nodes deals them round-robin and needs whole-number ratios such as 7,1,2", ratios)
+			}
+		}
+	}
+	return snapshot.SplitSpec{By: kind, Ratios: r}, nil
+}
+
 // parseRatios reads a split such as "6,2,2".
 func parseRatios(s string) ([3]float64, error) {
 	var r [3]float64
@@ -40,17 +68,43 @@ func parseRatios(s string) ([3]float64, error) {
 	return r, nil
 }
 
-// rangeOf returns the named part of a split.
-func rangeOf(sp snapshot.Split, name string) (snapshot.Range, error) {
-	switch name {
-	case "train":
-		return sp.Train, nil
-	case "val", "validation":
-		return sp.Val, nil
-	case "test":
-		return sp.Test, nil
+// partOf returns the named part of a split.
+func partOf(sp snapshot.Split, name string) (snapshot.Part, error) {
+	p, err := sp.Part(name)
+	if err != nil {
+		return p, fmt.Errorf("-split-part: %w", err)
 	}
-	return snapshot.Range{}, fmt.Errorf("-split-part %q: want train, val or test", name)
+	return p, nil
+}
+
+// prepareSaved prepares the data a saved model or bundle was trained on,
+// split as it was; a split that comes out otherwise (the data changed) is
+// an error.
+func prepareSaved(dataDir, dataset string, window int, split snapshot.Split, norm *snapshot.Normalizer, what string) (*snapshot.Prepared, error) {
+	p, err := snapshot.Prepare(dataDir, dataset, window, snapshot.SpecOf(split), norm)
+	if err != nil {
+		return nil, err
+	}
+	if !p.Split.Equal(split) {
+		return nil, fmt.Errorf("the data of %s now split as %s, %s was trained with %s", dataset, describeSplit(p.Split), what, describeSplit(split))
+	}
+	return p, nil
+}
+
+// describePart says which snapshots and sensors a part scores.
+func describePart(p snapshot.Part, nodes int) string {
+	if p.Nodes == nil {
+		return fmt.Sprintf("%d snapshots", p.Len())
+	}
+	return fmt.Sprintf("%d snapshots, %d of %d sensors", p.Len(), len(p.Nodes), nodes)
+}
+
+// describeSplit is a short account of a split for messages.
+func describeSplit(s snapshot.Split) string {
+	if s.ByNodes() {
+		return fmt.Sprintf("nodes %d/%d/%d over %d snapshots", len(s.Train.Nodes), len(s.Val.Nodes), len(s.Test.Nodes), s.Train.Len())
+	}
+	return fmt.Sprintf("snapshots %v/%v/%v", s.Train.Range, s.Val.Range, s.Test.Range)
 }
 
 func fileExists(path string) bool {

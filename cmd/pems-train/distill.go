@@ -12,7 +12,6 @@ import (
 
 	"github.com/pemsforecast/sdgnn/evaluation"
 	"github.com/pemsforecast/sdgnn/sdgnn"
-	"github.com/pemsforecast/sdgnn/snapshot"
 	"github.com/pemsforecast/sdgnn/teacher"
 )
 
@@ -87,8 +86,7 @@ func cmdDistill(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	m := saved.Meta
-	ratios := snapshot.SplitRatios(m.Split)
-	p, err := snapshot.Prepare(*dataDir, m.Dataset, m.Config.Window, ratios, &m.Norm)
+	p, err := prepareSaved(*dataDir, m.Dataset, m.Config.Window, m.Split, &m.Norm, *tpath)
 	if err != nil {
 		return err
 	}
@@ -96,14 +94,11 @@ func cmdDistill(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		*out = strings.TrimSuffix(*tpath, filepath.Ext(*tpath)) + ".sdgnn"
 	}
 	start := time.Now()
-	train, err := sdgnn.ComputeTargets(ctx, saved.Model, p.Set, p.Split.Train, p.Adj)
+	tg, err := sdgnn.PartTargets(ctx, saved.Model, p.Set, p.Adj, p.Split.Train, p.Split.Val)
 	if err != nil {
 		return err
 	}
-	val, err := sdgnn.ComputeTargets(ctx, saved.Model, p.Set, p.Split.Val, p.Adj)
-	if err != nil {
-		return err
-	}
+	train, val := tg[0], tg[1]
 	cands, err := sdgnn.Candidates(p.Dataset.Graph.Neighbors(), cfg.Candidates)
 	if err != nil {
 		return err
@@ -147,6 +142,6 @@ func cmdDistill(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	rep.ChannelNames = m.Channels
 	log.Info().Str("bundle", *out).Float64("receptive", res.Student.Theta.MeanReceptive()).Float64("test_mae", rep.Overall.MAE).
 		Float64("test_mape", rep.Overall.MAPE).Str("took", time.Since(start).Round(time.Second).String()).Msg("done")
-	fmt.Fprintf(stdout, "SDGNN %s on %s (mean receptive field %.2f nodes), test split (%d snapshots):\n", *out, m.Dataset, res.Student.Theta.MeanReceptive(), p.Split.Test.Len())
+	fmt.Fprintf(stdout, "SDGNN %s on %s (mean receptive field %.2f nodes), test split (%s):\n", *out, m.Dataset, res.Student.Theta.MeanReceptive(), describePart(p.Split.Test, p.Set.Nodes))
 	return rep.Table(stdout)
 }

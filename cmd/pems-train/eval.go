@@ -21,6 +21,8 @@ type evalResult struct {
 	Dataset string         `json:"dataset"`
 	Split   string         `json:"split"`
 	Range   snapshot.Range `json:"range"`
+	// Nodes are the sensors scored, for a split by nodes; absent: all.
+	Nodes []int `json:"nodes,omitempty"`
 	// Prep is the input preprocessing the model was trained with.
 	Prep snapshot.Prep `json:"prep"`
 	// Receptive is the mean number of nodes whose windows one node's
@@ -57,15 +59,11 @@ func cmdEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	ratios := snapshot.SplitRatios(lm.split)
-	p, err := snapshot.Prepare(*dataDir, lm.dataset, lm.window, ratios, &lm.norm)
+	p, err := prepareSaved(*dataDir, lm.dataset, lm.window, lm.split, &lm.norm, *model)
 	if err != nil {
 		return err
 	}
-	if p.Split != lm.split {
-		return fmt.Errorf("the data of %s now splits as %+v, the model was trained with %+v", lm.dataset, p.Split, lm.split)
-	}
-	r, err := rangeOf(p.Split, *part)
+	r, err := partOf(p.Split, *part)
 	if err != nil {
 		return err
 	}
@@ -84,7 +82,8 @@ func cmdEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	rep.ChannelNames = lm.channels
 	s := p.Dataset.Series
-	lo, hi, err := snapshot.FitMinMax(s.Data, s.Nodes, s.Channels, p.Split.TrainSteps(p.Set.Window))
+	fit, fitNodes, steps := p.Split.FitData(s.Data, s.Nodes, s.Channels, p.Set.Window)
+	lo, hi, err := snapshot.FitMinMax(fit, fitNodes, s.Channels, steps)
 	if err != nil {
 		return err
 	}
@@ -93,16 +92,20 @@ func cmdEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	if *preds != "" {
-		if err := writePredictions(*preds, p, r, lm.channels, pred, truth); err != nil {
+		if err := writePredictions(*preds, p, r.Range, lm.channels, pred, truth); err != nil {
 			return err
 		}
 	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(evalResult{Model: *model, Kind: lm.kind, Dataset: lm.dataset, Split: *part, Range: r, Prep: lm.norm.Prep(), Receptive: lm.receptive, Report: rep, Paper: paper})
+		return enc.Encode(evalResult{Model: *model, Kind: lm.kind, Dataset: lm.dataset, Split: *part, Range: r.Range, Nodes: r.Nodes, Prep: lm.norm.Prep(), Receptive: lm.receptive, Report: rep, Paper: paper})
 	}
-	fmt.Fprintf(stdout, "%s %s on %s, %s split (%d snapshots), %s preprocessing, mean receptive field %.2f nodes:\n", lm.kind, *model, lm.dataset, *part, r.Len(), lm.norm.Prep(), lm.receptive)
+	scored := ""
+	if r.Nodes != nil {
+		scored = fmt.Sprintf(", %d of %d sensors scored", len(r.Nodes), p.Set.Nodes)
+	}
+	fmt.Fprintf(stdout, "%s %s on %s, %s split (%d snapshots%s), %s preprocessing, mean receptive field %.2f nodes:\n", lm.kind, *model, lm.dataset, *part, r.Len(), scored, lm.norm.Prep(), lm.receptive)
 	if err := rep.Table(stdout); err != nil {
 		return err
 	}
@@ -132,7 +135,7 @@ type loaded struct {
 	norm          snapshot.Normalizer
 	split         snapshot.Split
 	receptive     float64
-	predict       func(p *snapshot.Prepared, r snapshot.Range) (pred, truth []float64, err error)
+	predict       func(p *snapshot.Prepared, r snapshot.Part) (pred, truth []float64, err error)
 }
 
 // loadAny loads a teacher model or an SDGNN bundle.
@@ -149,7 +152,7 @@ func loadAny(path string) (*loaded, error) {
 		}
 		m := s.Meta
 		return &loaded{kind: m.Config.Kind, dataset: m.Dataset, window: m.Config.Window, layers: m.Config.GCNLayers(), channels: m.Channels, norm: m.Norm, split: m.Split,
-			predict: func(p *snapshot.Prepared, r snapshot.Range) ([]float64, []float64, error) {
+			predict: func(p *snapshot.Prepared, r snapshot.Part) ([]float64, []float64, error) {
 				return teacher.Predict(s.Model, p.Set, r, p.Adj, 64)
 			}}, nil
 	case sdgnn.FileKindBundle:
@@ -159,7 +162,7 @@ func loadAny(path string) (*loaded, error) {
 		}
 		m := b.Meta
 		return &loaded{kind: "sdgnn", dataset: m.Dataset, window: m.Window, channels: m.Channels, norm: m.Norm, split: m.Split, receptive: b.Theta.MeanReceptive(),
-			predict: func(p *snapshot.Prepared, r snapshot.Range) ([]float64, []float64, error) {
+			predict: func(p *snapshot.Prepared, r snapshot.Part) ([]float64, []float64, error) {
 				return sdgnn.Predict(b, p.Set, r, 64)
 			}}, nil
 	}

@@ -23,7 +23,8 @@ func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		what    = fs.String("what", "snapshots", "snapshots, embeddings (H and Z of the model) or predictions")
 		part    = fs.String("split-part", "test", "train, val or test")
 		window  = fs.Int("window", 12, "input window when no -model is given")
-		split   = fs.String("split", "6,2,2", "train,val,test ratios when no -model is given")
+		split   = fs.String("split", "", "train,val,test ratios when no -model is given (default 6,2,2; 7,1,2 with -split-by nodes)")
+		splitBy = fs.String("split-by", snapshot.ByTime, "what the split divides when no -model is given: time (chronological) or nodes (Gao & Ribeiro's transductive split)")
 		out     = fs.String("out", "", "output Arrow IPC file (required); embeddings write OUT with -H and -Z before the extension")
 	)
 	if err := fs.Parse(args); err != nil {
@@ -43,8 +44,7 @@ func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return err
 		}
 		m := saved.Meta
-		ratios := snapshot.SplitRatios(m.Split)
-		if p, err = snapshot.Prepare(*dataDir, m.Dataset, m.Config.Window, ratios, &m.Norm); err != nil {
+		if p, err = prepareSaved(*dataDir, m.Dataset, m.Config.Window, m.Split, &m.Norm, *model); err != nil {
 			return err
 		}
 	} else {
@@ -52,21 +52,21 @@ func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			fmt.Fprintln(stderr, "export: give -model FILE or -dataset NAME")
 			return errUsage
 		}
-		ratios, err := parseRatios(*split)
+		spec, err := parseSplit(*splitBy, *split)
 		if err != nil {
 			return err
 		}
-		if p, err = snapshot.Prepare(*dataDir, *dataset, *window, ratios, nil); err != nil {
+		if p, err = snapshot.Prepare(*dataDir, *dataset, *window, spec, nil); err != nil {
 			return err
 		}
 	}
-	r, err := rangeOf(p.Split, *part)
+	r, err := partOf(p.Split, *part)
 	if err != nil {
 		return err
 	}
 	switch *what {
 	case "snapshots":
-		err = snapshot.WriteSnapshots(*out, p.Set, r)
+		err = snapshot.WriteSnapshots(*out, p.Set, r.Range)
 	case "predictions":
 		if saved == nil {
 			return fmt.Errorf("-what predictions needs -model")
@@ -75,12 +75,12 @@ func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if perr != nil {
 			return perr
 		}
-		err = writePredictions(*out, p, r, saved.Meta.Channels, pred, truth)
+		err = writePredictions(*out, p, r.Range, saved.Meta.Channels, pred, truth)
 	case "embeddings":
 		if saved == nil {
 			return fmt.Errorf("-what embeddings needs -model")
 		}
-		err = exportEmbeddings(ctx, *out, saved.Model, p, r)
+		err = exportEmbeddings(ctx, *out, saved.Model, p, r.Range)
 	default:
 		return fmt.Errorf("-what %q: want snapshots, embeddings or predictions", *what)
 	}

@@ -26,7 +26,7 @@ func TestOneLayerTeacher(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
 		t.Fatalf("eval -json output is not JSON: %v\n%s", err, stdout)
 	}
-	p, err := snapshot.Prepare(dir, "pems08", 12, [3]float64{6, 2, 2}, &saved.Meta.Norm)
+	p, err := snapshot.Prepare(dir, "pems08", 12, snapshot.SplitSpec{Ratios: [3]float64{6, 2, 2}}, &saved.Meta.Norm)
 	if err != nil {
 		t.Fatal(err)
 	}

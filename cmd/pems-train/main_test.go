@@ -111,7 +111,7 @@ func TestTeacherThenEvalOnPeMSLayout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := snapshot.Prepare(dir, "pems08", 12, [3]float64{6, 2, 2}, &saved.Meta.Norm)
+	p, err := snapshot.Prepare(dir, "pems08", 12, snapshot.SplitSpec{Ratios: [3]float64{6, 2, 2}}, &saved.Meta.Norm)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -77,12 +77,12 @@ func TestPaperPrepOnPeMSLayout(t *testing.T) {
 	if b.Meta.Norm.Prep() != snapshot.PrepPaper || *b.Meta.Norm.Time != *norm.Time {
 		t.Fatalf("bundle preprocessing %q, calendar %+v; the teacher's %+v", b.Meta.Norm.Prep(), b.Meta.Norm.Time, *norm.Time)
 	}
-	p, err := snapshot.Prepare(dir, "pems08", 12, snapshot.SplitRatios(b.Meta.Split), &b.Meta.Norm)
+	p, err := snapshot.Prepare(dir, "pems08", 12, snapshot.SpecOf(b.Meta.Split), &b.Meta.Norm)
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := snapshot.Range{Start: p.Split.Test.Start, End: p.Split.Test.Start + 6}
-	want, _, err := sdgnn.Predict(b, p.Set, r, 4)
+	want, _, err := sdgnn.Predict(b, p.Set, snapshot.Part{Range: r}, 4)
 	if err != nil {
 		t.Fatal(err)
 	}

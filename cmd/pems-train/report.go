@@ -20,7 +20,6 @@ import (
 
 	"github.com/pemsforecast/sdgnn/report"
 	"github.com/pemsforecast/sdgnn/sdgnn"
-	"github.com/pemsforecast/sdgnn/snapshot"
 	"github.com/pemsforecast/sdgnn/teacher"
 )
 
@@ -78,18 +77,15 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if *dataset != "" && *dataset != b.Meta.Dataset {
 		return fmt.Errorf("the bundle %s was distilled on %s, not %s", *model, b.Meta.Dataset, *dataset)
 	}
-	p, err := snapshot.Prepare(*dataDir, b.Meta.Dataset, b.Meta.Window, snapshot.SplitRatios(b.Meta.Split), &b.Meta.Norm)
+	p, err := prepareSaved(*dataDir, b.Meta.Dataset, b.Meta.Window, b.Meta.Split, &b.Meta.Norm, *model)
 	if err != nil {
 		return err
 	}
-	if p.Split != b.Meta.Split {
-		return fmt.Errorf("the data of %s now splits as %+v, the bundle was distilled with %+v", b.Meta.Dataset, p.Split, b.Meta.Split)
-	}
-	r, err := rangeOf(p.Split, *part)
+	r, err := partOf(p.Split, *part)
 	if err != nil {
 		return err
 	}
-	in := report.Input{Prepared: p, Part: *part, Range: r, Bundle: b, BundlePath: *model, Chunks: *chunks, MAPEFloor: *mapeFloor,
+	in := report.Input{Prepared: p, Part: *part, Range: r.Range, Nodes: r.Nodes, Bundle: b, BundlePath: *model, Chunks: *chunks, MAPEFloor: *mapeFloor,
 		Sensor: *sensor, Sweep: budgets, SweepScale: *scale, Baselines: *baselines}
 
 	teacherPath := *tpath

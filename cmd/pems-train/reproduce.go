@@ -35,6 +35,8 @@ func cmdReproduce(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		tEpochs  = fs.Int("teacher-epochs", 0, "teachers' (GRU-GCN and GRU) most epochs (default 500, 8 with -quick); a reused teacher must have been trained with the same")
 		patience = fs.Int("patience", 0, "teachers' early-stopping patience in epochs without a better validation MAE (default 30)")
 		noise    = fs.Float64("noise", -1, "std of the GRU-GCN teacher's training noise between GCN and decoder (-1: dataset default, 0.01 PeMS04 and SZ-taxi, 0.05 PeMS08)")
+		splitBy  = fs.String("split-by", snapshot.ByTime, "what the split divides: time (consecutive ranges) or nodes (Gao & Ribeiro's transductive split: every snapshot, sensors dealt round-robin by degree, each model trained and scored on its part's sensors); node tables are written as table*-nodes")
+		split    = fs.String("split", "", "train,val,test ratios (default 6,2,2 by time, 7,1,2 by nodes)")
 		prepName = fs.String("prep", string(snapshot.PrepStandard), "input preprocessing of every model: standard or paper (Gao & Ribeiro's min-max inputs with minute-of-day and day-of-week inputs); paper tables are written as table-paper*")
 	)
 	if err := fs.Parse(args); err != nil {
@@ -47,6 +49,11 @@ func cmdReproduce(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	prep, err := snapshot.ParsePrep(*prepName)
 	if err != nil {
 		fmt.Fprintf(stderr, "reproduce: -prep: %v\n", err)
+		return errUsage
+	}
+	spec, err := parseSplit(*splitBy, *split)
+	if err != nil {
+		fmt.Fprintf(stderr, "reproduce: %v\n", err)
 		return errUsage
 	}
 	if *noise < 0 && *noise != -1 {
@@ -93,12 +100,13 @@ func cmdReproduce(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			return err
 		}
 		cfg.DataDir, cfg.MAPEFloor, cfg.Prep = *dataDir, *floor, prep
+		cfg.SplitBy, cfg.Ratios = spec.By, spec.Ratios
 		cfg.NoiseStd = noiseFor(name, *noise)
 		cfg.ModelDir = filepath.Join(*out, "models")
 		if *quick {
 			cfg.ModelDir = filepath.Join(*out, "models-quick")
 		}
-		log.Info().Str("dataset", name).Int("seeds", len(cfg.Seeds)).Bool("quick", *quick).Str("prep", string(prep)).Str("models", cfg.ModelDir).Msg("reproducing")
+		log.Info().Str("dataset", name).Int("seeds", len(cfg.Seeds)).Bool("quick", *quick).Str("prep", string(prep)).Str("split_by", spec.By).Str("models", cfg.ModelDir).Msg("reproducing")
 		t, err := reproduce.RunAll(ctx, cfg, func(seed uint64, model string, m evaluation.Metrics, rec, sec float64) {
 			log.Info().Str("dataset", name).Uint64("seed", seed).Str("model", model).Float64("mape", m.MAPE).
 				Float64("mae", m.MAE).Float64("rmse", m.RMSE).Float64("receptive", rec).Float64("seconds", sec).Msg("scored")
@@ -114,6 +122,9 @@ func cmdReproduce(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	base := filepath.Join(*out, "table")
 	if prep != snapshot.PrepStandard {
 		base += "-" + string(prep)
+	}
+	if spec.By == snapshot.ByNodes {
+		base += "-" + snapshot.ByNodes
 	}
 	if *quick {
 		base += "-quick"

@@ -28,7 +28,8 @@ func cmdTeacher(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		hidden    = fs.Int("hidden", 16, "hidden width d of GRU, GCN and decoder")
 		layers    = fs.Int("layers", teacher.DefaultLayers, "graph convolutions in the GRU-GCN's GCN: 2 (the paper's teacher) or 1 (each node's Z then mixes only its 1-hop neighbours); ignored for -model gru")
 		noise     = fs.Float64("noise", -1, "std of the Gaussian noise between GCN and decoder in training (-1: dataset default, 0.01 PeMS04, 0.05 PeMS08)")
-		split     = fs.String("split", "6,2,2", "chronological train,val,test ratios")
+		split     = fs.String("split", "", "train,val,test ratios (default 6,2,2 by time, 7,1,2 by nodes)")
+		splitBy   = fs.String("split-by", snapshot.ByTime, "what the split divides: time (consecutive ranges of snapshots, every sensor scored) or nodes (Gao & Ribeiro's transductive split: every snapshot, sensors dealt round-robin by degree, loss and metrics on the part's sensors)")
 		prepName  = fs.String("prep", string(snapshot.PrepStandard), "input preprocessing: standard (z-score of the readings) or paper (Gao & Ribeiro's: min-max scaled readings plus minute-of-day and day-of-week inputs)")
 		seed      = fs.Uint64("seed", 1, "seed of initialisation, shuffling and noise")
 		jsonLogs  = fs.Bool("log-json", false, "log JSON lines instead of text")
@@ -70,12 +71,8 @@ func cmdTeacher(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		if *dataset != "" && *dataset != meta.Dataset {
 			return fmt.Errorf("-dataset %s, but %s was trained on %s", *dataset, *resume, meta.Dataset)
 		}
-		ratios := snapshot.SplitRatios(meta.Split)
-		if p, err = snapshot.Prepare(*dataDir, meta.Dataset, meta.Config.Window, ratios, &meta.Norm); err != nil {
-			return err
-		}
-		if p.Split != meta.Split {
-			return fmt.Errorf("resume %s: the data now splits as %+v, the run used %+v", *resume, p.Split, meta.Split)
+		if p, err = prepareSaved(*dataDir, meta.Dataset, meta.Config.Window, meta.Split, &meta.Norm, *resume); err != nil {
+			return fmt.Errorf("resume: %w", err)
 		}
 		// A resumed run keeps its model and optimiser; only its length can change.
 		var fixed []string
@@ -99,7 +96,7 @@ func cmdTeacher(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			fmt.Fprintln(stderr, "teacher: -dataset is required (pems04, pems08 or sz-taxi; see pems-train datasets)")
 			return errUsage
 		}
-		ratios, err := parseRatios(*split)
+		spec, err := parseSplit(*splitBy, *split)
 		if err != nil {
 			return err
 		}
@@ -108,7 +105,7 @@ func cmdTeacher(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			fmt.Fprintf(stderr, "teacher: -prep: %v\n", err)
 			return errUsage
 		}
-		if p, err = snapshot.PrepareFit(*dataDir, *dataset, *window, ratios, prep); err != nil {
+		if p, err = snapshot.PrepareFit(*dataDir, *dataset, *window, spec, prep); err != nil {
 			return err
 		}
 		cfg := teacher.Config{Kind: *kind, Window: *window, Channels: p.Set.Channels, Hidden: *hidden, NoiseStd: noiseFor(*dataset, *noise), Seed: *seed, Layers: *layers,
@@ -133,6 +130,9 @@ func cmdTeacher(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		if meta.Config.GCNLayers() == 1 {
 			suffix = "-1layer"
 		}
+		if meta.Split.ByNodes() {
+			suffix += "-" + snapshot.ByNodes
+		}
 		*out = filepath.Join("runs", fmt.Sprintf("%s-%s%s.model", meta.Dataset, meta.Config.Kind, suffix))
 	}
 	if err := os.MkdirAll(filepath.Dir(*out), 0o755); err != nil {
@@ -140,7 +140,7 @@ func cmdTeacher(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	log.Info().Str("dataset", meta.Dataset).Str("data", p.Dir).Str("model", meta.Config.Kind).
 		Int("nodes", p.Set.Nodes).Int("channels", p.Set.Channels).Int("steps", p.Set.Steps).
-		Int("train", p.Split.Train.Len()).Int("val", p.Split.Val.Len()).Int("test", p.Split.Test.Len()).
+		Str("split", describeSplit(p.Split)).
 		Str("prep", string(meta.Norm.Prep())).Int("gcn_layers", meta.Config.GCNLayers()).Float64("noise", meta.Config.NoiseStd).Int("max_epochs", tr.Config.MaxEpochs).Msg("training")
 
 	start := time.Now()
@@ -178,6 +178,6 @@ func cmdTeacher(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		Str("took", time.Since(start).Round(time.Second).String()).
 		Float64("test_mae", rep.Overall.MAE).Float64("test_rmse", rep.Overall.RMSE).Float64("test_mape", rep.Overall.MAPE).Msg("done")
 	rep.ChannelNames = meta.Channels
-	fmt.Fprintf(stdout, "%s %s on %s, test split (%d snapshots), best epoch %d of %d:\n", meta.Config.Kind, *out, meta.Dataset, p.Split.Test.Len(), tr.BestEpoch, tr.Epoch)
+	fmt.Fprintf(stdout, "%s %s on %s, test split (%s), best epoch %d of %d:\n", meta.Config.Kind, *out, meta.Dataset, describePart(p.Split.Test, p.Set.Nodes), tr.BestEpoch, tr.Epoch)
 	return rep.Table(stdout)
 }

@@ -1,0 +1,153 @@
+package main
+
+import (
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/pemsforecast/sdgnn/evaluation"
+	"github.com/pemsforecast/sdgnn/snapshot"
+	"github.com/pemsforecast/sdgnn/teacher"
+)
+
+// TestSplitByNodes runs Gao & Ribeiro's transductive split end to end on
+// the PeMS08 layout: a paper-preprocessed teacher trained on 7 of every 10
+// sensors by degree, eval scoring only the test sensors (every snapshot),
+// a distilled bundle keeping the split, and the paper-style metrics over
+// the test sensors' rows alone.
+func TestSplitByNodes(t *testing.T) {
+	dir := writePeMS08Layout(t, 120)
+	model, saved := trainTeacher(t, dir, "-dataset", "pems08", "-epochs", "1", "-prep", "paper", "-split-by", "nodes")
+	sp := saved.Meta.Split
+	// 170 sensors dealt 7:1:2: 17 full rounds of ten.
+	if !sp.ByNodes() || len(sp.Train.Nodes) != 119 || len(sp.Val.Nodes) != 17 || len(sp.Test.Nodes) != 34 || sp.Test.Range != (snapshot.Range{Start: 0, End: 108}) {
+		t.Fatalf("saved split: by %q, %d/%d/%d nodes, test snapshots %v", sp.By, len(sp.Train.Nodes), len(sp.Val.Nodes), len(sp.Test.Nodes), sp.Test.Range)
+	}
+	for _, z := range sp.Test.Nodes {
+		if slices.Contains(sp.Train.Nodes, z) || slices.Contains(sp.Val.Nodes, z) {
+			t.Fatalf("test sensor %d is also in another part", z)
+		}
+	}
+
+	code, stdout, stderr := runCmd(t, "eval", "-data", dir, "-model", model, "-json")
+	if code != 0 {
+		t.Fatalf("eval exited %d:\n%s", code, stderr)
+	}
+	var res evalResult
+	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(res.Nodes, sp.Test.Nodes) || res.Range != sp.Test.Range {
+		t.Fatalf("eval scored nodes %v over %v, want the split's test nodes over %v", res.Nodes, res.Range, sp.Test.Range)
+	}
+	for z, m := range res.Report.PerNode {
+		if scored := slices.Contains(sp.Test.Nodes, z); scored != (m.Count > 0) {
+			t.Fatalf("sensor %d: %d values scored, in the test part: %v", z, m.Count, scored)
+		}
+	}
+	if res.Paper.Rows != 108*34 {
+		t.Errorf("paper-style metrics over %d rows, want 108 snapshots × 34 test sensors", res.Paper.Rows)
+	}
+	// The same figures in process, from the data prepared as the model says.
+	p, err := snapshot.Prepare(dir, "pems08", 12, snapshot.SpecOf(sp), &saved.Meta.Norm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pred, truth, err := teacher.Predict(saved.Model, p.Set, p.Split.Test, p.Adj, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := evaluation.Compute(pred, truth)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res.Report.Overall; got.Count != want.Count || math.Abs(got.MAE-want.MAE) > 1e-9*want.MAE {
+		t.Errorf("eval overall %+v, in process %+v", got, want)
+	}
+
+	bundle := filepath.Join(t.TempDir(), "m.sdgnn")
+	code, stdout, stderr = runCmd(t, "distill", "-data", dir, "-teacher", model, "-out", bundle, "-quick", "-epochs", "4", "-budget-start", "7", "-budget-every", "2", "-theta-every", "2", "-finetune", "1")
+	if code != 0 {
+		t.Fatalf("distill exited %d:\n%s", code, stderr)
+	}
+	if !strings.Contains(stdout, "34 of 170 sensors") {
+		t.Errorf("distill does not say it scored the test sensors:\n%s", stdout)
+	}
+	code, stdout, stderr = runCmd(t, "eval", "-data", dir, "-model", bundle, "-json")
+	if code != 0 {
+		t.Fatalf("bundle eval exited %d:\n%s", code, stderr)
+	}
+	var bres evalResult
+	if err := json.Unmarshal([]byte(stdout), &bres); err != nil {
+		t.Fatal(err)
+	}
+	if bres.Kind != "sdgnn" || !slices.Equal(bres.Nodes, sp.Test.Nodes) || bres.Report.Overall.Count != want.Count {
+		t.Fatalf("bundle eval: kind %q, nodes %v, count %d (teacher's %d)", bres.Kind, bres.Nodes, bres.Report.Overall.Count, want.Count)
+	}
+
+	// The report replays every sensor online and scores the test sensors,
+	// as eval does.
+	out := filepath.Join(t.TempDir(), "report")
+	code, _, stderr = runCmd(t, "report", "-data", dir, "-model", bundle, "-teacher", model, "-out", out, "-chunks", "2", "-progress", "never")
+	if code != 0 {
+		t.Fatalf("report exited %d:\n%s", code, stderr)
+	}
+	md, err := os.ReadFile(filepath.Join(out, "report.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(md), "34 of the 170 are scored") {
+		t.Errorf("report.md does not say which sensors it scored")
+	}
+	var doc struct {
+		Scored []int `json:"scored_nodes"`
+		Models []struct {
+			Name   string            `json:"name"`
+			Report evaluation.Report `json:"report"`
+		} `json:"models"`
+	}
+	raw, err := os.ReadFile(filepath.Join(out, "metrics.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(doc.Scored, sp.Test.Nodes) || len(doc.Models) < 2 {
+		t.Fatalf("report scored %v with %d models", doc.Scored, len(doc.Models))
+	}
+	for _, m := range doc.Models {
+		if got := m.Report.Overall; got.Count != want.Count {
+			t.Errorf("report %s: %d values scored, eval %d", m.Name, got.Count, want.Count)
+		}
+		if m.Name == "SDGNN" && math.Abs(m.Report.Overall.MAE-bres.Report.Overall.MAE) > 1e-9 {
+			t.Errorf("report SDGNN MAE %v (online replay), eval %v (batched)", m.Report.Overall.MAE, bres.Report.Overall.MAE)
+		}
+	}
+}
+
+func TestSplitFlags(t *testing.T) {
+	dir := writePeMS08Layout(t, 60)
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"unknown kind", []string{"teacher", "-data", dir, "-dataset", "pems08", "-split-by", "space"}, 1, `split by "space": want "time" or "nodes"`},
+		{"fractional node ratios", []string{"teacher", "-data", dir, "-dataset", "pems08", "-split-by", "nodes", "-split", "0.7,0.1,0.2"}, 1, "whole-number ratios"},
+		{"a node part left empty", []string{"teacher", "-data", dir, "-dataset", "pems08", "-split-by", "nodes", "-split", "200,1,1"}, 1, "empty part"},
+		{"reproduce unknown kind", []string{"reproduce", "-data", dir, "-dataset", "pems08", "-split-by", "windows"}, 2, `split by "windows"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, stderr := runCmd(t, tc.args...)
+			if code != tc.code || !strings.Contains(stderr, tc.want) {
+				t.Fatalf("exit %d (want %d), stderr:\n%s\nwant it to contain %q", code, tc.code, stderr, tc.want)
+			}
+		})
+	}
+}
