@@ -100,10 +100,14 @@ type Round struct {
 	// MSE is the validation mean squared error between Ẑ and Z over all
 	// entries: the embedding approximation error (absent in bundles
 	// written before it was recorded).
-	MSE     float64            `json:"mse,omitempty"`
-	Val     evaluation.Metrics `json:"val"`
-	Best    bool               `json:"best"`
-	Seconds float64            `json:"seconds"`
+	MSE float64 `json:"mse,omitempty"`
+	// WarmEpochs are the Phase-φ epochs run with every node reading only
+	// itself (θ_zz = 1) before this round's Θ, because the first Θ came out
+	// empty (see Distill); 0 unless the start was degenerate.
+	WarmEpochs int                `json:"warm_epochs,omitempty"`
+	Val        evaluation.Metrics `json:"val"`
+	Best       bool               `json:"best"`
+	Seconds    float64            `json:"seconds"`
 }
 
 // Result is a distilled student with its fine-tuned decoder.
@@ -119,6 +123,15 @@ type Result struct {
 // alternate Phase Θ (every ThetaEvery epochs, with the budget of the
 // schedule) and Phase φ; keep the best checkpoint at the final budget; solve
 // Θ once more with φ fixed; fine-tune the decoder on Ẑ.
+//
+// One departure guards a degenerate start. A freshly initialised φ maps
+// every node's embedding to nearly the same vector, so when that vector
+// points away from the teachers' Z every correlation is negative, the
+// non-negative Lasso selects no node anywhere, Ẑ = 0 and φ gets no
+// gradient: training never leaves the empty Θ. When the first Θ is empty,
+// φ is first trained for ThetaEvery epochs with every node reading only
+// itself (θ_zz = 1) and Θ solved again, until some node is selected (at
+// most ten times; Round.WarmEpochs records the epochs).
 func Distill(ctx context.Context, m *teacher.Model, norm snapshot.Normalizer, cands [][]int, train, val *Targets, cfg Config, onRound func(Round)) (*Result, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -149,7 +162,25 @@ func Distill(ctx context.Context, m *teacher.Model, norm snapshot.Normalizer, ca
 			if err != nil {
 				return nil, fmt.Errorf("epoch %d: %w", e, err)
 			}
-			rd := Round{Epoch: e, Budget: stats.Budget, MeanReceptive: stats.MeanReceptive, KKT: stats.MeanKKT, PhiLoss: phiLoss}
+			warm := 0
+			for e == 0 && stats.MeanReceptive == 0 {
+				if warm >= maxWarmPeriods*cfg.ThetaEvery {
+					return nil, fmt.Errorf("distill: Θ still selects no node after %d warm-up epochs of φ: do the teacher's embeddings carry anything?", warm)
+				}
+				if err := st.SetTheta(selfTheta(n)); err != nil {
+					return nil, err
+				}
+				for range cfg.ThetaEvery {
+					warm++
+					if phiLoss, err = st.PhasePhi(train, opt, cfg.PhiBatch, rng); err != nil {
+						return nil, fmt.Errorf("warm-up epoch %d: %w", warm, err)
+					}
+				}
+				if stats, err = solve(e); err != nil {
+					return nil, fmt.Errorf("epoch %d after warm-up: %w", e, err)
+				}
+			}
+			rd := Round{Epoch: e, Budget: stats.Budget, MeanReceptive: stats.MeanReceptive, KKT: stats.MeanKKT, PhiLoss: phiLoss, WarmEpochs: warm}
 			rd.NR, rd.MSE, rd.Val = validate(st, m.Dec, norm, val, cfg.MAPEFloor)
 			score := selectScore(cfg.Select, rd.Val)
 			if stats.Budget == cfg.BudgetEnd && score < bestScore {
@@ -194,6 +225,19 @@ func Distill(ctx context.Context, m *teacher.Model, norm snapshot.Normalizer, ca
 	}
 	_, _, v := validate(best, dec, norm, val, cfg.MAPEFloor)
 	return &Result{Student: best, Decoder: dec, Rounds: rounds, Val: v}, nil
+}
+
+// maxWarmPeriods bounds the warm-up of a degenerate start, in periods of
+// ThetaEvery epochs.
+const maxWarmPeriods = 10
+
+// selfTheta is the Θ in which every node reads only itself with weight 1.
+func selfTheta(n int) *Theta {
+	t := &Theta{Nodes: make([][]int, n), Weights: make([][]float64, n)}
+	for z := range n {
+		t.Nodes[z], t.Weights[z] = []int{z}, []float64{1}
+	}
+	return t
 }
 
 func selectScore(kind string, m evaluation.Metrics) float64 {

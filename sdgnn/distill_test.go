@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/pemsforecast/sdgnn/datasets/pems"
 	"github.com/pemsforecast/sdgnn/snapshot"
 	"github.com/pemsforecast/sdgnn/teacher"
+	"gonum.org/v1/gonum/mat"
 )
 
 // quickTeacher trains a GRU-GCN for a few epochs on the first steps of the
@@ -199,4 +201,64 @@ func skipUnlessCI(t *testing.T, format string, args ...any) {
 		t.Fatalf(format, args...)
 	}
 	t.Skipf(format, args...)
+}
+
+// TestDistillWarmStart gives Distill targets its fresh φ points away from,
+// Z = −φ₀(H) with φ₀ the very φ Distill starts from, so that every
+// correlation of the first Phase Θ is negative and the non-negative Lasso
+// selects no node. Distill must warm φ up with every node reading itself
+// and leave with a non-empty Θ; without that, Ẑ = 0 gives φ no gradient.
+func TestDistillWarmStart(t *testing.T) {
+	const n, d, S, C = 12, 16, 40, 1
+	m, err := teacher.New(teacher.Config{Kind: teacher.KindGRUGCN, Window: 4, Channels: C, Hidden: d, Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := quickConfig()
+	cfg.Epochs, cfg.BudgetStart, cfg.BudgetEnd, cfg.FineTuneEpochs, cfg.PhiBatch = 8, 4, 3, 0, 4
+	phi0 := NewStudent(n, d, cfg.PhiHidden, rand.New(rand.NewPCG(cfg.Seed, 0x5d6e))) // Distill's first draw
+	rng := rand.New(rand.NewPCG(9, 9))
+	targets := func() *Targets {
+		h := mat.NewDense(S*n, d, nil)
+		for i := range h.RawMatrix().Data {
+			h.RawMatrix().Data[i] = 0.3 * rng.NormFloat64()
+		}
+		z := phi0.PhiAll(h)
+		z.Scale(-1, z)
+		truth := make([]float64, S*n*C)
+		for i := range truth {
+			truth[i] = 10 + rng.Float64()
+		}
+		return &Targets{Range: snapshot.Range{End: S}, Nodes: n, Dim: d, H: h, Z: z, Truth: truth, Channels: C}
+	}
+	train, val := targets(), targets()
+	cands := make([][]int, n)
+	for z := range cands {
+		cands[z] = []int{(z + n - 1) % n, z, (z + 1) % n}
+	}
+	th, _, err := PhaseTheta(phi0.PhiAll(train.H), train.Z, n, cands, cfg.Lambda1, cfg.BudgetStart, cfg.Refit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if th.MeanReceptive() != 0 {
+		t.Fatalf("the set-up should leave the first Θ empty, it has %.2f nodes per node", th.MeanReceptive())
+	}
+	norm := snapshot.Normalizer{Mean: []float64{0}, Std: []float64{1}}
+	res, err := Distill(context.Background(), m, norm, cands, train, val, cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := res.Rounds[0]
+	if first.WarmEpochs == 0 || first.WarmEpochs%cfg.ThetaEvery != 0 || !(first.MeanReceptive > 0) {
+		t.Fatalf("first round: %d warm-up epochs, %.2f receptive nodes; want whole periods of %d and some nodes", first.WarmEpochs, first.MeanReceptive, cfg.ThetaEvery)
+	}
+	t.Logf("warm-up: %d epochs, then %.2f nodes per node", first.WarmEpochs, first.MeanReceptive)
+	if r := res.Student.Theta.MeanReceptive(); !(r > 0) || r > float64(cfg.BudgetEnd) {
+		t.Errorf("final Θ has %.2f nodes per node, want some and at most %d", r, cfg.BudgetEnd)
+	}
+	for _, r := range res.Rounds[1:] {
+		if r.WarmEpochs != 0 {
+			t.Errorf("round %d warmed up again", r.Epoch)
+		}
+	}
 }
