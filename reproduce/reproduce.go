@@ -17,6 +17,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/pemsforecast/sdgnn/baseline"
@@ -122,7 +123,7 @@ type Run struct {
 
 // Cell is one model's summary over seeds.
 type Cell struct {
-	MAPE, MAPEStd float64 // mean and standard deviation over seeds
+	MAPE, MAPEStd float64 // mean and standard deviation over seeds (NaN for one seed)
 	// PaperMAPE is the paper-style MAPE (evaluation.PaperAccumulator).
 	PaperMAPE, PaperMAPEStd float64
 	MAE, MAEStd             float64
@@ -404,18 +405,28 @@ func mean(v []float64) float64 {
 	return s / float64(max(1, len(v)))
 }
 
-// meanStd returns the mean and the sample standard deviation (0 for one
-// value).
+// meanStd returns the mean and the sample standard deviation. With one
+// value the deviation is undefined: NaN, which the Markdown table leaves out
+// and the JSON writes as null, so that one seed does not read as "± 0".
 func meanStd(v []float64) (float64, float64) {
 	m := mean(v)
 	if len(v) < 2 {
-		return m, 0
+		return m, math.NaN()
 	}
 	var ss float64
 	for _, x := range v {
 		ss += (x - m) * (x - m)
 	}
 	return m, math.Sqrt(ss / float64(len(v)-1))
+}
+
+// pm formats a mean and its standard deviation with prec decimals; an
+// undefined deviation (one seed) is left out.
+func pm(prec int, mean, std float64) string {
+	if math.IsNaN(std) {
+		return strconv.FormatFloat(mean, 'f', prec, 64)
+	}
+	return fmt.Sprintf("%.*f ± %.*f", prec, mean, prec, std)
 }
 
 // Markdown writes the table: one row for the dataset, one column per model,
@@ -443,10 +454,10 @@ func (t *Table) Markdown(w io.Writer) error {
 		name string
 		f    func(Cell) string
 	}{
-		{"MAPE (%)", func(c Cell) string { return fmt.Sprintf("%.2f ± %.2f", c.MAPE, c.MAPEStd) }},
-		{"MAE", func(c Cell) string { return fmt.Sprintf("%.4f ± %.4f", c.MAE, c.MAEStd) }},
-		{"RMSE", func(c Cell) string { return fmt.Sprintf("%.4f ± %.4f", c.RMSE, c.RMSEStd) }},
-		{"paper-style MAPE (%)", func(c Cell) string { return fmt.Sprintf("%.3f ± %.3f", c.PaperMAPE, c.PaperMAPEStd) }},
+		{"MAPE (%)", func(c Cell) string { return pm(2, c.MAPE, c.MAPEStd) }},
+		{"MAE", func(c Cell) string { return pm(4, c.MAE, c.MAEStd) }},
+		{"RMSE", func(c Cell) string { return pm(4, c.RMSE, c.RMSEStd) }},
+		{"paper-style MAPE (%)", func(c Cell) string { return pm(3, c.PaperMAPE, c.PaperMAPEStd) }},
 		{"receptive field", func(c Cell) string { return fmt.Sprintf("%.2f", c.Receptive) }},
 	}
 	for _, r := range rows {

@@ -1,0 +1,75 @@
+package reproduce
+
+import (
+	"encoding/json"
+	"math"
+	"strings"
+	"testing"
+)
+
+func TestMeanStd(t *testing.T) {
+	for _, tc := range []struct {
+		v         []float64
+		mean, std float64
+	}{
+		{[]float64{2, 4, 6}, 4, 2},
+		{[]float64{1, 1}, 1, 0},
+		{[]float64{3.5}, 3.5, math.NaN()},
+	} {
+		m, s := meanStd(tc.v)
+		if m != tc.mean || !(s == tc.std || math.IsNaN(s) && math.IsNaN(tc.std)) {
+			t.Errorf("meanStd(%v) = %v, %v; want %v, %v", tc.v, m, s, tc.mean, tc.std)
+		}
+	}
+}
+
+// TestOneSeedHasNoDeviation checks that a one-seed table prints no "± 0" in
+// Markdown and writes the deviations as null in JSON, while several seeds
+// keep them.
+func TestOneSeedHasNoDeviation(t *testing.T) {
+	one := Cell{MAPE: 44.3, MAE: 4.04, RMSE: 5.83, PaperMAPE: 3.8, Receptive: 9.65}
+	one.MAPEStd, one.MAEStd, one.RMSEStd, one.PaperMAPEStd = math.NaN(), math.NaN(), math.NaN(), math.NaN()
+	three := Cell{MAPE: 38.1, MAPEStd: 0.41, MAE: 3.2143, MAEStd: 0.0032, RMSE: 4.5, RMSEStd: 0.01, PaperMAPE: 3.03, PaperMAPEStd: 0.02}
+	for _, tc := range []struct {
+		name   string
+		c      Cell
+		want   []string // in the Markdown
+		absent string
+		null   bool // deviations null in the JSON
+	}{
+		{"one seed", one, []string{"| 44.30 |", "| 4.0400 |", "| 3.800 |"}, "±", true},
+		{"three seeds", three, []string{"| 38.10 ± 0.41 |", "| 3.2143 ± 0.0032 |", "| 3.030 ± 0.020 |"}, "NaN", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tab := &Table{Dataset: "sz-taxi", Config: Quick("sz-taxi"), Cells: map[string]Cell{}}
+			for _, m := range Models {
+				tab.Cells[m] = tc.c
+			}
+			var md strings.Builder
+			if err := tab.Markdown(&md); err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(md.String(), w) {
+					t.Errorf("Markdown lacks %q:\n%s", w, md.String())
+				}
+			}
+			if strings.Contains(md.String(), tc.absent) {
+				t.Errorf("Markdown holds %q:\n%s", tc.absent, md.String())
+			}
+			b, err := json.Marshal(tc.c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got map[string]any
+			if err := json.Unmarshal(b, &got); err != nil {
+				t.Fatal(err)
+			}
+			for _, k := range []string{"mape_std", "mae_std", "rmse_std", "paper_mape_std"} {
+				if isNull := got[k] == nil; isNull != tc.null {
+					t.Errorf("%s = %v, want null %v", k, got[k], tc.null)
+				}
+			}
+		})
+	}
+}
