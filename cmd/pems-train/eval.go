@@ -28,8 +28,11 @@ type evalResult struct {
 	// Receptive is the mean number of nodes whose windows one node's
 	// forecast reads: 1 for GRU, the k-hop neighbourhood for a k-layer GRU-GCN, |θ_z|
 	// for SDGNN.
-	Receptive float64           `json:"mean_receptive_field"`
-	Report    evaluation.Report `json:"report"`
+	Receptive float64 `json:"mean_receptive_field"`
+	// Trained says how the model came to be, from its file's metadata, so
+	// that a figure can be traced to a training run.
+	Trained provenance        `json:"trained"`
+	Report  evaluation.Report `json:"report"`
 	// Paper holds the errors as the SDGNN paper's table computes them
 	// (Gao & Ribeiro's code): min-max scaled by the training data, no
 	// masking, |p−y|/(|y|+1). Not comparable with Report's MAPE.
@@ -99,13 +102,14 @@ func cmdEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(evalResult{Model: *model, Kind: lm.kind, Dataset: lm.dataset, Split: *part, Range: r.Range, Nodes: r.Nodes, Prep: lm.norm.Prep(), Receptive: lm.receptive, Report: rep, Paper: paper})
+		return enc.Encode(evalResult{Model: *model, Kind: lm.kind, Dataset: lm.dataset, Split: *part, Range: r.Range, Nodes: r.Nodes, Prep: lm.norm.Prep(), Receptive: lm.receptive, Trained: lm.trained, Report: rep, Paper: paper})
 	}
 	scored := ""
 	if r.Nodes != nil {
 		scored = fmt.Sprintf(", %d of %d sensors scored", len(r.Nodes), p.Set.Nodes)
 	}
 	fmt.Fprintf(stdout, "%s %s on %s, %s split (%d snapshots%s), %s preprocessing, mean receptive field %.2f nodes:\n", lm.kind, *model, lm.dataset, *part, r.Len(), scored, lm.norm.Prep(), lm.receptive)
+	fmt.Fprintf(stdout, "(%s)\n", lm.trained)
 	if err := rep.Table(stdout); err != nil {
 		return err
 	}
@@ -126,6 +130,45 @@ func writePredictions(path string, p *snapshot.Prepared, r snapshot.Range, chann
 	return snapshot.WritePredictions(path, t)
 }
 
+// provenance is what a model file records of its training. A teacher has
+// epochs and a noise level; an SDGNN bundle has its teacher, its rounds and
+// its budget.
+type provenance struct {
+	Created string `json:"created,omitempty"`
+	// Teacher: epochs run, the epoch whose parameters were saved and its
+	// validation MAE, and the training noise between GCN and decoder.
+	Epochs     int     `json:"epochs,omitempty"`
+	BestEpoch  int     `json:"best_epoch,omitempty"`
+	BestValMAE float64 `json:"best_val_mae,omitempty"`
+	NoiseStd   float64 `json:"noise_std,omitempty"`
+	// Bundle: the teacher file it was distilled from, its version, the
+	// Phase-Θ rounds logged and the final receptive-field budget.
+	Teacher string `json:"teacher,omitempty"`
+	Version string `json:"version,omitempty"`
+	Rounds  int    `json:"rounds,omitempty"`
+	Budget  int    `json:"budget,omitempty"`
+}
+
+// String is one line for eval's text output.
+func (p provenance) String() string {
+	var s string
+	if p.Teacher != "" {
+		s = fmt.Sprintf("distilled from %s in %d rounds, budget %d", p.Teacher, p.Rounds, p.Budget)
+		if p.Version != "" {
+			s += ", version " + p.Version
+		}
+	} else {
+		s = fmt.Sprintf("trained %d epochs, saved epoch %d (validation MAE %.4f)", p.Epochs, p.BestEpoch, p.BestValMAE)
+		if p.NoiseStd > 0 {
+			s += fmt.Sprintf(", training noise σ %g", p.NoiseStd)
+		}
+	}
+	if p.Created != "" {
+		s += ", created " + p.Created
+	}
+	return s
+}
+
 // loaded is a saved model of any kind, reduced to what evaluation needs.
 type loaded struct {
 	kind, dataset string
@@ -135,6 +178,7 @@ type loaded struct {
 	norm          snapshot.Normalizer
 	split         snapshot.Split
 	receptive     float64
+	trained       provenance
 	predict       func(p *snapshot.Prepared, r snapshot.Part) (pred, truth []float64, err error)
 }
 
@@ -152,6 +196,7 @@ func loadAny(path string) (*loaded, error) {
 		}
 		m := s.Meta
 		return &loaded{kind: m.Config.Kind, dataset: m.Dataset, window: m.Config.Window, layers: m.Config.GCNLayers(), channels: m.Channels, norm: m.Norm, split: m.Split,
+			trained: provenance{Created: m.Created, Epochs: m.Epochs, BestEpoch: m.BestEpoch, BestValMAE: m.BestValMAE, NoiseStd: m.Config.NoiseStd},
 			predict: func(p *snapshot.Prepared, r snapshot.Part) ([]float64, []float64, error) {
 				return teacher.Predict(s.Model, p.Set, r, p.Adj, 64)
 			}}, nil
@@ -162,6 +207,7 @@ func loadAny(path string) (*loaded, error) {
 		}
 		m := b.Meta
 		return &loaded{kind: "sdgnn", dataset: m.Dataset, window: m.Window, channels: m.Channels, norm: m.Norm, split: m.Split, receptive: b.Theta.MeanReceptive(),
+			trained: provenance{Created: m.Created, Teacher: m.Teacher, Version: m.Version, Rounds: len(m.Rounds), Budget: m.Config.BudgetEnd},
 			predict: func(p *snapshot.Prepared, r snapshot.Part) ([]float64, []float64, error) {
 				return sdgnn.Predict(b, p.Set, r, 64)
 			}}, nil

@@ -107,6 +107,12 @@ func TestTeacherThenEvalOnPeMSLayout(t *testing.T) {
 	if res.Dataset != "pems08" || res.Kind != teacher.KindGRUGCN || len(res.Report.PerChannel) != 3 || len(res.Report.Chunks) != 10 || len(res.Report.PerNode) != 170 {
 		t.Fatalf("eval result: %+v", res)
 	}
+	if tr := res.Trained; tr.Epochs != 2 || tr.BestEpoch < 1 || tr.BestEpoch > 2 || !(tr.BestValMAE > 0) || tr.Created == "" || tr.Teacher != "" {
+		t.Fatalf("eval -json trained = %+v, want the two epochs of the run", tr)
+	}
+	if code, stdout, stderr := runCmd(t, "eval", "-data", dir, "-model", model); code != 0 || !strings.Contains(stdout, "(trained 2 epochs, saved epoch") {
+		t.Fatalf("eval text lacks the training line (exit %d):\n%s%s", code, stdout, stderr)
+	}
 	saved, err := teacher.LoadModel(model)
 	if err != nil {
 		t.Fatal(err)
@@ -203,6 +209,9 @@ func TestDistillThenEvalBundle(t *testing.T) {
 	}
 	if res.Kind != "sdgnn" || res.Receptive <= 0 || res.Receptive > 6 || res.Report.Overall.Count == 0 {
 		t.Fatalf("bundle eval: kind %q receptive %g count %d", res.Kind, res.Receptive, res.Report.Overall.Count)
+	}
+	if tr := res.Trained; tr.Teacher != model || tr.Rounds < 1 || tr.Budget != 6 || tr.Version == "" || tr.Epochs != 0 {
+		t.Fatalf("bundle eval trained = %+v, want teacher %s, rounds, budget 6 and a version", tr, model)
 	}
 	code, stdout, _ = runCmd(t, "eval", "-data", dir, "-model", model, "-json")
 	if err := json.Unmarshal([]byte(stdout), &res); code != 0 || err != nil || res.Receptive <= 1 {
