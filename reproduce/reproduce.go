@@ -116,6 +116,9 @@ type Run struct {
 	Seconds map[string]float64            `json:"seconds"`
 	// MaxReceptive is the largest receptive set of any node, per model.
 	MaxReceptive map[string]int `json:"max_receptive"`
+	// Receptive is the mean receptive field per model (absent in tables
+	// written before it was recorded per seed; see Merge).
+	Receptive map[string]float64 `json:"receptive,omitempty"`
 	// Paper holds the errors as the paper's table computes them (see
 	// evaluation.PaperAccumulator).
 	Paper map[string]evaluation.PaperMetrics `json:"paper"`
@@ -144,6 +147,23 @@ func (c Cell) MarshalJSON() ([]byte, error) {
 		"paper_mape": f(c.PaperMAPE), "paper_mape_std": f(c.PaperMAPEStd)})
 }
 
+// UnmarshalJSON reads what MarshalJSON writes, null as NaN.
+func (c *Cell) UnmarshalJSON(b []byte) error {
+	var m map[string]*float64
+	if err := json.Unmarshal(b, &m); err != nil {
+		return fmt.Errorf("table cell: %w", err)
+	}
+	for k, dst := range map[string]*float64{"mape": &c.MAPE, "mape_std": &c.MAPEStd, "mae": &c.MAE, "mae_std": &c.MAEStd,
+		"rmse": &c.RMSE, "rmse_std": &c.RMSEStd, "mean_receptive_field": &c.Receptive,
+		"paper_mape": &c.PaperMAPE, "paper_mape_std": &c.PaperMAPEStd} {
+		*dst = math.NaN()
+		if v := m[k]; v != nil {
+			*dst = *v
+		}
+	}
+	return nil
+}
+
 // Table is the comparison on one dataset.
 type Table struct {
 	Dataset   string          `json:"dataset"`
@@ -166,47 +186,48 @@ func RunAll(ctx context.Context, cfg Config, progress Progress) (*Table, error) 
 	if err != nil {
 		return nil, err
 	}
-	receptive := map[string][]float64{}
 	t := &Table{Dataset: cfg.Dataset, Config: cfg, MAPEFloor: cfg.MAPEFloor, Created: time.Now().UTC().Format(time.RFC3339)}
 	for _, seed := range cfg.Seeds {
-		run, rec, err := runSeed(ctx, cfg, p, seed, progress)
+		run, err := runSeed(ctx, cfg, p, seed, progress)
 		if err != nil {
 			return nil, fmt.Errorf("seed %d: %w", seed, err)
 		}
 		t.Runs = append(t.Runs, *run)
-		for k, v := range rec {
-			receptive[k] = append(receptive[k], v)
-		}
 	}
-	t.Cells = map[string]Cell{}
+	t.Cells = summarise(t.Runs)
+	return t, nil
+}
+
+// summarise returns each model's means and standard deviations over runs.
+func summarise(runs []Run) map[string]Cell {
+	cells := map[string]Cell{}
 	for _, name := range Models {
 		var mape, mae, rmse, rec, pmape []float64
-		for _, r := range t.Runs {
+		for _, r := range runs {
 			m := r.Metrics[name]
 			mape, mae, rmse = append(mape, m.MAPE), append(mae, m.MAE), append(rmse, m.RMSE)
 			pmape = append(pmape, r.Paper[name].MAPE)
+			rec = append(rec, r.Receptive[name])
 		}
-		rec = receptive[name]
 		c := Cell{Receptive: mean(rec)}
 		c.MAPE, c.MAPEStd = meanStd(mape)
 		c.MAE, c.MAEStd = meanStd(mae)
 		c.RMSE, c.RMSEStd = meanStd(rmse)
 		c.PaperMAPE, c.PaperMAPEStd = meanStd(pmape)
-		t.Cells[name] = c
+		cells[name] = c
 	}
-	return t, nil
+	return cells
 }
 
-func runSeed(ctx context.Context, cfg Config, p *snapshot.Prepared, seed uint64, progress Progress) (*Run, map[string]float64, error) {
+func runSeed(ctx context.Context, cfg Config, p *snapshot.Prepared, seed uint64, progress Progress) (*Run, error) {
 	run := &Run{Seed: seed, Metrics: map[string]evaluation.Metrics{}, Seconds: map[string]float64{}, MaxReceptive: map[string]int{},
-		Paper: map[string]evaluation.PaperMetrics{}}
+		Receptive: map[string]float64{}, Paper: map[string]evaluation.PaperMetrics{}}
 	s := p.Dataset.Series
 	fit, fitNodes, steps := p.Split.FitData(s.Data, s.Nodes, s.Channels, p.Set.Window)
 	lo, hi, err := snapshot.FitMinMax(fit, fitNodes, s.Channels, steps)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	rec := map[string]float64{}
 	set, split := p.Set, p.Split
 	score := func(name string, pred, truth []float64, receptive float64, maxRec int, start time.Time) error {
 		run.MaxReceptive[name] = maxRec
@@ -219,7 +240,7 @@ func runSeed(ctx context.Context, cfg Config, p *snapshot.Prepared, seed uint64,
 		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
-		run.Metrics[name], run.Seconds[name], rec[name] = rep.Overall, time.Since(start).Seconds(), receptive
+		run.Metrics[name], run.Seconds[name], run.Receptive[name] = rep.Overall, time.Since(start).Seconds(), receptive
 		if progress != nil {
 			progress(seed, name, rep.Overall, receptive, run.Seconds[name])
 		}
@@ -232,30 +253,30 @@ func runSeed(ctx context.Context, cfg Config, p *snapshot.Prepared, seed uint64,
 		start := time.Now()
 		m, err := trainOrLoad(ctx, cfg, p, kind, seed)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		pred, truth, err := teacher.Predict(m, set, split.Test, p.Adj, 64)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		name, r, mr := GRU, 1.0, 1
 		if kind == teacher.KindGRUGCN {
 			gruGCN, name = m, GRUGCN
 			hood, err := sdgnn.Candidates(p.Dataset.Graph.Neighbors(), sdgnn.CandidateConfig{K1: m.Config.GCNLayers()})
 			if err != nil {
-				return nil, nil, err
+				return nil, err
 			}
 			r, mr = meanLen(hood), maxLen(hood)
 		}
 		if err := score(name, pred, truth, r, mr, start); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 	}
 
 	// Targets of the frozen teacher.
 	tg, err := sdgnn.PartTargets(ctx, gruGCN, set, p.Adj, split.Train, split.Val, split.Test)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	train, val, test := tg[0], tg[1], tg[2]
 	nb := p.Dataset.Graph.Neighbors()
@@ -266,23 +287,23 @@ func runSeed(ctx context.Context, cfg Config, p *snapshot.Prepared, seed uint64,
 	sc.Seed, sc.Candidates.Seed, sc.MAPEFloor = seed, seed, cfg.MAPEFloor
 	cands, err := sdgnn.Candidates(nb, sc.Candidates)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	res, err := sdgnn.Distill(ctx, gruGCN, set.Norm, cands, train, val, sc, nil)
 	if err != nil {
-		return nil, nil, fmt.Errorf("sdgnn: %w", err)
+		return nil, fmt.Errorf("sdgnn: %w", err)
 	}
 	b, err := sdgnn.NewBundle(sdgnn.BundleMeta{Dataset: cfg.Dataset, Nodes: set.Nodes, Channels: p.Dataset.Info.Channels, Window: set.Window,
 		Hidden: cfg.Hidden, Norm: set.Norm, Split: split, Config: sc}, gruGCN.GRU, res.Student.Phi, res.Student.Theta, res.Decoder)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	pred, truth, err := sdgnn.Predict(b, set, split.Test, 64)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if err := score(SDGNN, pred, truth, res.Student.Theta.MeanReceptive(), maxLen(res.Student.Theta.Nodes), start); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 
 	// Distilled baselines on the same targets.
@@ -302,21 +323,21 @@ func runSeed(ctx context.Context, cfg Config, p *snapshot.Prepared, seed uint64,
 			m, err = baseline.TrainSDGNNEqual(ctx, gruGCN.Dec, set.Norm, res.Student.Theta, train, val, bc)
 		}
 		if err != nil {
-			return nil, nil, fmt.Errorf("%s: %w", name, err)
+			return nil, fmt.Errorf("%s: %w", name, err)
 		}
 		pred, err := m.Forecast(test)
 		if err != nil {
-			return nil, nil, fmt.Errorf("%s: %w", name, err)
+			return nil, fmt.Errorf("%s: %w", name, err)
 		}
 		mr := 0
 		for z := 0; z < set.Nodes; z++ {
 			mr = max(mr, len(m.Receptive(z)))
 		}
 		if err := score(name, pred, test.Truth, m.MeanReceptive(), mr, start); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 	}
-	return run, rec, nil
+	return run, nil
 }
 
 // trainOrLoad returns the teacher of the given kind and seed: loaded from

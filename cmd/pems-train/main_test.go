@@ -265,17 +265,66 @@ func TestReproduceQuick(t *testing.T) {
 	if first[0].Metrics[reproduce.GRUGCN] == first[1].Metrics[reproduce.GRUGCN] {
 		t.Error("two seeds gave the same teacher")
 	}
-	if code, _, stderr := runCmd(t, "reproduce", "-data", dir, "-dataset", "pems08", "-quick", "-seeds", "1", "-out", out); code != 0 {
-		t.Fatalf("second reproduce exited %d:\n%s", code, stderr)
-	}
-	raw, _ = os.ReadFile(filepath.Join(out, "table-quick.json"))
-	if err := json.Unmarshal(raw, &tables); err != nil {
+	both := filepath.Join(t.TempDir(), "both.json")
+	if err := os.WriteFile(both, raw, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	again := tables[0].Runs[0]
+	// Seed 2 alone, as on a second machine: its teacher is reused.
+	if code, _, stderr := runCmd(t, "reproduce", "-data", dir, "-dataset", "pems08", "-quick", "-seeds", "2-2", "-out", out); code != 0 {
+		t.Fatalf("second reproduce exited %d:\n%s", code, stderr)
+	}
+	second := filepath.Join(out, "table-quick.json")
+	raw, _ = os.ReadFile(second)
+	var seed2 []struct {
+		Runs []reproduce.Run `json:"runs"`
+	} // a new variable: decoding into tables would overwrite first's runs
+	if err := json.Unmarshal(raw, &seed2); err != nil {
+		t.Fatal(err)
+	}
+	again := seed2[0].Runs[0]
+	if again.Seed != 2 || len(seed2[0].Runs) != 1 {
+		t.Fatalf("-seeds 2-2 ran seeds %v", seed2[0].Runs)
+	}
 	for _, m := range []string{reproduce.GRUGCN, reproduce.GRU} {
-		if again.Metrics[m] != first[0].Metrics[m] {
-			t.Errorf("%s: reused teacher scored %+v, first run %+v", m, again.Metrics[m], first[0].Metrics[m])
+		if again.Metrics[m] != first[1].Metrics[m] {
+			t.Errorf("%s: reused teacher scored %+v, first run %+v", m, again.Metrics[m], first[1].Metrics[m])
+		}
+	}
+	// Merging: seed 2 twice is refused; seed 1 of the first run with seed
+	// 2 of the second gives the table over both.
+	if code, _, stderr := runCmd(t, "reproduce", "-merge", both+","+second, "-out", out); code != 1 || !strings.Contains(stderr, "seed 2 is in table 1 and table 2") {
+		t.Errorf("merge with a seed twice: exit %d, %s", code, stderr)
+	}
+	var full []*reproduce.Table
+	raw, _ = os.ReadFile(both)
+	if err := json.Unmarshal(raw, &full); err != nil {
+		t.Fatal(err)
+	}
+	full[0].Runs = full[0].Runs[:1]
+	one := filepath.Join(t.TempDir(), "seed1.json")
+	if raw, err = json.Marshal(full); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(one, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr = runCmd(t, "reproduce", "-merge", second+","+one, "-out", out)
+	if code != 0 || !strings.Contains(stdout, "2 seed(s)") {
+		t.Fatalf("merge exited %d:\n%s%s", code, stdout, stderr)
+	}
+	var merged []*reproduce.Table
+	raw, _ = os.ReadFile(filepath.Join(out, "table-merged.json"))
+	if err := json.Unmarshal(raw, &merged); err != nil {
+		t.Fatal(err)
+	}
+	if len(merged) != 1 || len(merged[0].Runs) != 2 || merged[0].Runs[0].Seed != 1 || merged[0].Runs[1].Seed != 2 {
+		t.Fatalf("merged table: %+v", merged)
+	}
+	for _, m := range reproduce.Models {
+		a, b := first[0].Metrics[m].MAE, again.Metrics[m].MAE
+		mean, std := (a+b)/2, math.Abs(a-b)/math.Sqrt2
+		if c := merged[0].Cells[m]; math.Abs(c.MAE-mean) > 1e-12*mean || math.Abs(c.MAEStd-std) > 1e-9*mean {
+			t.Errorf("%s: merged MAE %g ± %g, want %g ± %g", m, c.MAE, c.MAEStd, mean, std)
 		}
 	}
 	// A saved teacher trained with other settings is not silently reused.

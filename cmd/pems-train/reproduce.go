@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/pemsforecast/sdgnn/evaluation"
@@ -21,7 +22,8 @@ func cmdReproduce(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	var (
 		dataDir  = fs.String("data", "", "data directory (default $PEMS_DATA, then ../shared/datasets)")
 		datasets = fs.String("dataset", "", "dataset, or comma-separated datasets (rows of the table); required")
-		seeds    = fs.Int("seeds", 0, "seeds 1..N (default 10, or 1 with -quick)")
+		seeds    = fs.String("seeds", "", "seeds: N for 1..N, A-B for A..B, or a list A,B,… (default 10, or 1 with -quick); run seeds apart and -merge their tables")
+		merge    = fs.String("merge", "", "comma-separated table JSON files of one comparison run over different seeds: write their merged table to -out as table*-merged instead of training")
 		quick    = fs.Bool("quick", false, "short training and schedules: a few minutes per dataset on 2 cores")
 		out      = fs.String("out", "runs/reproduce", "directory for the tables (Markdown and JSON) and the teacher models, reused when present")
 		floor    = fs.Float64("mape-floor", 0, "leave truths below this value out of MAPE (not MAE/RMSE); 1 for SZ-taxi")
@@ -42,8 +44,16 @@ func cmdReproduce(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err := fs.Parse(args); err != nil {
 		return errUsage
 	}
-	if *datasets == "" || fs.NArg() > 0 {
-		fmt.Fprintln(stderr, "reproduce: -dataset NAME[,NAME...] is required and takes no other arguments")
+	if fs.NArg() > 0 || (*datasets == "") == (*merge == "") {
+		fmt.Fprintln(stderr, "reproduce: one of -dataset NAME[,NAME...] or -merge FILE,FILE[,...] is required, and no other arguments")
+		return errUsage
+	}
+	if *merge != "" {
+		return mergeTables(strings.Split(*merge, ","), *out, stdout)
+	}
+	seedList, err := parseSeeds(*seeds)
+	if err != nil {
+		fmt.Fprintf(stderr, "reproduce: -seeds: %v\n", err)
 		return errUsage
 	}
 	prep, err := snapshot.ParsePrep(*prepName)
@@ -72,11 +82,8 @@ func cmdReproduce(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		if *quick {
 			cfg = reproduce.Quick(name)
 		}
-		if *seeds > 0 {
-			cfg.Seeds = cfg.Seeds[:0]
-			for s := 1; s <= *seeds; s++ {
-				cfg.Seeds = append(cfg.Seeds, uint64(s))
-			}
+		if seedList != nil {
+			cfg.Seeds = seedList
 		}
 		if !*quick {
 			cfg.SDGNN = cfg.SDGNN.Scaled(*scale)
@@ -116,18 +123,32 @@ func cmdReproduce(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		}
 		tables = append(tables, t)
 	}
-	if err := os.MkdirAll(*out, 0o755); err != nil {
-		return fmt.Errorf("create %s: %w", *out, err)
+	suffix := ""
+	if *quick {
+		suffix = "-quick"
 	}
-	base := filepath.Join(*out, "table")
-	if prep != snapshot.PrepStandard {
+	return writeTables(tables, tableBase(*out, prep, spec.By, suffix), stdout)
+}
+
+// tableBase is the path, without extension, of the table files of a
+// comparison: table, then -paper for Gao & Ribeiro's preprocessing, -nodes
+// for their split, then suffix.
+func tableBase(out string, prep snapshot.Prep, splitBy, suffix string) string {
+	base := filepath.Join(out, "table")
+	if prep != snapshot.PrepStandard && prep != "" {
 		base += "-" + string(prep)
 	}
-	if spec.By == snapshot.ByNodes {
+	if splitBy == snapshot.ByNodes {
 		base += "-" + snapshot.ByNodes
 	}
-	if *quick {
-		base += "-quick"
+	return base + suffix
+}
+
+// writeTables writes the tables as base.md and base.json and prints the
+// Markdown.
+func writeTables(tables []*reproduce.Table, base string, stdout io.Writer) error {
+	if err := os.MkdirAll(filepath.Dir(base), 0o755); err != nil {
+		return fmt.Errorf("create %s: %w", filepath.Dir(base), err)
 	}
 	var md strings.Builder
 	for _, t := range tables {
@@ -141,12 +162,106 @@ func cmdReproduce(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return err
 	}
 	if err := os.WriteFile(base+".md", []byte(md.String()), 0o644); err != nil {
-		return err
+		return fmt.Errorf("write table: %w", err)
 	}
 	if err := os.WriteFile(base+".json", raw, 0o644); err != nil {
-		return err
+		return fmt.Errorf("write table: %w", err)
 	}
 	fmt.Fprint(stdout, md.String())
 	fmt.Fprintf(stdout, "wrote %s.md and %s.json\n", base, base)
 	return nil
+}
+
+// parseSeeds reads -seeds: "" (nil: the mode's default), N (1..N), A-B
+// (A..B) or a comma-separated list; seeds are positive and distinct.
+func parseSeeds(v string) ([]uint64, error) {
+	if v == "" {
+		return nil, nil
+	}
+	num := func(f string) (uint64, error) {
+		n, err := strconv.ParseUint(strings.TrimSpace(f), 10, 64)
+		if err != nil || n == 0 {
+			return 0, fmt.Errorf("%q: want N (seeds 1..N), A-B or A,B,… of positive whole numbers", v)
+		}
+		return n, nil
+	}
+	var seeds []uint64
+	switch lo, hi, isRange := strings.Cut(v, "-"); {
+	case isRange:
+		a, err := num(lo)
+		if err != nil {
+			return nil, err
+		}
+		b, err := num(hi)
+		if err != nil {
+			return nil, err
+		}
+		if b < a {
+			return nil, fmt.Errorf("%q: range ends before it starts", v)
+		}
+		for s := a; s <= b; s++ {
+			seeds = append(seeds, s)
+		}
+	case strings.Contains(v, ","):
+		seen := map[uint64]bool{}
+		for _, f := range strings.Split(v, ",") {
+			s, err := num(f)
+			if err != nil {
+				return nil, err
+			}
+			if seen[s] {
+				return nil, fmt.Errorf("%q: seed %d twice", v, s)
+			}
+			seen[s] = true
+			seeds = append(seeds, s)
+		}
+	default:
+		n, err := num(v)
+		if err != nil {
+			return nil, err
+		}
+		for s := uint64(1); s <= n; s++ {
+			seeds = append(seeds, s)
+		}
+	}
+	return seeds, nil
+}
+
+// mergeTables reads the table files written by reproduce runs of one
+// comparison over different seeds, merges them per dataset (in the order
+// datasets first appear) and writes the result beside out as
+// table*-merged.
+func mergeTables(paths []string, out string, stdout io.Writer) error {
+	byDataset := map[string][]*reproduce.Table{}
+	var order []string
+	for _, p := range paths {
+		p = strings.TrimSpace(p)
+		raw, err := os.ReadFile(p)
+		if err != nil {
+			return fmt.Errorf("merge: %w", err)
+		}
+		var tables []*reproduce.Table
+		if err := json.Unmarshal(raw, &tables); err != nil {
+			return fmt.Errorf("merge %s: not a reproduce table file: %w", p, err)
+		}
+		if len(tables) == 0 {
+			return fmt.Errorf("merge %s: no tables in the file", p)
+		}
+		for _, t := range tables {
+			if _, ok := byDataset[t.Dataset]; !ok {
+				order = append(order, t.Dataset)
+			}
+			byDataset[t.Dataset] = append(byDataset[t.Dataset], t)
+		}
+	}
+	var merged []*reproduce.Table
+	for _, name := range order {
+		t, err := reproduce.Merge(byDataset[name])
+		if err != nil {
+			return err
+		}
+		merged = append(merged, t)
+	}
+	c := merged[0].Config
+	return writeTables(merged, tableBase(out, c.Prep, c.SplitBy, "-merged"), stdout)
 }

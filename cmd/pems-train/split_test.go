@@ -151,3 +151,34 @@ func TestSplitFlags(t *testing.T) {
 		})
 	}
 }
+
+func TestParseSeeds(t *testing.T) {
+	for _, tc := range []struct {
+		in      string
+		want    []uint64
+		wantErr string
+	}{
+		{"", nil, ""},
+		{"3", []uint64{1, 2, 3}, ""},
+		{"4-6", []uint64{4, 5, 6}, ""},
+		{"2-2", []uint64{2}, ""},
+		{"7,3, 9", []uint64{7, 3, 9}, ""},
+		{"0", nil, "positive whole numbers"},
+		{"x", nil, "positive whole numbers"},
+		{"5-3", nil, "ends before it starts"},
+		{"1,1", nil, "seed 1 twice"},
+		{"1-", nil, "positive whole numbers"},
+		{"-3", nil, "positive whole numbers"},
+	} {
+		got, err := parseSeeds(tc.in)
+		if tc.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("parseSeeds(%q) error %v, want %q", tc.in, err, tc.wantErr)
+			}
+			continue
+		}
+		if err != nil || !slices.Equal(got, tc.want) {
+			t.Errorf("parseSeeds(%q) = %v, %v; want %v", tc.in, got, err, tc.want)
+		}
+	}
+}
