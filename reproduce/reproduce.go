@@ -177,8 +177,11 @@ type Table struct {
 // Progress receives one line per finished step.
 type Progress func(seed uint64, model string, m evaluation.Metrics, receptive, seconds float64)
 
-// RunAll trains and scores every model for every seed.
-func RunAll(ctx context.Context, cfg Config, progress Progress) (*Table, error) {
+// RunAll trains and scores every model for every seed. After each seed,
+// seedDone (when not nil) receives the table of the seeds so far, so that a
+// long run interrupted or failing at a later seed keeps what it finished;
+// its error stops the run.
+func RunAll(ctx context.Context, cfg Config, progress Progress, seedDone func(*Table) error) (*Table, error) {
 	if len(cfg.Seeds) == 0 {
 		return nil, fmt.Errorf("reproduce: no seeds")
 	}
@@ -193,8 +196,13 @@ func RunAll(ctx context.Context, cfg Config, progress Progress) (*Table, error) 
 			return nil, fmt.Errorf("seed %d: %w", seed, err)
 		}
 		t.Runs = append(t.Runs, *run)
+		t.Cells = summarise(t.Runs)
+		if seedDone != nil {
+			if err := seedDone(t); err != nil {
+				return nil, fmt.Errorf("after seed %d: %w", seed, err)
+			}
+		}
 	}
-	t.Cells = summarise(t.Runs)
 	return t, nil
 }
 

@@ -29,7 +29,7 @@ func TestQuickOnRealData(t *testing.T) {
 	cfg.SDGNN.Select, cfg.Baseline.Select = "mae", "mae"
 	tab, err := RunAll(context.Background(), cfg, func(seed uint64, model string, m evaluation.Metrics, rec, sec float64) {
 		t.Logf("seed %d %-11s MAPE %.2f MAE %.4f receptive %.2f (%.0fs)", seed, model, m.MAPE, m.MAE, rec, sec)
-	})
+	}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -336,4 +336,25 @@ func TestReproduceQuick(t *testing.T) {
 	if code != 1 || !strings.Contains(stderr, "noise 0.05") || !strings.Contains(stderr, "noise 0.2") {
 		t.Errorf("reuse with another teacher noise: exit %d, %s", code, stderr)
 	}
+	// A run that fails at a later seed (here seed 3's saved teacher is
+	// truncated) keeps the table of the seeds it finished.
+	good, err := os.ReadFile(filepath.Join(out, "models-quick", "pems08-gru-gcn-seed2.model"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := filepath.Join(out, "models-quick", "pems08-gru-gcn-seed3.model")
+	if err := os.WriteFile(bad, good[:len(good)/2], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr = runCmd(t, "reproduce", "-data", dir, "-dataset", "pems08", "-quick", "-seeds", "2,3", "-out", out)
+	if code != 1 || !strings.Contains(stderr, "seed3.model") || !strings.Contains(stderr, "table written") {
+		t.Errorf("run with a truncated seed-3 teacher: exit %d, %s", code, stderr)
+	}
+	var kept []struct {
+		Runs []reproduce.Run `json:"runs"`
+	}
+	raw, _ = os.ReadFile(filepath.Join(out, "table-quick.json"))
+	if err := json.Unmarshal(raw, &kept); err != nil || len(kept) != 1 || len(kept[0].Runs) != 1 || kept[0].Runs[0].Seed != 2 {
+		t.Errorf("table after the failed seed 3 (%v): %s", err, raw)
+	}
 }

@@ -75,6 +75,11 @@ func cmdReproduce(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return errUsage
 	}
 	log := newLogger(stderr, *jsonLogs)
+	suffix := ""
+	if *quick {
+		suffix = "-quick"
+	}
+	base := tableBase(*out, prep, spec.By, suffix)
 	var tables []*reproduce.Table
 	for _, name := range strings.Split(*datasets, ",") {
 		name = strings.TrimSpace(name)
@@ -117,17 +122,30 @@ func cmdReproduce(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		t, err := reproduce.RunAll(ctx, cfg, func(seed uint64, model string, m evaluation.Metrics, rec, sec float64) {
 			log.Info().Str("dataset", name).Uint64("seed", seed).Str("model", model).Float64("mape", m.MAPE).
 				Float64("mae", m.MAE).Float64("rmse", m.RMSE).Float64("receptive", rec).Float64("seconds", sec).Msg("scored")
+		}, func(t *reproduce.Table) error {
+			// The seeds so far, on disk: a run stopped later keeps them.
+			if _, err := writeTables(append(tables[:len(tables):len(tables)], t), base); err != nil {
+				return err
+			}
+			log.Info().Str("dataset", name).Int("seeds_done", len(t.Runs)).Str("table", base+".md").Msg("table written")
+			return nil
 		})
 		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
 		tables = append(tables, t)
 	}
-	suffix := ""
-	if *quick {
-		suffix = "-quick"
+	return printTables(tables, base, stdout)
+}
+
+// printTables writes the tables and prints them with where they went.
+func printTables(tables []*reproduce.Table, base string, stdout io.Writer) error {
+	md, err := writeTables(tables, base)
+	if err != nil {
+		return err
 	}
-	return writeTables(tables, tableBase(*out, prep, spec.By, suffix), stdout)
+	_, err = fmt.Fprintf(stdout, "%swrote %s.md and %s.json\n", md, base, base)
+	return err
 }
 
 // tableBase is the path, without extension, of the table files of a
@@ -144,32 +162,30 @@ func tableBase(out string, prep snapshot.Prep, splitBy, suffix string) string {
 	return base + suffix
 }
 
-// writeTables writes the tables as base.md and base.json and prints the
+// writeTables writes the tables as base.md and base.json and returns the
 // Markdown.
-func writeTables(tables []*reproduce.Table, base string, stdout io.Writer) error {
+func writeTables(tables []*reproduce.Table, base string) (string, error) {
 	if err := os.MkdirAll(filepath.Dir(base), 0o755); err != nil {
-		return fmt.Errorf("create %s: %w", filepath.Dir(base), err)
+		return "", fmt.Errorf("create %s: %w", filepath.Dir(base), err)
 	}
 	var md strings.Builder
 	for _, t := range tables {
 		if err := t.Markdown(&md); err != nil {
-			return err
+			return "", err
 		}
 		md.WriteString("\n")
 	}
 	raw, err := json.MarshalIndent(tables, "", "  ")
 	if err != nil {
-		return err
+		return "", fmt.Errorf("table JSON: %w", err)
 	}
 	if err := os.WriteFile(base+".md", []byte(md.String()), 0o644); err != nil {
-		return fmt.Errorf("write table: %w", err)
+		return "", fmt.Errorf("write table: %w", err)
 	}
 	if err := os.WriteFile(base+".json", raw, 0o644); err != nil {
-		return fmt.Errorf("write table: %w", err)
+		return "", fmt.Errorf("write table: %w", err)
 	}
-	fmt.Fprint(stdout, md.String())
-	fmt.Fprintf(stdout, "wrote %s.md and %s.json\n", base, base)
-	return nil
+	return md.String(), nil
 }
 
 // parseSeeds reads -seeds: "" (nil: the mode's default), N (1..N), A-B
@@ -263,5 +279,5 @@ func mergeTables(paths []string, out string, stdout io.Writer) error {
 		merged = append(merged, t)
 	}
 	c := merged[0].Config
-	return writeTables(merged, tableBase(out, c.Prep, c.SplitBy, "-merged"), stdout)
+	return printTables(merged, tableBase(out, c.Prep, c.SplitBy, "-merged"), stdout)
 }
