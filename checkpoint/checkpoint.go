@@ -331,18 +331,26 @@ func describedLen(hdrLen uint64, body []byte) (uint64, bool) {
 	return want, true
 }
 
-// WriteFile writes f to the named file atomically: it writes a temporary file
-// in the same directory, flushes it to stable storage and renames it over
-// path, so that a crash never leaves a partial model file at path. The file
-// is created with mode 0644.
-func WriteFile(path string, f *File) (err error) {
+// WriteFile writes f to the named file atomically (see WriteAtomic), so that
+// a crash never leaves a partial model file at path. The file is created
+// with mode 0644.
+func WriteFile(path string, f *File) error {
+	return WriteAtomic(path, func(w io.Writer) error { return Write(w, f) })
+}
+
+// WriteAtomic writes the named file with write: into a temporary file in the
+// same directory, flushed to stable storage and renamed over path, so that a
+// crash or a failing write leaves either the old file or the new one, never
+// a part. The file has mode 0644. Model files, the forecaster's state and
+// result tables written while a long run goes on all need this.
+func WriteAtomic(path string, write func(w io.Writer) error) (err error) {
 	dir, base := filepath.Split(path)
 	if dir == "" {
 		dir = "."
 	}
 	tmp, err := os.CreateTemp(dir, "."+base+".tmp-*")
 	if err != nil {
-		return fmt.Errorf("checkpoint: write %s: %w", path, err)
+		return fmt.Errorf("write %s: %w", path, err)
 	}
 	defer func() {
 		if err != nil {
@@ -350,20 +358,20 @@ func WriteFile(path string, f *File) (err error) {
 			os.Remove(tmp.Name())
 		}
 	}()
-	if err := Write(tmp, f); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
+	if err := write(tmp); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
 	}
 	if err := tmp.Chmod(0o644); err != nil {
-		return fmt.Errorf("checkpoint: write %s: %w", path, err)
+		return fmt.Errorf("write %s: %w", path, err)
 	}
 	if err := tmp.Sync(); err != nil {
-		return fmt.Errorf("checkpoint: write %s: sync: %w", path, err)
+		return fmt.Errorf("write %s: sync: %w", path, err)
 	}
 	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("checkpoint: write %s: %w", path, err)
+		return fmt.Errorf("write %s: %w", path, err)
 	}
 	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("checkpoint: write %s: %w", path, err)
+		return fmt.Errorf("write %s: %w", path, err)
 	}
 	// Make the rename itself durable. Not every system can sync a
 	// directory, so a failure here is not reported.

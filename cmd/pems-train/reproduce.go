@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/pemsforecast/sdgnn/checkpoint"
 	"github.com/pemsforecast/sdgnn/evaluation"
 	"github.com/pemsforecast/sdgnn/reproduce"
 	"github.com/pemsforecast/sdgnn/snapshot"
@@ -179,11 +180,12 @@ func writeTables(tables []*reproduce.Table, base string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("table JSON: %w", err)
 	}
-	if err := os.WriteFile(base+".md", []byte(md.String()), 0o644); err != nil {
-		return "", fmt.Errorf("write table: %w", err)
-	}
-	if err := os.WriteFile(base+".json", raw, 0o644); err != nil {
-		return "", fmt.Errorf("write table: %w", err)
+	// Atomic writes: the table is rewritten after every seed of a long run,
+	// and an interruption must not leave half a file.
+	for path, data := range map[string][]byte{base + ".md": []byte(md.String()), base + ".json": raw} {
+		if err := checkpoint.WriteAtomic(path, func(w io.Writer) error { _, err := w.Write(data); return err }); err != nil {
+			return "", fmt.Errorf("table: %w", err)
+		}
 	}
 	return md.String(), nil
 }
