@@ -93,10 +93,10 @@ func realData(t *testing.T) *fixture {
 		m, set, split, ds := quickTeacher(t)
 		adj := ds.Graph.NormalizedAdjacency()
 		f := &fixture{m: m, set: set, ds: ds}
-		if f.train, fixtureErr = sdgnn.ComputeTargets(context.Background(), m, set, split.Train.Range, adj); fixtureErr != nil {
+		if f.train, fixtureErr = sdgnn.ComputeTargets(context.Background(), m, set, split.Train, adj); fixtureErr != nil {
 			return
 		}
-		if f.val, fixtureErr = sdgnn.ComputeTargets(context.Background(), m, set, split.Val.Range, adj); fixtureErr != nil {
+		if f.val, fixtureErr = sdgnn.ComputeTargets(context.Background(), m, set, split.Val, adj); fixtureErr != nil {
 			return
 		}
 		fixtureVal = f

@@ -52,6 +52,9 @@ type Input struct {
 	Prepared *snapshot.Prepared
 	Part     string         // name of the split part replayed: "train", "val" or "test"
 	Range    snapshot.Range // the snapshots replayed
+	// Deal selects the snapshots of Range scored, for a split by windows;
+	// the zero Deal scores every one. Every reading of Range is replayed.
+	Deal snapshot.Deal
 	// Nodes are the sensors scored, for a split by nodes; nil scores every
 	// sensor. Every sensor is still replayed: a forecast reads its
 	// receptive nodes whatever part they are in.
@@ -158,11 +161,14 @@ type Distribution struct {
 
 // Document is a built report: every number it shows. Write renders it.
 type Document struct {
-	Dataset   string         `json:"dataset"`
-	Part      string         `json:"split"`
-	Range     snapshot.Range `json:"range"`
-	Snapshots int            `json:"snapshots"`
-	Nodes     int            `json:"nodes"`
+	Dataset string         `json:"dataset"`
+	Part    string         `json:"split"`
+	Range   snapshot.Range `json:"range"`
+	// Deal says which snapshots of Range were scored, for a split by
+	// windows; absent: all.
+	Deal      snapshot.Deal `json:"deal,omitzero"`
+	Snapshots int           `json:"snapshots"`
+	Nodes     int           `json:"nodes"`
 	// Scored are the sensors scored, for a split by nodes; absent: all.
 	Scored    []int    `json:"scored_nodes,omitempty"`
 	Channels  []string `json:"channel_names"`
@@ -186,6 +192,7 @@ type Document struct {
 	// Notes says what was left out of the report and why.
 	Notes []string `json:"notes,omitempty"`
 
+	snaps  []int64 // each scored snapshot
 	steps  []int64 // series step of each snapshot's target
 	truth  []float64
 	lo, hi []float64 // per-channel min and max of the training steps, for the paper's metrics
@@ -209,8 +216,8 @@ func Build(ctx context.Context, in Input) (*Document, error) {
 		return nil, errors.New("report: no data or no bundle")
 	}
 	set := p.Set
-	if in.Range.Start < 0 || in.Range.End > set.Len() || in.Range.Len() < 1 {
-		return nil, fmt.Errorf("report: range %+v outside the %d snapshots of %s", in.Range, set.Len(), b.Meta.Dataset)
+	if in.Range.Start < 0 || in.Range.End > set.Len() || in.part().Len() < 1 {
+		return nil, fmt.Errorf("report: range %+v (%+v) outside the %d snapshots of %s or empty", in.Range, in.Deal, set.Len(), b.Meta.Dataset)
 	}
 	if in.Chunks < 1 {
 		in.Chunks = 10
@@ -244,10 +251,11 @@ func Build(ctx context.Context, in Input) (*Document, error) {
 	if err != nil {
 		return nil, fmt.Errorf("report: %w", err)
 	}
-	d := &Document{lo: lo, hi: hi, Dataset: b.Meta.Dataset, Part: in.Part, Range: in.Range, Snapshots: in.Range.Len(), Nodes: set.Nodes, Scored: in.Nodes,
+	d := &Document{lo: lo, hi: hi, Dataset: b.Meta.Dataset, Part: in.Part, Range: in.Range, Deal: in.Deal, Snapshots: in.part().Len(), Nodes: set.Nodes, Scored: in.Nodes,
 		Channels: channelNames(b.Meta.Channels, set.Channels), MAPEFloor: in.MAPEFloor, Bundle: in.BundlePath,
 		Created: time.Now().UTC().Format(time.RFC3339)}
-	for sn := in.Range.Start; sn < in.Range.End; sn++ {
+	for _, sn := range in.part().Snapshots() {
+		d.snaps = append(d.snaps, int64(sn))
 		d.steps = append(d.steps, int64(sn+set.Window))
 	}
 	// SDGNN through the online path.
@@ -256,7 +264,7 @@ func Build(ctx context.Context, in Input) (*Document, error) {
 	if err != nil {
 		return nil, fmt.Errorf("report: %w", err)
 	}
-	pred, err := stream.Replay(rb, set, in.Range, func(done int) { in.progress("replay "+SDGNN, done, in.Range.Len()) })
+	pred, err := stream.ReplayPart(rb, set, in.part(), func(done int) { in.progress("replay "+SDGNN, done, d.Snapshots) })
 	if err != nil {
 		return nil, fmt.Errorf("report: %w", err)
 	}
@@ -328,7 +336,9 @@ func Build(ctx context.Context, in Input) (*Document, error) {
 }
 
 // part is the replayed part: its snapshots and the sensors scored.
-func (in *Input) part() snapshot.Part { return snapshot.Part{Range: in.Range, Nodes: in.Nodes} }
+func (in *Input) part() snapshot.Part {
+	return snapshot.Part{Range: in.Range, Deal: in.Deal, Nodes: in.Nodes}
+}
 
 func (in *Input) progress(stage string, done, total int) {
 	if in.Progress != nil {
@@ -446,7 +456,7 @@ func (d *Document) sweep(ctx context.Context, in Input, nb [][]int) error {
 // overall, per channel, per node and per chunk, and the paper's metrics.
 func (d *Document) score(in *Input, name, source, file string, receptive float64, pred, truth []float64, start time.Time) (*Model, error) {
 	set := in.Prepared.Set
-	rep, err := evaluation.Build(pred, truth, in.Range.Len(), set.Nodes, set.Channels, in.Chunks, in.MAPEFloor)
+	rep, err := evaluation.Build(pred, truth, in.part().Len(), set.Nodes, set.Channels, in.Chunks, in.MAPEFloor)
 	if err != nil {
 		return nil, fmt.Errorf("report: %s: %w", name, err)
 	}
@@ -499,10 +509,9 @@ func forecastZ(res *sdgnn.Result, norm snapshot.Normalizer, t *sdgnn.Targets) ([
 // truthOf returns the raw targets of part p, row-major (snapshot, node,
 // channel), NaN for the sensors p does not score.
 func truthOf(set *snapshot.Set, p snapshot.Part) []float64 {
-	r := p.Range
 	n, c := set.Nodes, set.Channels
-	out := make([]float64, 0, r.Len()*n*c)
-	for s := r.Start; s < r.End; s++ {
+	out := make([]float64, 0, p.Len()*n*c)
+	for _, s := range p.Snapshots() {
 		for z := 0; z < n; z++ {
 			for ch := 0; ch < c; ch++ {
 				out = append(out, set.RawAt(s+set.Window, z, ch))

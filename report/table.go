@@ -83,7 +83,7 @@ func (d *Document) records(batch int, each func(arrow.Record) error) error {
 		hi := min(lo+batch, rows)
 		for r := lo; r < hi; r++ {
 			s := r / n
-			b.Field(0).(*array.Int64Builder).Append(int64(d.Range.Start + s))
+			b.Field(0).(*array.Int64Builder).Append(d.snaps[s])
 			b.Field(1).(*array.Int64Builder).Append(d.steps[s])
 			b.Field(2).(*array.Int32Builder).Append(int32(r % n))
 			for ch := 0; ch < c; ch++ {

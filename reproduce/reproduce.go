@@ -50,8 +50,9 @@ type Config struct {
 	Hidden   int        `json:"hidden"`
 	NoiseStd float64    `json:"noise_std"`
 	Ratios   [3]float64 `json:"split_ratios"`
-	// SplitBy is snapshot.ByTime (when empty) or snapshot.ByNodes, Gao &
-	// Ribeiro's transductive split, whose Ratios are whole numbers (7,1,2).
+	// SplitBy is snapshot.ByTime (when empty), snapshot.ByNodes or
+	// snapshot.ByWindows, Gao & Ribeiro's transductive and inductive
+	// splits, whose Ratios are whole numbers (7,1,2).
 	SplitBy string `json:"split_by,omitempty"`
 	// Prep is the input preprocessing of every model (PrepStandard when
 	// empty; PrepPaper is Gao & Ribeiro's).
@@ -365,8 +366,8 @@ func trainOrLoad(ctx context.Context, cfg Config, p *snapshot.Prepared, kind str
 		if p.Set.Norm.Prep() != snapshot.PrepStandard {
 			prep = "-" + string(p.Set.Norm.Prep())
 		}
-		if p.Split.ByNodes() {
-			prep += "-" + snapshot.ByNodes
+		if p.Split.ByNodes() || p.Split.ByWindows() {
+			prep += "-" + p.Split.By
 		}
 		path = filepath.Join(cfg.ModelDir, fmt.Sprintf("%s-%s%s-seed%d.model", cfg.Dataset, kind, prep, seed))
 		if s, err := teacher.LoadModel(path); err == nil {
@@ -466,8 +467,11 @@ func (t *Table) Markdown(w io.Writer) error {
 		floor = fmt.Sprintf(", truths below %g left out of MAPE", t.MAPEFloor)
 	}
 	part := "test split (chronological)"
-	if sp := t.Config.spec(); sp.By == snapshot.ByNodes {
+	switch sp := t.Config.spec(); sp.By {
+	case snapshot.ByNodes:
 		part = fmt.Sprintf("test nodes (nodes split %g:%g:%g by degree, every snapshot)", sp.Ratios[0], sp.Ratios[1], sp.Ratios[2])
+	case snapshot.ByWindows:
+		part = fmt.Sprintf("test windows (snapshots dealt %g:%g:%g round-robin in time order, every node)", sp.Ratios[0], sp.Ratios[1], sp.Ratios[2])
 	}
 	if _, err := fmt.Fprintf(w, "%s, %s, %d seed(s), %s preprocessing%s\n\n| metric |", t.Dataset, part, len(t.Runs), t.Config.prep(), floor); err != nil {
 		return err

@@ -335,7 +335,6 @@ func (b *Bundle) Fits(set *snapshot.Set) error {
 // targets in the same layout (NaN, not scored, for nodes outside p),
 // through the batched path.
 func Predict(b *Bundle, set *snapshot.Set, p snapshot.Part, batchSize int) (pred, truth []float64, err error) {
-	r := p.Range
 	if err := b.Fits(set); err != nil {
 		return nil, nil, fmt.Errorf("predict: %w", err)
 	}
@@ -343,7 +342,7 @@ func Predict(b *Bundle, set *snapshot.Set, p snapshot.Part, batchSize int) (pred
 		batchSize = 64
 	}
 	var batch snapshot.Batch
-	for _, idx := range snapshot.Batches(r, batchSize, nil) {
+	for _, idx := range snapshot.BatchesOf(p.Snapshots(), batchSize, nil) {
 		if err := set.Fill(&batch, idx); err != nil {
 			return nil, nil, err
 		}

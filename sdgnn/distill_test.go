@@ -74,11 +74,11 @@ func TestDistillOnRealData(t *testing.T) {
 	m, set, split, ds := quickTeacher(t)
 	adj := ds.Graph.NormalizedAdjacency()
 	ctx := context.Background()
-	train, err := ComputeTargets(ctx, m, set, split.Train.Range, adj)
+	train, err := ComputeTargets(ctx, m, set, split.Train, adj)
 	if err != nil {
 		t.Fatal(err)
 	}
-	val, err := ComputeTargets(ctx, m, set, split.Val.Range, adj)
+	val, err := ComputeTargets(ctx, m, set, split.Val, adj)
 	if err != nil {
 		t.Fatal(err)
 	}

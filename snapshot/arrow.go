@@ -67,9 +67,27 @@ func WriteSnapshots(path string, s *Set, r Range) error {
 	if r.Len() == 0 || r.Start < 0 || r.End > s.Len() {
 		return fmt.Errorf("snapshot: write snapshots %s: range [%d, %d) empty or outside [0, %d)", path, r.Start, r.End, s.Len())
 	}
-	rows, ok := mulSizes(r.Len(), s.Nodes)
+	return WriteSnapshotsOf(path, s, Part{Range: r}.Snapshots())
+}
+
+// WriteSnapshotsOf is WriteSnapshots for the given snapshot indices (a
+// Part's Snapshots, which need not be contiguous), in their order. It
+// returns an error if there are none or one is outside [0, s.Len()).
+func WriteSnapshotsOf(path string, s *Set, snapshots []int) error {
+	if s == nil {
+		return fmt.Errorf("snapshot: write snapshots %s: %w", path, errNilSet)
+	}
+	if len(snapshots) == 0 {
+		return fmt.Errorf("snapshot: write snapshots %s: no snapshots", path)
+	}
+	for _, sn := range snapshots {
+		if sn < 0 || sn >= s.Len() {
+			return fmt.Errorf("snapshot: write snapshots %s: snapshot %d outside [0, %d)", path, sn, s.Len())
+		}
+	}
+	rows, ok := mulSizes(len(snapshots), s.Nodes)
 	if !ok {
-		return fmt.Errorf("snapshot: write snapshots %s: %d snapshots of %d nodes overflow", path, r.Len(), s.Nodes)
+		return fmt.Errorf("snapshot: write snapshots %s: %d snapshots of %d nodes overflow", path, len(snapshots), s.Nodes)
 	}
 	normJSON, err := json.Marshal(s.Norm)
 	if err != nil {
@@ -101,7 +119,7 @@ func WriteSnapshots(path string, s *Set, r Range) error {
 		xv.Reserve((hi - lo) * xLen)
 		yv.Reserve((hi - lo) * ch)
 		for k := lo; k < hi; k++ {
-			sn, i := r.Start+k/nodes, k%nodes
+			sn, i := snapshots[k/nodes], k%nodes
 			sb.Append(int64(sn))
 			nb.Append(int32(i))
 			xb.Append(true)

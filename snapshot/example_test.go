@@ -71,3 +71,20 @@ func Example() {
 	// last batch: 6 snapshots, X[t] is 18×2
 	// rows: 21 x per row: 8
 }
+
+// Gao & Ribeiro's inductive split deals the snapshots round-robin in time
+// order: of every ten, seven train, one validates and two test. A Part
+// stores the deal, not the list; Snapshots lists it.
+func ExampleWindowSplit() {
+	s, err := snapshot.WindowSplit(25, [3]float64{7, 1, 2})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("train:", s.Train.Snapshots())
+	fmt.Println("val:  ", s.Val.Snapshots())
+	fmt.Println("test: ", s.Test.Snapshots(), s.Test.Len(), s.Test.Contains(19))
+	// Output:
+	// train: [0 1 2 3 4 5 6 10 11 12 13 14 15 16 20 21 22 23 24]
+	// val:   [7 17]
+	// test:  [8 9 18 19] 4 true
+}

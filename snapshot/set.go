@@ -250,6 +250,16 @@ func Batches(r Range, size int, rng *rand.Rand) [][]int {
 	for i := range idx {
 		idx[i] = r.Start + i
 	}
+	return BatchesOf(idx, size, rng)
+}
+
+// BatchesOf is Batches over the given snapshot indices (a Part's
+// Snapshots, say), which it may shuffle in place.
+func BatchesOf(idx []int, size int, rng *rand.Rand) [][]int {
+	n := len(idx)
+	if n == 0 || size <= 0 {
+		return nil
+	}
 	if rng != nil {
 		rng.Shuffle(n, func(i, j int) { idx[i], idx[j] = idx[j], idx[i] })
 	}

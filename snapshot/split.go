@@ -30,15 +30,80 @@ const (
 	// and a part's loss and metrics count only its nodes (the transductive
 	// split of Gao & Ribeiro's time-then-graph code).
 	ByNodes = "nodes"
+	// ByWindows deals the snapshots, in time order, round-robin into the
+	// parts; every node is scored in every part (the inductive split of
+	// Gao & Ribeiro's time-then-graph code).
+	ByWindows = "windows"
 )
 
-// Part is one part of a split: the snapshots of Range and, when Nodes is
-// not nil, only the targets of those nodes. Every node's window is still an
-// input (a GCN reads its neighbours whatever part they are in); only what is
-// learnt from and scored is restricted.
+// Deal selects, from a Range, the snapshots at positions q = s − Start with
+// Lo ≤ q mod Every < Hi: one part of a round-robin deal (WindowSplit). It is
+// stored instead of the list of snapshots it selects, which would grow with
+// the series. The zero Deal selects every snapshot of the range.
+type Deal struct{ Every, Lo, Hi int }
+
+// picks reports whether the snapshot at position q of the range is dealt
+// to d.
+func (d Deal) picks(q int) bool {
+	if d.Every <= 0 {
+		return true
+	}
+	m := q % d.Every
+	return d.Lo <= m && m < d.Hi
+}
+
+// Part is one part of a split: the snapshots of Range that Deal selects
+// (all of them for the zero Deal) and, when Nodes is not nil, only the
+// targets of those nodes. Every node's window is still an input (a GCN
+// reads its neighbours whatever part they are in); only what is learnt from
+// and scored is restricted. Range is the span of the part; iterate over
+// Snapshots, not over Range, since a part dealt by windows is not
+// contiguous.
 type Part struct {
 	Range
+	Deal  Deal  `json:"deal,omitzero"`
 	Nodes []int `json:"nodes,omitempty"` // sorted; nil: every node
+}
+
+// Len returns the number of snapshots in p.
+func (p Part) Len() int {
+	n := p.Range.Len()
+	d := p.Deal
+	if d.Every <= 0 || n == 0 {
+		return n
+	}
+	lo, hi := max(d.Lo, 0), min(d.Hi, d.Every)
+	if hi <= lo {
+		return 0
+	}
+	full, rest := n/d.Every, n%d.Every
+	return full*(hi-lo) + max(0, min(rest, hi)-lo)
+}
+
+// Contains reports whether snapshot s belongs to p.
+func (p Part) Contains(s int) bool {
+	return p.Range.Contains(s) && p.Deal.picks(s-p.Start)
+}
+
+// Snapshots returns the indices of p's snapshots in time order.
+func (p Part) Snapshots() []int {
+	out := make([]int, 0, p.Len())
+	for s := p.Start; s < p.End; s++ {
+		if p.Deal.picks(s - p.Start) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// Last returns p's last snapshot, or −1 if p is empty.
+func (p Part) Last() int {
+	for s := p.End - 1; s >= p.Start; s-- {
+		if p.Deal.picks(s - p.Start) {
+			return s
+		}
+	}
+	return -1
 }
 
 // Scores reports whether node i's targets belong to p.
@@ -75,13 +140,14 @@ func (p Part) Hide(truth []float64, nodes, channels int) {
 }
 
 // Split divides a dataset's snapshots into training, validation and test
-// parts, by time (ChronoSplit) or by nodes (NodeSplit).
+// parts, by time (ChronoSplit), by nodes (NodeSplit) or by windows
+// (WindowSplit).
 type Split struct {
-	// By is ByTime or ByNodes; files written before node splits existed
-	// leave it empty, which means ByTime.
+	// By is ByTime, ByNodes or ByWindows; files written before node splits
+	// existed leave it empty, which means ByTime.
 	By               string `json:"by,omitempty"`
 	Train, Val, Test Part
-	// Ratios are the proportions a node split dealt the nodes by: what
+	// Ratios are the proportions a node or window split dealt by: what
 	// reproduces it (SpecOf).
 	Ratios [3]float64 `json:"ratios,omitzero"`
 }
@@ -101,6 +167,9 @@ func (s Split) Part(name string) (Part, error) {
 
 // ByNodes reports whether s divides nodes rather than time.
 func (s Split) ByNodes() bool { return s.By == ByNodes }
+
+// ByWindows reports whether s deals the snapshots round-robin.
+func (s Split) ByWindows() bool { return s.By == ByWindows }
 
 // ChronoSplit splits n snapshots into consecutive training, validation and
 // test ranges whose sizes are proportional to ratios (for example 6,2,2 or
@@ -190,20 +259,58 @@ func NodeSplit(n int, degrees []int, ratios [3]float64) (Split, error) {
 	return s, nil
 }
 
-// SplitSpec says how to split a dataset before its size is known: by time
-// or by nodes, in the given proportions.
+// WindowSplit deals n snapshots, in time order, into training, validation
+// and test parts: the inductive split of Gao & Ribeiro's time-then-graph
+// code (fitsplit over windows). The snapshot at position p goes to the
+// training part when p mod S < ratios[0] (S the sum of the ratios), to
+// validation when it is below ratios[0]+ratios[1], to test otherwise; with
+// 7,1,2, snapshots 0–6 of every ten train, 7 validates, 8 and 9 test. Every
+// node is scored in every part.
+//
+// Consecutive snapshots share all but one step of their windows, so a test
+// snapshot's inputs and target are inputs and targets of training
+// snapshots too: the split measures interpolation within the period it
+// trains on, not forecasting beyond it, and scores come out lower than
+// under a time split. It is offered to compare with results reported under
+// it, not as a measure of forecasting skill.
+//
+// The ratios must be positive whole numbers and every part non-empty.
+func WindowSplit(n int, ratios [3]float64) (Split, error) {
+	var whole [3]int
+	for i, r := range ratios {
+		if !(r >= 1) || r != math.Trunc(r) || r > 1e6 {
+			return Split{}, fmt.Errorf("snapshot: window split: ratio %d is %v, want a positive whole number (such as 7,1,2)", i, r)
+		}
+		whole[i] = int(r)
+	}
+	sum := whole[0] + whole[1] + whole[2]
+	all := Range{0, n}
+	s := Split{By: ByWindows, Ratios: ratios,
+		Train: Part{Range: all, Deal: Deal{Every: sum, Lo: 0, Hi: whole[0]}},
+		Val:   Part{Range: all, Deal: Deal{Every: sum, Lo: whole[0], Hi: whole[0] + whole[1]}},
+		Test:  Part{Range: all, Deal: Deal{Every: sum, Lo: whole[0] + whole[1], Hi: sum}},
+	}
+	if s.Train.Len() == 0 || s.Val.Len() == 0 || s.Test.Len() == 0 {
+		return Split{}, fmt.Errorf("snapshot: window split: %d snapshots with ratios %v give an empty part (train=%d val=%d test=%d)",
+			n, ratios, s.Train.Len(), s.Val.Len(), s.Test.Len())
+	}
+	return s, nil
+}
+
+// SplitSpec says how to split a dataset before its size is known: by time,
+// by nodes or by windows, in the given proportions.
 type SplitSpec struct {
-	By     string     // ByTime (or empty) or ByNodes
+	By     string     // ByTime (or empty), ByNodes or ByWindows
 	Ratios [3]float64 // train, validation, test
 }
 
 // ParseSplitBy checks a split kind named on a command line.
 func ParseSplitBy(s string) (string, error) {
 	switch s {
-	case ByTime, ByNodes:
+	case ByTime, ByNodes, ByWindows:
 		return s, nil
 	}
-	return "", fmt.Errorf("split by %q: want %q or %q", s, ByTime, ByNodes)
+	return "", fmt.Errorf("split by %q: want %q, %q or %q", s, ByTime, ByNodes, ByWindows)
 }
 
 // Make returns the split of n snapshots of a graph whose node degrees are
@@ -214,28 +321,32 @@ func (sp SplitSpec) Make(n int, degrees []int) (Split, error) {
 		return ChronoSplit(n, sp.Ratios)
 	case ByNodes:
 		return NodeSplit(n, degrees, sp.Ratios)
+	case ByWindows:
+		return WindowSplit(n, sp.Ratios)
 	}
-	return Split{}, fmt.Errorf("snapshot: split by %q: want %q or %q", sp.By, ByTime, ByNodes)
+	return Split{}, fmt.Errorf("snapshot: split by %q: want %q, %q or %q", sp.By, ByTime, ByNodes, ByWindows)
 }
 
 // SpecOf returns the spec that remakes s on the same data: for a time split
 // the sizes of its parts as ratios (files written before node splits carry
-// no ratios), for a node split its kind and ratios. It is how a saved
-// model's split is reproduced.
+// no ratios), for a node or window split its kind and ratios. It is how a
+// saved model's split is reproduced.
 func SpecOf(s Split) SplitSpec {
-	if s.ByNodes() {
-		return SplitSpec{By: ByNodes, Ratios: s.Ratios}
+	if s.ByNodes() || s.ByWindows() {
+		return SplitSpec{By: s.By, Ratios: s.Ratios}
 	}
 	return SplitSpec{By: ByTime, Ratios: [3]float64{float64(s.Train.Len()), float64(s.Val.Len()), float64(s.Test.Len())}}
 }
 
 // TrainSteps returns the number of leading series steps seen by the training
 // snapshots, inputs and targets together, for windows of the given length.
-// The last training snapshot Train.End-1 reads steps up to and including its
-// target Train.End-1+window, so the count is Train.End+window. Fitting the
-// Normalizer on these steps keeps validation data out of the scaling.
+// The last training snapshot L reads steps up to and including its target
+// L+window, so the count is L+1+window (Train.End+window for a time split).
+// Fitting the Normalizer on these steps keeps validation data out of the
+// scaling under a time split; under a window split the training snapshots
+// span the series, and so do these steps, as in Gao & Ribeiro's code.
 func (s Split) TrainSteps(window int) int {
-	return s.Train.End + window
+	return s.Train.Last() + 1 + window
 }
 
 // FitData returns the readings a normaliser is fitted on, row-major (step,
@@ -259,16 +370,16 @@ func (s Split) FitData(data []float64, nodes, channels, window int) (fit []float
 	return fit, k, steps
 }
 
-// Equal reports whether s and o are the same split: same kind, ranges and
-// nodes. A time split read from a file written before node splits (By
-// empty) equals the same split made now.
+// Equal reports whether s and o are the same split: same kind, ranges,
+// deals and nodes. A time split read from a file written before node splits
+// (By empty) equals the same split made now.
 func (s Split) Equal(o Split) bool {
-	if s.ByNodes() != o.ByNodes() || (s.ByNodes() && s.Ratios != o.Ratios) {
+	if s.ByNodes() != o.ByNodes() || s.ByWindows() != o.ByWindows() || ((s.ByNodes() || s.ByWindows()) && s.Ratios != o.Ratios) {
 		return false
 	}
 	for i, p := range []Part{s.Train, s.Val, s.Test} {
 		q := []Part{o.Train, o.Val, o.Test}[i]
-		if p.Range != q.Range || (p.Nodes == nil) != (q.Nodes == nil) || !slices.Equal(p.Nodes, q.Nodes) {
+		if p.Range != q.Range || p.Deal != q.Deal || (p.Nodes == nil) != (q.Nodes == nil) || !slices.Equal(p.Nodes, q.Nodes) {
 			return false
 		}
 	}

@@ -3,7 +3,9 @@ package snapshot
 import (
 	"encoding/json"
 	"math"
+	"math/rand/v2"
 	"reflect"
+	"slices"
 	"testing"
 )
 
@@ -206,5 +208,122 @@ func TestFitData(t *testing.T) {
 	fit, nodes, steps = chrono(0, 1, 2, 2).FitData(data, 3, 1, 1)
 	if len(fit) != len(data) || nodes != 3 || steps != 2 {
 		t.Errorf("time split fits on %d values, %d nodes, %d steps; want the data, 3 nodes, 2 steps", len(fit), nodes, steps)
+	}
+}
+
+func TestWindowSplit(t *testing.T) {
+	for _, tc := range []struct {
+		name             string
+		n                int
+		ratios           [3]float64
+		train, val, test []int
+		wantErr          bool
+	}{
+		// Positions 0–6 of every ten train, 7 validates, 8 and 9 test; then
+		// 10–11 train again.
+		{name: "7,1,2", n: 12, ratios: [3]float64{7, 1, 2}, train: []int{0, 1, 2, 3, 4, 5, 6, 10, 11}, val: []int{7}, test: []int{8, 9}},
+		{name: "ends in validation", n: 18, ratios: [3]float64{7, 1, 2},
+			train: []int{0, 1, 2, 3, 4, 5, 6, 10, 11, 12, 13, 14, 15, 16}, val: []int{7, 17}, test: []int{8, 9}},
+		{name: "1,1,1", n: 7, ratios: [3]float64{1, 1, 1}, train: []int{0, 3, 6}, val: []int{1, 4}, test: []int{2, 5}},
+		{name: "fraction", n: 50, ratios: [3]float64{0.7, 0.1, 0.2}, wantErr: true},
+		{name: "zero", n: 50, ratios: [3]float64{7, 0, 2}, wantErr: true},
+		{name: "infinite", n: 50, ratios: [3]float64{math.Inf(1), 1, 2}, wantErr: true},
+		{name: "too few for test", n: 8, ratios: [3]float64{7, 1, 2}, wantErr: true},
+		{name: "no snapshots", n: 0, ratios: [3]float64{7, 1, 2}, wantErr: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := WindowSplit(tc.n, tc.ratios)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("WindowSplit error = %v, wantErr %v", err, tc.wantErr)
+			}
+			if err != nil {
+				return
+			}
+			seen := make([]int, tc.n)
+			for name, pair := range map[string]struct {
+				p    Part
+				want []int
+			}{"train": {s.Train, tc.train}, "val": {s.Val, tc.val}, "test": {s.Test, tc.test}} {
+				p := pair.p
+				if got := p.Snapshots(); !reflect.DeepEqual(got, pair.want) {
+					t.Errorf("%s snapshots %v, want %v", name, got, pair.want)
+				}
+				if p.Len() != len(pair.want) || p.Last() != pair.want[len(pair.want)-1] || p.Nodes != nil {
+					t.Errorf("%s: Len %d, Last %d, Nodes %v", name, p.Len(), p.Last(), p.Nodes)
+				}
+				for sn := -1; sn <= tc.n; sn++ {
+					if p.Contains(sn) != slices.Contains(pair.want, sn) {
+						t.Errorf("%s: Contains(%d) = %v", name, sn, p.Contains(sn))
+					}
+				}
+				for _, sn := range pair.want {
+					seen[sn]++
+				}
+			}
+			for sn, k := range seen {
+				if k != 1 {
+					t.Errorf("snapshot %d is in %d parts", sn, k)
+				}
+			}
+			if !s.ByWindows() || s.ByNodes() || s.TrainSteps(12) != tc.train[len(tc.train)-1]+13 {
+				t.Errorf("By %q, TrainSteps %d", s.By, s.TrainSteps(12))
+			}
+			b, err := json.Marshal(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var back Split
+			if err := json.Unmarshal(b, &back); err != nil {
+				t.Fatal(err)
+			}
+			again, err := SpecOf(back).Make(tc.n, nil)
+			if err != nil || !reflect.DeepEqual(again, s) || !back.Equal(s) {
+				t.Errorf("remade %+v (%v), decoded %+v, want %+v", again, err, back, s)
+			}
+			chrono, err := ChronoSplit(tc.n, tc.ratios)
+			if err == nil && (chrono.Equal(s) || s.Equal(chrono)) {
+				t.Error("a window split equals a time split")
+			}
+			other := s
+			other.Test.Deal.Lo++
+			if other.Equal(s) {
+				t.Error("splits with other deals are equal")
+			}
+		})
+	}
+}
+
+func TestPartLen(t *testing.T) {
+	// Len counts what Snapshots lists, for every deal over small ranges.
+	for start := 0; start < 3; start++ {
+		for end := start; end < start+25; end++ {
+			for every := 0; every <= 5; every++ {
+				for lo := 0; lo <= every; lo++ {
+					for hi := lo; hi <= every; hi++ {
+						p := Part{Range: Range{start, end}, Deal: Deal{every, lo, hi}}
+						if got, want := p.Len(), len(p.Snapshots()); got != want {
+							t.Fatalf("%+v: Len %d, %d snapshots", p, got, want)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+func TestBatchesOf(t *testing.T) {
+	idx := []int{3, 5, 9, 11, 20}
+	got := BatchesOf(slices.Clone(idx), 2, nil)
+	if !reflect.DeepEqual(got, [][]int{{3, 5}, {9, 11}, {20}}) {
+		t.Errorf("in order: %v", got)
+	}
+	shuffled := BatchesOf(slices.Clone(idx), 2, rand.New(rand.NewPCG(1, 2)))
+	flat := slices.Concat(shuffled...)
+	slices.Sort(flat)
+	if !reflect.DeepEqual(flat, idx) {
+		t.Errorf("shuffled batches hold %v, want %v", flat, idx)
+	}
+	if BatchesOf(nil, 2, nil) != nil || BatchesOf(idx, 0, nil) != nil {
+		t.Error("no indices or no size gave batches")
 	}
 }

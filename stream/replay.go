@@ -28,11 +28,20 @@ const ReplayStepMs = 300_000
 // number done. The bundle is used by the State for the duration of the call
 // and must not be used concurrently.
 func Replay(b *sdgnn.Bundle, set *snapshot.Set, r snapshot.Range, onSnapshot func(done int)) ([]float64, error) {
+	return ReplayPart(b, set, snapshot.Part{Range: r}, onSnapshot)
+}
+
+// ReplayPart is Replay over the snapshots of part p: every reading of p's
+// span is applied, as the service would receive them, and the forecasts of
+// p's snapshots are returned in their order (a part dealt by windows skips
+// the others). p's nodes do not matter: every node is forecast.
+func ReplayPart(b *sdgnn.Bundle, set *snapshot.Set, p snapshot.Part, onSnapshot func(done int)) ([]float64, error) {
+	r := p.Range
 	if err := b.Fits(set); err != nil {
 		return nil, fmt.Errorf("replay: %w", err)
 	}
-	if r.Start < 0 || r.End > set.Len() || r.Len() < 1 {
-		return nil, fmt.Errorf("replay: range %+v outside the %d snapshots of the data", r, set.Len())
+	if r.Start < 0 || r.End > set.Len() || p.Len() < 1 {
+		return nil, fmt.Errorf("replay: range %+v (%+v) outside the %d snapshots of the data or empty", r, p.Deal, set.Len())
 	}
 	// The forecasts of a slot read the windows ending one slot before, so
 	// no history beyond the window is needed.
@@ -50,7 +59,7 @@ func Replay(b *sdgnn.Bundle, set *snapshot.Set, r snapshot.Range, onSnapshot fun
 		return nil, fmt.Errorf("replay: %w", err)
 	}
 	n, c, t := set.Nodes, set.Channels, set.Window
-	pred := make([]float64, r.Len()*n*c)
+	pred := make([]float64, p.Len()*n*c)
 	zs := make([]int, n)
 	targets := make([]int64, n)
 	for z := range zs {
@@ -58,7 +67,8 @@ func Replay(b *sdgnn.Bundle, set *snapshot.Set, r snapshot.Range, onSnapshot fun
 	}
 	rd := Reading{Values: make([]float64, c)}
 	var f Forecast
-	for step := r.Start; step < r.End-1+t; step++ {
+	done := 0
+	for step, last := r.Start, p.Last(); step < last+t; step++ {
 		rd.TS = slotOf(step) * stepMs
 		for z := 0; z < n; z++ {
 			rd.Sensor = z
@@ -70,7 +80,7 @@ func Replay(b *sdgnn.Bundle, set *snapshot.Set, r snapshot.Range, onSnapshot fun
 			}
 		}
 		s := step - t + 1 // the snapshot whose window ends here
-		if s < r.Start {
+		if !p.Contains(s) {
 			continue
 		}
 		target := slotOf(step + 1)
@@ -80,7 +90,7 @@ func Replay(b *sdgnn.Bundle, set *snapshot.Set, r snapshot.Range, onSnapshot fun
 		if err := st.Prepare(zs, targets); err != nil {
 			return nil, fmt.Errorf("replay snapshot %d: %w", s, err)
 		}
-		out := pred[(s-r.Start)*n*c:]
+		out := pred[done*n*c:]
 		for z := 0; z < n; z++ {
 			if err := st.ForecastSlot(z, target*stepMs, &f); err != nil {
 				return nil, fmt.Errorf("replay snapshot %d: %w", s, err)
@@ -90,8 +100,9 @@ func Replay(b *sdgnn.Bundle, set *snapshot.Set, r snapshot.Range, onSnapshot fun
 			}
 			copy(out[z*c:(z+1)*c], f.Values)
 		}
+		done++
 		if onSnapshot != nil {
-			onSnapshot(s - r.Start + 1)
+			onSnapshot(done)
 		}
 	}
 	return pred, nil

@@ -120,7 +120,7 @@ func (t *Trainer) Run(ctx context.Context, set *snapshot.Set, split snapshot.Spl
 		e := t.Epoch + 1
 		shuffle := rand.New(rand.NewPCG(t.Config.Seed, uint64(e)))
 		noise := rand.New(rand.NewPCG(t.Config.Seed^0xdeadbeef, uint64(e)))
-		batches := snapshot.Batches(split.Train.Range, t.Config.BatchSize, shuffle)
+		batches := snapshot.BatchesOf(split.Train.Snapshots(), t.Config.BatchSize, shuffle)
 		if t.Config.MaxBatches > 0 && len(batches) > t.Config.MaxBatches {
 			batches = batches[:t.Config.MaxBatches]
 		}
@@ -186,7 +186,6 @@ func (t *Trainer) step(set *snapshot.Set, part snapshot.Part, idx []int, a gcn.P
 // targets in the same layout, NaN (not scored) for nodes outside p. Every
 // node is forecast: the GCN needs them all.
 func Predict(m *Model, set *snapshot.Set, p snapshot.Part, a gcn.Propagator, batchSize int) (pred, truth []float64, err error) {
-	r := p.Range
 	if err := checkSet(m, set); err != nil {
 		return nil, nil, err
 	}
@@ -194,10 +193,10 @@ func Predict(m *Model, set *snapshot.Set, p snapshot.Part, a gcn.Propagator, bat
 		batchSize = 64
 	}
 	nc := set.Nodes * set.Channels
-	pred = make([]float64, 0, r.Len()*nc)
-	truth = make([]float64, 0, r.Len()*nc)
+	pred = make([]float64, 0, p.Len()*nc)
+	truth = make([]float64, 0, p.Len()*nc)
 	var b snapshot.Batch
-	for _, idx := range snapshot.Batches(r, batchSize, nil) {
+	for _, idx := range snapshot.BatchesOf(p.Snapshots(), batchSize, nil) {
 		if err := set.Fill(&b, idx); err != nil {
 			return nil, nil, err
 		}
@@ -218,12 +217,11 @@ func Predict(m *Model, set *snapshot.Set, p snapshot.Part, a gcn.Propagator, bat
 // Evaluate returns the masked metrics of m on part p, overall, per channel,
 // per node and per chronological chunk.
 func Evaluate(m *Model, set *snapshot.Set, p snapshot.Part, a gcn.Propagator, chunks, batchSize int) (evaluation.Report, error) {
-	r := p.Range
 	pred, truth, err := Predict(m, set, p, a, batchSize)
 	if err != nil {
 		return evaluation.Report{}, err
 	}
-	return evaluation.Build(pred, truth, r.Len(), set.Nodes, set.Channels, min(chunks, r.Len()), 0)
+	return evaluation.Build(pred, truth, p.Len(), set.Nodes, set.Channels, min(chunks, p.Len()), 0)
 }
 
 // checkSet reports whether set's snapshots fit m: the same channels and

@@ -62,11 +62,11 @@ func run() error {
 	} else if m, err = teacher.New(teacher.Config{Kind: teacher.KindGRUGCN, Window: window, Channels: prep.Set.Channels, Hidden: 16, Seed: 1}); err != nil {
 		return err
 	}
-	r := prep.Split.Train.Range
-	if *snapshots > 0 && r.End-r.Start > *snapshots {
-		r.End = r.Start + *snapshots
+	train := prep.Split.Train
+	if *snapshots > 0 && train.Len() > *snapshots {
+		train = snapshot.Part{Range: snapshot.Range{Start: train.Start, End: train.Start + *snapshots}}
 	}
-	tg, err := sdgnn.ComputeTargets(context.Background(), m, prep.Set, r, prep.Adj)
+	tg, err := sdgnn.ComputeTargets(context.Background(), m, prep.Set, train, prep.Adj)
 	if err != nil {
 		return err
 	}

@@ -25,7 +25,7 @@ func noiseFor(name string, flagValue float64) float64 {
 
 // parseSplit reads -split-by and -split: the kind of split and its ratios.
 // An empty ratios string means the kind's default: 6,2,2 by time, Gao &
-// Ribeiro's 7,1,2 by nodes.
+// Ribeiro's 7,1,2 by nodes or windows.
 func parseSplit(by, ratios string) (snapshot.SplitSpec, error) {
 	kind, err := snapshot.ParseSplitBy(by)
 	if err != nil {
@@ -33,7 +33,7 @@ func parseSplit(by, ratios string) (snapshot.SplitSpec, error) {
 	}
 	if ratios == "" {
 		ratios = "6,2,2"
-		if kind == snapshot.ByNodes {
+		if kind == snapshot.ByNodes || kind == snapshot.ByWindows {
 			ratios = "7,1,2"
 		}
 	}
@@ -41,10 +41,10 @@ func parseSplit(by, ratios string) (snapshot.SplitSpec, error) {
 	if err != nil {
 		return snapshot.SplitSpec{}, err
 	}
-	if kind == snapshot.ByNodes {
+	if kind == snapshot.ByNodes || kind == snapshot.ByWindows {
 		for _, v := range r {
 			if v != float64(int(v)) {
-				return snapshot.SplitSpec{}, fmt.Errorf("-split %q: a split by nodes deals them round-robin and needs whole-number ratios such as 7,1,2", ratios)
+				return snapshot.SplitSpec{}, fmt.Errorf("-split %q: a split by %s deals them round-robin and needs whole-number ratios such as 7,1,2", ratios, kind)
 			}
 		}
 	}
@@ -103,6 +103,10 @@ func describePart(p snapshot.Part, nodes int) string {
 func describeSplit(s snapshot.Split) string {
 	if s.ByNodes() {
 		return fmt.Sprintf("nodes %d/%d/%d over %d snapshots", len(s.Train.Nodes), len(s.Val.Nodes), len(s.Test.Nodes), s.Train.Len())
+	}
+	if s.ByWindows() {
+		return fmt.Sprintf("windows %d/%d/%d dealt %g:%g:%g over %d snapshots", s.Train.Len(), s.Val.Len(), s.Test.Len(),
+			s.Ratios[0], s.Ratios[1], s.Ratios[2], s.Train.Range.Len())
 	}
 	return fmt.Sprintf("snapshots %v/%v/%v", s.Train.Range, s.Val.Range, s.Test.Range)
 }

@@ -21,6 +21,9 @@ type evalResult struct {
 	Dataset string         `json:"dataset"`
 	Split   string         `json:"split"`
 	Range   snapshot.Range `json:"range"`
+	// Deal says which snapshots of Range were scored, for a split by
+	// windows; absent: all.
+	Deal snapshot.Deal `json:"deal,omitzero"`
 	// Nodes are the sensors scored, for a split by nodes; absent: all.
 	Nodes []int `json:"nodes,omitempty"`
 	// Prep is the input preprocessing the model was trained with.
@@ -95,14 +98,14 @@ func cmdEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	if *preds != "" {
-		if err := writePredictions(*preds, p, r.Range, lm.channels, pred, truth); err != nil {
+		if err := writePredictions(*preds, p, r, lm.channels, pred, truth); err != nil {
 			return err
 		}
 	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(evalResult{Model: *model, Kind: lm.kind, Dataset: lm.dataset, Split: *part, Range: r.Range, Nodes: r.Nodes, Prep: lm.norm.Prep(), Receptive: lm.receptive, Trained: lm.trained, Report: rep, Paper: paper})
+		return enc.Encode(evalResult{Model: *model, Kind: lm.kind, Dataset: lm.dataset, Split: *part, Range: r.Range, Deal: r.Deal, Nodes: r.Nodes, Prep: lm.norm.Prep(), Receptive: lm.receptive, Trained: lm.trained, Report: rep, Paper: paper})
 	}
 	scored := ""
 	if r.Nodes != nil {
@@ -117,10 +120,10 @@ func cmdEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	return err
 }
 
-func writePredictions(path string, p *snapshot.Prepared, r snapshot.Range, channels []string, pred, truth []float64) error {
+func writePredictions(path string, p *snapshot.Prepared, r snapshot.Part, channels []string, pred, truth []float64) error {
 	n := p.Set.Nodes
 	t := &snapshot.PredictionTable{Channels: channels, Pred: pred, True: truth}
-	for s := r.Start; s < r.End; s++ {
+	for _, s := range r.Snapshots() {
 		for i := 0; i < n; i++ {
 			t.Snapshot = append(t.Snapshot, int64(s))
 			t.Step = append(t.Step, int64(s+p.Set.Window))

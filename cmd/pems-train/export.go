@@ -23,8 +23,8 @@ func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		what    = fs.String("what", "snapshots", "snapshots, embeddings (H and Z of the model) or predictions")
 		part    = fs.String("split-part", "test", "train, val or test")
 		window  = fs.Int("window", 12, "input window when no -model is given")
-		split   = fs.String("split", "", "train,val,test ratios when no -model is given (default 6,2,2; 7,1,2 with -split-by nodes)")
-		splitBy = fs.String("split-by", snapshot.ByTime, "what the split divides when no -model is given: time (chronological) or nodes (Gao & Ribeiro's transductive split)")
+		split   = fs.String("split", "", "train,val,test ratios when no -model is given (default 6,2,2; 7,1,2 with -split-by nodes or windows)")
+		splitBy = fs.String("split-by", snapshot.ByTime, "what the split divides when no -model is given: time (chronological), nodes or windows (Gao & Ribeiro's transductive and inductive splits)")
 		out     = fs.String("out", "", "output Arrow IPC file (required); embeddings write OUT with -H and -Z before the extension")
 	)
 	if err := fs.Parse(args); err != nil {
@@ -66,7 +66,7 @@ func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	switch *what {
 	case "snapshots":
-		err = snapshot.WriteSnapshots(*out, p.Set, r.Range)
+		err = snapshot.WriteSnapshotsOf(*out, p.Set, r.Snapshots())
 	case "predictions":
 		if saved == nil {
 			return fmt.Errorf("-what predictions needs -model")
@@ -75,12 +75,12 @@ func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if perr != nil {
 			return perr
 		}
-		err = writePredictions(*out, p, r.Range, saved.Meta.Channels, pred, truth)
+		err = writePredictions(*out, p, r, saved.Meta.Channels, pred, truth)
 	case "embeddings":
 		if saved == nil {
 			return fmt.Errorf("-what embeddings needs -model")
 		}
-		err = exportEmbeddings(ctx, *out, saved.Model, p, r.Range)
+		err = exportEmbeddings(ctx, *out, saved.Model, p, r)
 	default:
 		return fmt.Errorf("-what %q: want snapshots, embeddings or predictions", *what)
 	}
@@ -92,13 +92,13 @@ func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 }
 
 // exportEmbeddings writes the GRU embeddings H and the GCN outputs Z of every
-// snapshot of r, the student's inputs and targets.
-func exportEmbeddings(ctx context.Context, out string, m *teacher.Model, p *snapshot.Prepared, r snapshot.Range) error {
+// snapshot of part r, the student's inputs and targets.
+func exportEmbeddings(ctx context.Context, out string, m *teacher.Model, p *snapshot.Prepared, r snapshot.Part) error {
 	d := m.Config.Hidden
 	var hs, zs []float64
 	var snaps []int
 	var b snapshot.Batch
-	for _, idx := range snapshot.Batches(r, 64, nil) {
+	for _, idx := range snapshot.BatchesOf(r.Snapshots(), 64, nil) {
 		if err := ctx.Err(); err != nil {
 			return err
 		}

@@ -85,7 +85,7 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	in := report.Input{Prepared: p, Part: *part, Range: r.Range, Nodes: r.Nodes, Bundle: b, BundlePath: *model, Chunks: *chunks, MAPEFloor: *mapeFloor,
+	in := report.Input{Prepared: p, Part: *part, Range: r.Range, Deal: r.Deal, Nodes: r.Nodes, Bundle: b, BundlePath: *model, Chunks: *chunks, MAPEFloor: *mapeFloor,
 		Sensor: *sensor, Sweep: budgets, SweepScale: *scale, Baselines: *baselines}
 
 	teacherPath := *tpath

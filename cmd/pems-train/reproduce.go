@@ -38,8 +38,8 @@ func cmdReproduce(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		tEpochs  = fs.Int("teacher-epochs", 0, "teachers' (GRU-GCN and GRU) most epochs (default 500, 8 with -quick); a reused teacher must have been trained with the same")
 		patience = fs.Int("patience", 0, "teachers' early-stopping patience in epochs without a better validation MAE (default 30)")
 		noise    = fs.Float64("noise", -1, "std of the GRU-GCN teacher's training noise between GCN and decoder (-1: dataset default, 0.01 PeMS04 and SZ-taxi, 0.05 PeMS08)")
-		splitBy  = fs.String("split-by", snapshot.ByTime, "what the split divides: time (consecutive ranges) or nodes (Gao & Ribeiro's transductive split: every snapshot, sensors dealt round-robin by degree, each model trained and scored on its part's sensors); node tables are written as table*-nodes")
-		split    = fs.String("split", "", "train,val,test ratios (default 6,2,2 by time, 7,1,2 by nodes)")
+		splitBy  = fs.String("split-by", snapshot.ByTime, "what the split divides: time (consecutive ranges) nodes (Gao & Ribeiro's transductive split: every snapshot, sensors dealt round-robin by degree, each model trained and scored on its part's sensors) or windows (their inductive split: snapshots dealt round-robin in time order, every sensor); tables are written as table*-nodes and table*-windows")
+		split    = fs.String("split", "", "train,val,test ratios (default 6,2,2 by time, 7,1,2 by nodes or windows)")
 		prepName = fs.String("prep", string(snapshot.PrepStandard), "input preprocessing of every model: standard or paper (Gao & Ribeiro's min-max inputs with minute-of-day and day-of-week inputs); paper tables are written as table-paper*")
 	)
 	if err := fs.Parse(args); err != nil {
@@ -151,14 +151,14 @@ func printTables(tables []*reproduce.Table, base string, stdout io.Writer) error
 
 // tableBase is the path, without extension, of the table files of a
 // comparison: table, then -paper for Gao & Ribeiro's preprocessing, -nodes
-// for their split, then suffix.
+// or -windows for their splits, then suffix.
 func tableBase(out string, prep snapshot.Prep, splitBy, suffix string) string {
 	base := filepath.Join(out, "table")
 	if prep != snapshot.PrepStandard && prep != "" {
 		base += "-" + string(prep)
 	}
-	if splitBy == snapshot.ByNodes {
-		base += "-" + snapshot.ByNodes
+	if splitBy == snapshot.ByNodes || splitBy == snapshot.ByWindows {
+		base += "-" + splitBy
 	}
 	return base + suffix
 }

@@ -130,6 +130,144 @@ func TestSplitByNodes(t *testing.T) {
 	}
 }
 
+// TestSplitByWindows runs Gao & Ribeiro's inductive split end to end on
+// the PeMS08 layout: a teacher trained on 7 of every 10 snapshots in time
+// order, eval, export and a distilled bundle's report scoring every sensor
+// over the test snapshots alone, the report's online replay equal to the
+// bundle's batched eval.
+func TestSplitByWindows(t *testing.T) {
+	dir := writePeMS08Layout(t, 120)
+	model, saved := trainTeacher(t, dir, "-dataset", "pems08", "-epochs", "1", "-split-by", "windows")
+	sp := saved.Meta.Split
+	// 108 snapshots dealt 7:1:2: ten full rounds, then 7 training and 1
+	// validation snapshot.
+	if !sp.ByWindows() || sp.Train.Len() != 77 || sp.Val.Len() != 11 || sp.Test.Len() != 20 || sp.Test.Nodes != nil {
+		t.Fatalf("saved split: by %q, %d/%d/%d snapshots, test nodes %v", sp.By, sp.Train.Len(), sp.Val.Len(), sp.Test.Len(), sp.Test.Nodes)
+	}
+	test := sp.Test.Snapshots()
+	if test[0] != 8 || test[1] != 9 || test[2] != 18 || test[19] != 99 {
+		t.Fatalf("test snapshots %v, want positions 8 and 9 of every ten", test)
+	}
+
+	code, stdout, stderr := runCmd(t, "eval", "-data", dir, "-model", model, "-json")
+	if code != 0 {
+		t.Fatalf("eval exited %d:\n%s", code, stderr)
+	}
+	var res evalResult
+	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+		t.Fatal(err)
+	}
+	channels := len(saved.Meta.Channels)
+	if res.Nodes != nil || res.Deal != sp.Test.Deal || res.Report.Overall.Count > 20*170*channels || res.Paper.Rows != 20*170 {
+		t.Fatalf("eval scored nodes %v, deal %+v, %d values, %d paper rows; want every sensor over the 20 test snapshots", res.Nodes, res.Deal, res.Report.Overall.Count, res.Paper.Rows)
+	}
+	p, err := snapshot.Prepare(dir, "pems08", 12, snapshot.SpecOf(sp), &saved.Meta.Norm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pred, truth, err := teacher.Predict(saved.Model, p.Set, p.Split.Test, p.Adj, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Predict's rows are the test snapshots' in order: check one against a
+	// batch of that snapshot alone.
+	one, oneTruth, err := teacher.Predict(saved.Model, p.Set, snapshot.Part{Range: snapshot.Range{Start: 18, End: 19}}, p.Adj, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	block := 170 * channels
+	if !slices.Equal(pred[2*block:3*block], one) || !slices.Equal(truth[2*block:3*block], oneTruth) {
+		t.Fatal("the third test row block is not snapshot 18's")
+	}
+	want, err := evaluation.Compute(pred, truth)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res.Report.Overall; got.Count != want.Count || math.Abs(got.MAE-want.MAE) > 1e-9*want.MAE {
+		t.Errorf("eval overall %+v, in process %+v", got, want)
+	}
+
+	snaps := filepath.Join(t.TempDir(), "test.arrow")
+	if code, _, stderr := runCmd(t, "export", "-data", dir, "-model", model, "-what", "snapshots", "-out", snaps); code != 0 {
+		t.Fatalf("export exited %d:\n%s", code, stderr)
+	}
+	tab, err := snapshot.ReadSnapshots(snaps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tab.Snapshot) != 20*170 || tab.Snapshot[0] != 8 || tab.Snapshot[2*170] != 18 {
+		t.Fatalf("exported %d rows, first snapshots %d and %d", len(tab.Snapshot), tab.Snapshot[0], tab.Snapshot[2*170])
+	}
+
+	bundle := filepath.Join(t.TempDir(), "m.sdgnn")
+	code, _, stderr = runCmd(t, "distill", "-data", dir, "-teacher", model, "-out", bundle, "-quick", "-epochs", "4", "-budget-start", "7", "-budget-every", "2", "-theta-every", "2", "-finetune", "1")
+	if code != 0 {
+		t.Fatalf("distill exited %d:\n%s", code, stderr)
+	}
+	code, stdout, stderr = runCmd(t, "eval", "-data", dir, "-model", bundle, "-json")
+	if code != 0 {
+		t.Fatalf("bundle eval exited %d:\n%s", code, stderr)
+	}
+	var bres evalResult
+	if err := json.Unmarshal([]byte(stdout), &bres); err != nil {
+		t.Fatal(err)
+	}
+	if bres.Deal != sp.Test.Deal || bres.Report.Overall.Count != want.Count {
+		t.Fatalf("bundle eval: deal %+v, count %d (teacher's %d)", bres.Deal, bres.Report.Overall.Count, want.Count)
+	}
+	out := filepath.Join(t.TempDir(), "report")
+	code, _, stderr = runCmd(t, "report", "-data", dir, "-model", bundle, "-teacher", model, "-out", out, "-chunks", "2", "-progress", "never")
+	if code != 0 {
+		t.Fatalf("report exited %d:\n%s", code, stderr)
+	}
+	md, err := os.ReadFile(filepath.Join(out, "report.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(md), "at positions 8–9 of every 10 (20)") {
+		t.Errorf("report.md does not say which snapshots it scored:\n%.400s", md)
+	}
+	var doc struct {
+		Snapshots int `json:"snapshots"`
+		Models    []struct {
+			Name   string            `json:"name"`
+			Report evaluation.Report `json:"report"`
+		} `json:"models"`
+	}
+	raw, err := os.ReadFile(filepath.Join(out, "metrics.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.Snapshots != 20 || len(doc.Models) < 2 {
+		t.Fatalf("report of %d snapshots with %d models", doc.Snapshots, len(doc.Models))
+	}
+	for _, m := range doc.Models {
+		if got := m.Report.Overall; got.Count != want.Count {
+			t.Errorf("report %s: %d values scored, eval %d", m.Name, got.Count, want.Count)
+		}
+		if m.Name == "SDGNN" && math.Abs(m.Report.Overall.MAE-bres.Report.Overall.MAE) > 1e-9 {
+			t.Errorf("report SDGNN MAE %v (online replay), eval %v (batched)", m.Report.Overall.MAE, bres.Report.Overall.MAE)
+		}
+	}
+
+	// reproduce trains and scores every model on the same split and names
+	// its table for it.
+	if testing.Short() {
+		return
+	}
+	rout := t.TempDir()
+	code, stdout, stderr = runCmd(t, "reproduce", "-data", dir, "-dataset", "pems08", "-quick", "-split-by", "windows", "-out", rout)
+	if code != 0 {
+		t.Fatalf("reproduce exited %d:\n%s", code, stderr)
+	}
+	if !strings.Contains(stdout, "test windows (snapshots dealt 7:1:2 round-robin in time order, every node)") || !fileExists(filepath.Join(rout, "table-windows-quick.json")) {
+		t.Errorf("reproduce's table does not name the window split or was not written as table-windows-quick:\n%s", stdout)
+	}
+}
+
 func TestSplitFlags(t *testing.T) {
 	dir := writePeMS08Layout(t, 60)
 	for _, tc := range []struct {
@@ -138,10 +276,12 @@ func TestSplitFlags(t *testing.T) {
 		code int
 		want string
 	}{
-		{"unknown kind", []string{"teacher", "-data", dir, "-dataset", "pems08", "-split-by", "space"}, 1, `split by "space": want "time" or "nodes"`},
+		{"unknown kind", []string{"teacher", "-data", dir, "-dataset", "pems08", "-split-by", "space"}, 1, `split by "space": want "time", "nodes" or "windows"`},
 		{"fractional node ratios", []string{"teacher", "-data", dir, "-dataset", "pems08", "-split-by", "nodes", "-split", "0.7,0.1,0.2"}, 1, "whole-number ratios"},
 		{"a node part left empty", []string{"teacher", "-data", dir, "-dataset", "pems08", "-split-by", "nodes", "-split", "200,1,1"}, 1, "empty part"},
-		{"reproduce unknown kind", []string{"reproduce", "-data", dir, "-dataset", "pems08", "-split-by", "windows"}, 2, `split by "windows"`},
+		{"fractional window ratios", []string{"teacher", "-data", dir, "-dataset", "pems08", "-split-by", "windows", "-split", "6,2.5,2"}, 1, "split by windows deals them round-robin"},
+		{"a window part left empty", []string{"teacher", "-data", dir, "-dataset", "pems08", "-split-by", "windows", "-split", "47,1,1"}, 1, "empty part"},
+		{"reproduce unknown kind", []string{"reproduce", "-data", dir, "-dataset", "pems08", "-split-by", "sensors"}, 2, `split by "sensors"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, _, stderr := runCmd(t, tc.args...)
