@@ -221,12 +221,9 @@ func ChronoSplit(n int, ratios [3]float64) (Split, error) {
 //
 // The ratios must be positive whole numbers and every part non-empty.
 func NodeSplit(n int, degrees []int, ratios [3]float64) (Split, error) {
-	var whole [3]int
-	for i, r := range ratios {
-		if !(r >= 1) || r != math.Trunc(r) || r > 1e6 {
-			return Split{}, fmt.Errorf("snapshot: node split: ratio %d is %v, want a positive whole number (such as 7,1,2)", i, r)
-		}
-		whole[i] = int(r)
+	whole, err := wholeRatios(ratios)
+	if err != nil {
+		return Split{}, fmt.Errorf("snapshot: node split: %w", err)
 	}
 	if n <= 0 {
 		return Split{}, fmt.Errorf("snapshot: node split: %d snapshots", n)
@@ -276,12 +273,9 @@ func NodeSplit(n int, degrees []int, ratios [3]float64) (Split, error) {
 //
 // The ratios must be positive whole numbers and every part non-empty.
 func WindowSplit(n int, ratios [3]float64) (Split, error) {
-	var whole [3]int
-	for i, r := range ratios {
-		if !(r >= 1) || r != math.Trunc(r) || r > 1e6 {
-			return Split{}, fmt.Errorf("snapshot: window split: ratio %d is %v, want a positive whole number (such as 7,1,2)", i, r)
-		}
-		whole[i] = int(r)
+	whole, err := wholeRatios(ratios)
+	if err != nil {
+		return Split{}, fmt.Errorf("snapshot: window split: %w", err)
 	}
 	sum := whole[0] + whole[1] + whole[2]
 	all := Range{0, n}
@@ -295,6 +289,19 @@ func WindowSplit(n int, ratios [3]float64) (Split, error) {
 			n, ratios, s.Train.Len(), s.Val.Len(), s.Test.Len())
 	}
 	return s, nil
+}
+
+// wholeRatios returns the ratios of a round-robin deal as whole numbers,
+// or an error if one is not a positive whole number.
+func wholeRatios(ratios [3]float64) ([3]int, error) {
+	var whole [3]int
+	for i, r := range ratios {
+		if !(r >= 1) || r != math.Trunc(r) || r > 1e6 {
+			return whole, fmt.Errorf("ratio %d is %v, want a positive whole number (such as 7,1,2)", i, r)
+		}
+		whole[i] = int(r)
+	}
+	return whole, nil
 }
 
 // SplitSpec says how to split a dataset before its size is known: by time,

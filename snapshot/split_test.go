@@ -141,20 +141,26 @@ func TestNodeSplit(t *testing.T) {
 			if !s.ByNodes() || s.TrainSteps(12) != 62 {
 				t.Errorf("By %q, TrainSteps %d", s.By, s.TrainSteps(12))
 			}
-			// The spec remakes it, also after a JSON round trip (a saved model).
-			b, err := json.Marshal(s)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var back Split
-			if err := json.Unmarshal(b, &back); err != nil {
-				t.Fatal(err)
-			}
-			again, err := SpecOf(back).Make(50, deg)
-			if err != nil || !reflect.DeepEqual(again, s) || !reflect.DeepEqual(back, s) {
-				t.Errorf("remade %+v (%v), decoded %+v, want %+v", again, err, back, s)
-			}
+			checkRemade(t, s, 50, deg)
 		})
+	}
+}
+
+// checkRemade checks that s survives a JSON round trip (a saved model) and
+// that its spec remakes it on the same data.
+func checkRemade(t *testing.T, s Split, n int, degrees []int) {
+	t.Helper()
+	b, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back Split
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	again, err := SpecOf(back).Make(n, degrees)
+	if err != nil || !reflect.DeepEqual(again, s) || !reflect.DeepEqual(back, s) || !back.Equal(s) {
+		t.Errorf("remade %+v (%v), decoded %+v, want %+v", again, err, back, s)
 	}
 }
 
@@ -268,18 +274,7 @@ func TestWindowSplit(t *testing.T) {
 			if !s.ByWindows() || s.ByNodes() || s.TrainSteps(12) != tc.train[len(tc.train)-1]+13 {
 				t.Errorf("By %q, TrainSteps %d", s.By, s.TrainSteps(12))
 			}
-			b, err := json.Marshal(s)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var back Split
-			if err := json.Unmarshal(b, &back); err != nil {
-				t.Fatal(err)
-			}
-			again, err := SpecOf(back).Make(tc.n, nil)
-			if err != nil || !reflect.DeepEqual(again, s) || !back.Equal(s) {
-				t.Errorf("remade %+v (%v), decoded %+v, want %+v", again, err, back, s)
-			}
+			checkRemade(t, s, tc.n, nil)
 			chrono, err := ChronoSplit(tc.n, tc.ratios)
 			if err == nil && (chrono.Equal(s) || s.Equal(chrono)) {
 				t.Error("a window split equals a time split")

@@ -33,14 +33,7 @@ func TestSplitByNodes(t *testing.T) {
 		}
 	}
 
-	code, stdout, stderr := runCmd(t, "eval", "-data", dir, "-model", model, "-json")
-	if code != 0 {
-		t.Fatalf("eval exited %d:\n%s", code, stderr)
-	}
-	var res evalResult
-	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
-		t.Fatal(err)
-	}
+	res := evalJSON(t, dir, model)
 	if !slices.Equal(res.Nodes, sp.Test.Nodes) || res.Range != sp.Test.Range {
 		t.Fatalf("eval scored nodes %v over %v, want the split's test nodes over %v", res.Nodes, res.Range, sp.Test.Range)
 	}
@@ -52,47 +45,96 @@ func TestSplitByNodes(t *testing.T) {
 	if res.Paper.Rows != 108*34 {
 		t.Errorf("paper-style metrics over %d rows, want 108 snapshots × 34 test sensors", res.Paper.Rows)
 	}
-	// The same figures in process, from the data prepared as the model says.
-	p, err := snapshot.Prepare(dir, "pems08", 12, snapshot.SpecOf(sp), &saved.Meta.Norm)
+	want, _, _ := inProcess(t, dir, saved, res)
+
+	out, bres := distillEval(t, dir, model)
+	if !strings.Contains(out, "34 of 170 sensors") {
+		t.Errorf("distill does not say it scored the test sensors:\n%s", out)
+	}
+	if bres.Kind != "sdgnn" || !slices.Equal(bres.Nodes, sp.Test.Nodes) || bres.Report.Overall.Count != want.Count {
+		t.Fatalf("bundle eval: kind %q, nodes %v, count %d (teacher's %d)", bres.Kind, bres.Nodes, bres.Report.Overall.Count, want.Count)
+	}
+	// The report replays every sensor online and scores the test sensors,
+	// as eval does.
+	doc := checkReport(t, dir, bres.Model, model, "34 of the 170 are scored", want.Count, bres.Report.Overall.MAE)
+	if !slices.Equal(doc.Scored, sp.Test.Nodes) {
+		t.Fatalf("report scored %v", doc.Scored)
+	}
+}
+
+// evalJSON runs eval -json on a model file.
+func evalJSON(t *testing.T, dir, model string) evalResult {
+	t.Helper()
+	code, stdout, stderr := runCmd(t, "eval", "-data", dir, "-model", model, "-json")
+	if code != 0 {
+		t.Fatalf("eval exited %d:\n%s", code, stderr)
+	}
+	var res evalResult
+	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// inProcess computes in process the teacher's test metrics that eval
+// reported as res, from the PeMS08-layout data prepared as the model says,
+// checks that they agree and returns them with the forecasts and truths.
+func inProcess(t *testing.T, dir string, saved *teacher.Saved, res evalResult) (want evaluation.Metrics, pred, truth []float64) {
+	t.Helper()
+	p, err := snapshot.Prepare(dir, "pems08", 12, snapshot.SpecOf(saved.Meta.Split), &saved.Meta.Norm)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pred, truth, err := teacher.Predict(saved.Model, p.Set, p.Split.Test, p.Adj, 64)
-	if err != nil {
+	if pred, truth, err = teacher.Predict(saved.Model, p.Set, p.Split.Test, p.Adj, 64); err != nil {
 		t.Fatal(err)
 	}
-	want, err := evaluation.Compute(pred, truth)
-	if err != nil {
+	if want, err = evaluation.Compute(pred, truth); err != nil {
 		t.Fatal(err)
 	}
 	if got := res.Report.Overall; got.Count != want.Count || math.Abs(got.MAE-want.MAE) > 1e-9*want.MAE {
 		t.Errorf("eval overall %+v, in process %+v", got, want)
 	}
+	return want, pred, truth
+}
 
+// distillEval distils a quick bundle from the teacher model and evals it,
+// returning distill's output and eval's result.
+func distillEval(t *testing.T, dir, model string) (string, evalResult) {
+	t.Helper()
 	bundle := filepath.Join(t.TempDir(), "m.sdgnn")
-	code, stdout, stderr = runCmd(t, "distill", "-data", dir, "-teacher", model, "-out", bundle, "-quick", "-epochs", "4", "-budget-start", "7", "-budget-every", "2", "-theta-every", "2", "-finetune", "1")
+	code, out, stderr := runCmd(t, "distill", "-data", dir, "-teacher", model, "-out", bundle, "-quick", "-epochs", "4", "-budget-start", "7", "-budget-every", "2", "-theta-every", "2", "-finetune", "1")
 	if code != 0 {
 		t.Fatalf("distill exited %d:\n%s", code, stderr)
 	}
-	if !strings.Contains(stdout, "34 of 170 sensors") {
-		t.Errorf("distill does not say it scored the test sensors:\n%s", stdout)
-	}
-	code, stdout, stderr = runCmd(t, "eval", "-data", dir, "-model", bundle, "-json")
+	code, stdout, stderr := runCmd(t, "eval", "-data", dir, "-model", bundle, "-json")
 	if code != 0 {
 		t.Fatalf("bundle eval exited %d:\n%s", code, stderr)
 	}
-	var bres evalResult
-	if err := json.Unmarshal([]byte(stdout), &bres); err != nil {
+	var res evalResult
+	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
 		t.Fatal(err)
 	}
-	if bres.Kind != "sdgnn" || !slices.Equal(bres.Nodes, sp.Test.Nodes) || bres.Report.Overall.Count != want.Count {
-		t.Fatalf("bundle eval: kind %q, nodes %v, count %d (teacher's %d)", bres.Kind, bres.Nodes, bres.Report.Overall.Count, want.Count)
-	}
+	return out, res
+}
 
-	// The report replays every sensor online and scores the test sensors,
-	// as eval does.
+// reportDoc is what the split tests read of a report's metrics.json.
+type reportDoc struct {
+	Scored    []int `json:"scored_nodes"`
+	Snapshots int   `json:"snapshots"`
+	Models    []struct {
+		Name   string            `json:"name"`
+		Report evaluation.Report `json:"report"`
+	} `json:"models"`
+}
+
+// checkReport runs report on the bundle with its teacher and checks that
+// report.md holds text, that every model (at least SDGNN and the teacher)
+// scored count values, and that SDGNN's online replay has the MAE of its
+// batched eval.
+func checkReport(t *testing.T, dir, bundle, model, text string, count int, mae float64) reportDoc {
+	t.Helper()
 	out := filepath.Join(t.TempDir(), "report")
-	code, _, stderr = runCmd(t, "report", "-data", dir, "-model", bundle, "-teacher", model, "-out", out, "-chunks", "2", "-progress", "never")
+	code, _, stderr := runCmd(t, "report", "-data", dir, "-model", bundle, "-teacher", model, "-out", out, "-chunks", "2", "-progress", "never")
 	if code != 0 {
 		t.Fatalf("report exited %d:\n%s", code, stderr)
 	}
@@ -100,16 +142,10 @@ func TestSplitByNodes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(md), "34 of the 170 are scored") {
-		t.Errorf("report.md does not say which sensors it scored")
+	if !strings.Contains(string(md), text) {
+		t.Errorf("report.md does not say %q:\n%.400s", text, md)
 	}
-	var doc struct {
-		Scored []int `json:"scored_nodes"`
-		Models []struct {
-			Name   string            `json:"name"`
-			Report evaluation.Report `json:"report"`
-		} `json:"models"`
-	}
+	var doc reportDoc
 	raw, err := os.ReadFile(filepath.Join(out, "metrics.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -117,17 +153,18 @@ func TestSplitByNodes(t *testing.T) {
 	if err := json.Unmarshal(raw, &doc); err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(doc.Scored, sp.Test.Nodes) || len(doc.Models) < 2 {
-		t.Fatalf("report scored %v with %d models", doc.Scored, len(doc.Models))
+	if len(doc.Models) < 2 {
+		t.Fatalf("report of %d models", len(doc.Models))
 	}
 	for _, m := range doc.Models {
-		if got := m.Report.Overall; got.Count != want.Count {
-			t.Errorf("report %s: %d values scored, eval %d", m.Name, got.Count, want.Count)
+		if got := m.Report.Overall; got.Count != count {
+			t.Errorf("report %s: %d values scored, eval %d", m.Name, got.Count, count)
 		}
-		if m.Name == "SDGNN" && math.Abs(m.Report.Overall.MAE-bres.Report.Overall.MAE) > 1e-9 {
-			t.Errorf("report SDGNN MAE %v (online replay), eval %v (batched)", m.Report.Overall.MAE, bres.Report.Overall.MAE)
+		if m.Name == "SDGNN" && math.Abs(m.Report.Overall.MAE-mae) > 1e-9 {
+			t.Errorf("report SDGNN MAE %v (online replay), eval %v (batched)", m.Report.Overall.MAE, mae)
 		}
 	}
+	return doc
 }
 
 // TestSplitByWindows runs Gao & Ribeiro's inductive split end to end on
@@ -149,23 +186,13 @@ func TestSplitByWindows(t *testing.T) {
 		t.Fatalf("test snapshots %v, want positions 8 and 9 of every ten", test)
 	}
 
-	code, stdout, stderr := runCmd(t, "eval", "-data", dir, "-model", model, "-json")
-	if code != 0 {
-		t.Fatalf("eval exited %d:\n%s", code, stderr)
-	}
-	var res evalResult
-	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
-		t.Fatal(err)
-	}
+	res := evalJSON(t, dir, model)
 	channels := len(saved.Meta.Channels)
 	if res.Nodes != nil || res.Deal != sp.Test.Deal || res.Report.Overall.Count > 20*170*channels || res.Paper.Rows != 20*170 {
 		t.Fatalf("eval scored nodes %v, deal %+v, %d values, %d paper rows; want every sensor over the 20 test snapshots", res.Nodes, res.Deal, res.Report.Overall.Count, res.Paper.Rows)
 	}
+	want, pred, truth := inProcess(t, dir, saved, res)
 	p, err := snapshot.Prepare(dir, "pems08", 12, snapshot.SpecOf(sp), &saved.Meta.Norm)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pred, truth, err := teacher.Predict(saved.Model, p.Set, p.Split.Test, p.Adj, 64)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,13 +205,6 @@ func TestSplitByWindows(t *testing.T) {
 	block := 170 * channels
 	if !slices.Equal(pred[2*block:3*block], one) || !slices.Equal(truth[2*block:3*block], oneTruth) {
 		t.Fatal("the third test row block is not snapshot 18's")
-	}
-	want, err := evaluation.Compute(pred, truth)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := res.Report.Overall; got.Count != want.Count || math.Abs(got.MAE-want.MAE) > 1e-9*want.MAE {
-		t.Errorf("eval overall %+v, in process %+v", got, want)
 	}
 
 	snaps := filepath.Join(t.TempDir(), "test.arrow")
@@ -199,58 +219,13 @@ func TestSplitByWindows(t *testing.T) {
 		t.Fatalf("exported %d rows, first snapshots %d and %d", len(tab.Snapshot), tab.Snapshot[0], tab.Snapshot[2*170])
 	}
 
-	bundle := filepath.Join(t.TempDir(), "m.sdgnn")
-	code, _, stderr = runCmd(t, "distill", "-data", dir, "-teacher", model, "-out", bundle, "-quick", "-epochs", "4", "-budget-start", "7", "-budget-every", "2", "-theta-every", "2", "-finetune", "1")
-	if code != 0 {
-		t.Fatalf("distill exited %d:\n%s", code, stderr)
-	}
-	code, stdout, stderr = runCmd(t, "eval", "-data", dir, "-model", bundle, "-json")
-	if code != 0 {
-		t.Fatalf("bundle eval exited %d:\n%s", code, stderr)
-	}
-	var bres evalResult
-	if err := json.Unmarshal([]byte(stdout), &bres); err != nil {
-		t.Fatal(err)
-	}
+	_, bres := distillEval(t, dir, model)
 	if bres.Deal != sp.Test.Deal || bres.Report.Overall.Count != want.Count {
 		t.Fatalf("bundle eval: deal %+v, count %d (teacher's %d)", bres.Deal, bres.Report.Overall.Count, want.Count)
 	}
-	out := filepath.Join(t.TempDir(), "report")
-	code, _, stderr = runCmd(t, "report", "-data", dir, "-model", bundle, "-teacher", model, "-out", out, "-chunks", "2", "-progress", "never")
-	if code != 0 {
-		t.Fatalf("report exited %d:\n%s", code, stderr)
-	}
-	md, err := os.ReadFile(filepath.Join(out, "report.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(string(md), "at positions 8–9 of every 10 (20)") {
-		t.Errorf("report.md does not say which snapshots it scored:\n%.400s", md)
-	}
-	var doc struct {
-		Snapshots int `json:"snapshots"`
-		Models    []struct {
-			Name   string            `json:"name"`
-			Report evaluation.Report `json:"report"`
-		} `json:"models"`
-	}
-	raw, err := os.ReadFile(filepath.Join(out, "metrics.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(raw, &doc); err != nil {
-		t.Fatal(err)
-	}
-	if doc.Snapshots != 20 || len(doc.Models) < 2 {
-		t.Fatalf("report of %d snapshots with %d models", doc.Snapshots, len(doc.Models))
-	}
-	for _, m := range doc.Models {
-		if got := m.Report.Overall; got.Count != want.Count {
-			t.Errorf("report %s: %d values scored, eval %d", m.Name, got.Count, want.Count)
-		}
-		if m.Name == "SDGNN" && math.Abs(m.Report.Overall.MAE-bres.Report.Overall.MAE) > 1e-9 {
-			t.Errorf("report SDGNN MAE %v (online replay), eval %v (batched)", m.Report.Overall.MAE, bres.Report.Overall.MAE)
-		}
+	doc := checkReport(t, dir, bres.Model, model, "at positions 8–9 of every 10 (20)", want.Count, bres.Report.Overall.MAE)
+	if doc.Snapshots != 20 || doc.Scored != nil {
+		t.Fatalf("report of %d snapshots, scored sensors %v", doc.Snapshots, doc.Scored)
 	}
 
 	// reproduce trains and scores every model on the same split and names
@@ -259,7 +234,7 @@ func TestSplitByWindows(t *testing.T) {
 		return
 	}
 	rout := t.TempDir()
-	code, stdout, stderr = runCmd(t, "reproduce", "-data", dir, "-dataset", "pems08", "-quick", "-split-by", "windows", "-out", rout)
+	code, stdout, stderr := runCmd(t, "reproduce", "-data", dir, "-dataset", "pems08", "-quick", "-split-by", "windows", "-out", rout)
 	if code != 0 {
 		t.Fatalf("reproduce exited %d:\n%s", code, stderr)
 	}
