@@ -193,7 +193,7 @@ type Document struct {
 	Notes []string `json:"notes,omitempty"`
 
 	snaps  []int64 // each scored snapshot
-	steps  []int64 // series step of each snapshot's target
+	window int     // steps in a window: snapshot s's target is step s+window
 	truth  []float64
 	lo, hi []float64 // per-channel min and max of the training steps, for the paper's metrics
 }
@@ -251,12 +251,11 @@ func Build(ctx context.Context, in Input) (*Document, error) {
 	if err != nil {
 		return nil, fmt.Errorf("report: %w", err)
 	}
-	d := &Document{lo: lo, hi: hi, Dataset: b.Meta.Dataset, Part: in.Part, Range: in.Range, Deal: in.Deal, Snapshots: in.part().Len(), Nodes: set.Nodes, Scored: in.Nodes,
+	d := &Document{lo: lo, hi: hi, window: set.Window, Dataset: b.Meta.Dataset, Part: in.Part, Range: in.Range, Deal: in.Deal, Snapshots: in.part().Len(), Nodes: set.Nodes, Scored: in.Nodes,
 		Channels: channelNames(b.Meta.Channels, set.Channels), MAPEFloor: in.MAPEFloor, Bundle: in.BundlePath,
 		Created: time.Now().UTC().Format(time.RFC3339)}
 	for _, sn := range in.part().Snapshots() {
 		d.snaps = append(d.snaps, int64(sn))
-		d.steps = append(d.steps, int64(sn+set.Window))
 	}
 	// SDGNN through the online path.
 	start := time.Now()

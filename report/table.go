@@ -84,7 +84,7 @@ func (d *Document) records(batch int, each func(arrow.Record) error) error {
 		for r := lo; r < hi; r++ {
 			s := r / n
 			b.Field(0).(*array.Int64Builder).Append(d.snaps[s])
-			b.Field(1).(*array.Int64Builder).Append(d.steps[s])
+			b.Field(1).(*array.Int64Builder).Append(d.snaps[s] + int64(d.window))
 			b.Field(2).(*array.Int32Builder).Append(int32(r % n))
 			for ch := 0; ch < c; ch++ {
 				b.Field(3 + ch).(*array.Float64Builder).Append(d.truth[r*c+ch])

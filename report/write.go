@@ -284,12 +284,11 @@ func (d *Document) Markdown(w io.Writer) error {
 // text writes the Markdown body; img renders a drawn figure.
 func (d *Document) text(b *strings.Builder, img func(Figure) string) {
 	fmt.Fprintf(b, "# %s: %s on %s, %s split\n\n", reportTitleDefault, d.Bundle, d.Dataset, d.Part)
+	dealt := ""
 	if d.Deal.Every > 0 {
-		fmt.Fprintf(b, "Snapshots %d–%d at positions %d–%d of every %d (%d), %d sensors, channels %s. Created %s",
-			d.Range.Start, d.Range.End-1, d.Deal.Lo, d.Deal.Hi-1, d.Deal.Every, d.Snapshots, d.Nodes, strings.Join(d.Channels, ", "), d.Created)
-	} else {
-		fmt.Fprintf(b, "Snapshots %d–%d (%d), %d sensors, channels %s. Created %s", d.Range.Start, d.Range.End-1, d.Snapshots, d.Nodes, strings.Join(d.Channels, ", "), d.Created)
+		dealt = fmt.Sprintf(" at positions %d–%d of every %d", d.Deal.Lo, d.Deal.Hi-1, d.Deal.Every)
 	}
+	fmt.Fprintf(b, "Snapshots %d–%d%s (%d), %d sensors, channels %s. Created %s", d.Range.Start, d.Range.End-1, dealt, d.Snapshots, d.Nodes, strings.Join(d.Channels, ", "), d.Created)
 	if d.Host != "" {
 		fmt.Fprintf(b, " on %s", d.Host)
 	}

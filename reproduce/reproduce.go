@@ -366,7 +366,7 @@ func trainOrLoad(ctx context.Context, cfg Config, p *snapshot.Prepared, kind str
 		if p.Set.Norm.Prep() != snapshot.PrepStandard {
 			prep = "-" + string(p.Set.Norm.Prep())
 		}
-		if p.Split.ByNodes() || p.Split.ByWindows() {
+		if snapshot.Dealt(p.Split.By) {
 			prep += "-" + p.Split.By
 		}
 		path = filepath.Join(cfg.ModelDir, fmt.Sprintf("%s-%s%s-seed%d.model", cfg.Dataset, kind, prep, seed))

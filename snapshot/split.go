@@ -171,6 +171,20 @@ func (s Split) ByNodes() bool { return s.By == ByNodes }
 // ByWindows reports whether s deals the snapshots round-robin.
 func (s Split) ByWindows() bool { return s.By == ByWindows }
 
+// Dealt reports whether splits of kind by deal round-robin (ByNodes,
+// ByWindows): their ratios are whole numbers, reproduce them, and the
+// names of the files made under them carry the kind.
+func Dealt(by string) bool { return by == ByNodes || by == ByWindows }
+
+// kind returns s.By, ByTime where it is empty (files written before node
+// splits).
+func (s Split) kind() string {
+	if s.By == "" {
+		return ByTime
+	}
+	return s.By
+}
+
 // ChronoSplit splits n snapshots into consecutive training, validation and
 // test ranges whose sizes are proportional to ratios (for example 6,2,2 or
 // 0.7,0.1,0.2; the ratios are normalised by their sum). Sizes are rounded to
@@ -339,7 +353,7 @@ func (sp SplitSpec) Make(n int, degrees []int) (Split, error) {
 // no ratios), for a node or window split its kind and ratios. It is how a
 // saved model's split is reproduced.
 func SpecOf(s Split) SplitSpec {
-	if s.ByNodes() || s.ByWindows() {
+	if Dealt(s.By) {
 		return SplitSpec{By: s.By, Ratios: s.Ratios}
 	}
 	return SplitSpec{By: ByTime, Ratios: [3]float64{float64(s.Train.Len()), float64(s.Val.Len()), float64(s.Test.Len())}}
@@ -381,7 +395,7 @@ func (s Split) FitData(data []float64, nodes, channels, window int) (fit []float
 // deals and nodes. A time split read from a file written before node splits
 // (By empty) equals the same split made now.
 func (s Split) Equal(o Split) bool {
-	if s.ByNodes() != o.ByNodes() || s.ByWindows() != o.ByWindows() || ((s.ByNodes() || s.ByWindows()) && s.Ratios != o.Ratios) {
+	if s.kind() != o.kind() || (Dealt(s.By) && s.Ratios != o.Ratios) {
 		return false
 	}
 	for i, p := range []Part{s.Train, s.Val, s.Test} {

@@ -33,7 +33,7 @@ func parseSplit(by, ratios string) (snapshot.SplitSpec, error) {
 	}
 	if ratios == "" {
 		ratios = "6,2,2"
-		if kind == snapshot.ByNodes || kind == snapshot.ByWindows {
+		if snapshot.Dealt(kind) {
 			ratios = "7,1,2"
 		}
 	}
@@ -41,7 +41,7 @@ func parseSplit(by, ratios string) (snapshot.SplitSpec, error) {
 	if err != nil {
 		return snapshot.SplitSpec{}, err
 	}
-	if kind == snapshot.ByNodes || kind == snapshot.ByWindows {
+	if snapshot.Dealt(kind) {
 		for _, v := range r {
 			if v != float64(int(v)) {
 				return snapshot.SplitSpec{}, fmt.Errorf("-split %q: a split by %s deals them round-robin and needs whole-number ratios such as 7,1,2", ratios, kind)

@@ -157,7 +157,7 @@ func tableBase(out string, prep snapshot.Prep, splitBy, suffix string) string {
 	if prep != snapshot.PrepStandard && prep != "" {
 		base += "-" + string(prep)
 	}
-	if splitBy == snapshot.ByNodes || splitBy == snapshot.ByWindows {
+	if snapshot.Dealt(splitBy) {
 		base += "-" + splitBy
 	}
 	return base + suffix

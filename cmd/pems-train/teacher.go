@@ -130,7 +130,7 @@ func cmdTeacher(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		if meta.Config.GCNLayers() == 1 {
 			suffix = "-1layer"
 		}
-		if meta.Split.ByNodes() || meta.Split.ByWindows() {
+		if snapshot.Dealt(meta.Split.By) {
 			suffix += "-" + meta.Split.By
 		}
 		*out = filepath.Join("runs", fmt.Sprintf("%s-%s%s.model", meta.Dataset, meta.Config.Kind, suffix))
