@@ -30,6 +30,22 @@ func PrepareFit(dataFlag, name string, window int, spec SplitSpec, prep Prep) (*
 	return prepare(dataFlag, name, window, spec, nil, prep)
 }
 
+// PrepareSaved prepares the data a saved model was trained on: split as
+// split was (remade from SpecOf(split), since a split file holds no data)
+// and normalised with norm. A split that comes out otherwise means the data
+// changed since the model was trained, and is an error: scores or a replay
+// over it would not be over the parts the model was fitted and selected on.
+func PrepareSaved(dataFlag, name string, window int, split Split, norm *Normalizer) (*Prepared, error) {
+	p, err := Prepare(dataFlag, name, window, SpecOf(split), norm)
+	if err != nil {
+		return nil, err
+	}
+	if !p.Split.Equal(split) {
+		return nil, fmt.Errorf("the data of %s now split as %s, the model was trained with %s", name, p.Split, split)
+	}
+	return p, nil
+}
+
 func prepare(dataFlag, name string, window int, spec SplitSpec, norm *Normalizer, prep Prep) (*Prepared, error) {
 	dir, err := pems.ResolveDataDir(dataFlag)
 	if err != nil {

@@ -96,6 +96,16 @@ func (p Part) Snapshots() []int {
 	return out
 }
 
+// First returns p's first snapshot, or −1 if p is empty.
+func (p Part) First() int {
+	for s := p.Start; s < p.End; s++ {
+		if p.Deal.picks(s - p.Start) {
+			return s
+		}
+	}
+	return -1
+}
+
 // Last returns p's last snapshot, or −1 if p is empty.
 func (p Part) Last() int {
 	for s := p.End - 1; s >= p.Start; s-- {
@@ -163,6 +173,19 @@ func (s Split) Part(name string) (Part, error) {
 		return s.Test, nil
 	}
 	return Part{}, fmt.Errorf("split part %q: want train, val or test", name)
+}
+
+// String is a short account of s for logs and messages: the kind, the
+// sizes of the parts and what they span.
+func (s Split) String() string {
+	if s.ByNodes() {
+		return fmt.Sprintf("nodes %d/%d/%d over %d snapshots", len(s.Train.Nodes), len(s.Val.Nodes), len(s.Test.Nodes), s.Train.Len())
+	}
+	if s.ByWindows() {
+		return fmt.Sprintf("windows %d/%d/%d dealt %g:%g:%g over %d snapshots", s.Train.Len(), s.Val.Len(), s.Test.Len(),
+			s.Ratios[0], s.Ratios[1], s.Ratios[2], s.Train.Range.Len())
+	}
+	return fmt.Sprintf("snapshots %v/%v/%v", s.Train.Range, s.Val.Range, s.Test.Range)
 }
 
 // ByNodes reports whether s divides nodes rather than time.

@@ -289,15 +289,24 @@ func TestWindowSplit(t *testing.T) {
 }
 
 func TestPartLen(t *testing.T) {
-	// Len counts what Snapshots lists, for every deal over small ranges.
+	// Len counts what Snapshots lists, and First and Last are its ends, for
+	// every deal over small ranges.
 	for start := 0; start < 3; start++ {
 		for end := start; end < start+25; end++ {
 			for every := 0; every <= 5; every++ {
 				for lo := 0; lo <= every; lo++ {
 					for hi := lo; hi <= every; hi++ {
 						p := Part{Range: Range{start, end}, Deal: Deal{every, lo, hi}}
-						if got, want := p.Len(), len(p.Snapshots()); got != want {
+						snaps := p.Snapshots()
+						if got, want := p.Len(), len(snaps); got != want {
 							t.Fatalf("%+v: Len %d, %d snapshots", p, got, want)
+						}
+						first, last := -1, -1
+						if len(snaps) > 0 {
+							first, last = snaps[0], snaps[len(snaps)-1]
+						}
+						if p.First() != first || p.Last() != last {
+							t.Fatalf("%+v: First %d, Last %d, snapshots %v", p, p.First(), p.Last(), snaps)
 						}
 					}
 				}

@@ -201,12 +201,12 @@ func szTaxiBundle(t *testing.T, T, d int) (string, *pems.Dataset, snapshot.Split
 	if err != nil {
 		t.Fatal(err)
 	}
-	return dir, ds, split, randomBundle(t, ds, norm, T, d)
+	return dir, ds, split, randomBundle(t, ds, split, norm, T, d)
 }
 
-// randomBundle builds an untrained but complete SZ-taxi bundle: the crash
-// test checks delivery, not accuracy.
-func randomBundle(t *testing.T, ds *pems.Dataset, norm snapshot.Normalizer, T, d int) *sdgnn.Bundle {
+// randomBundle builds an untrained but complete SZ-taxi bundle recording
+// split: the crash test checks delivery, not accuracy.
+func randomBundle(t *testing.T, ds *pems.Dataset, split snapshot.Split, norm snapshot.Normalizer, T, d int) *sdgnn.Bundle {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(9, 9))
 	cands, err := sdgnn.Candidates(ds.Graph.Neighbors(), sdgnn.CandidateConfig{K1: 1})
@@ -224,7 +224,7 @@ func randomBundle(t *testing.T, ds *pems.Dataset, norm snapshot.Normalizer, T, d
 		}
 	}
 	C := ds.Series.Channels
-	meta := sdgnn.BundleMeta{Dataset: "sz-taxi", Nodes: ds.Series.Nodes, Channels: ds.Info.Channels, Window: T, Hidden: d, Norm: norm, Version: "crash-test"}
+	meta := sdgnn.BundleMeta{Dataset: "sz-taxi", Nodes: ds.Series.Nodes, Channels: ds.Info.Channels, Window: T, Hidden: d, Norm: norm, Split: split, Version: "crash-test"}
 	meta.Config.PhiHidden = d
 	b, err := sdgnn.NewBundle(meta, gru.New(C, d, rng), nn.NewMLP("phi", d, d, d, rng), theta, nn.NewMLP("dec", d, d, C, rng))
 	if err != nil {

@@ -53,13 +53,13 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	} else if err != nil {
 		return err
 	}
-	if b.Meta.Dataset != *dataset {
-		return fmt.Errorf("bundle %s is for %s, not %s", path, b.Meta.Dataset, *dataset)
-	}
-	step, err := stepMs(*dataset)
+	// The test part of the split the model was trained and selected with.
+	plan, err := replay{dataDir: *dataDir, dataset: *dataset, bundle: b, model: path, part: "test", topic: "readings", speedup: *speedup, limit: *steps}.plan()
 	if err != nil {
 		return err
 	}
+	log.Info().Str("replay", plan.what).Msg("replaying")
+	step := plan.stepMs
 	brokers, closeBroker, err := bf.connect(log)
 	if err != nil {
 		return err
@@ -70,12 +70,8 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	// lateness deadline means the same as in real time. The readings carry
 	// their real times (the series' first step at the dataset's start), which
 	// a bundle with calendar inputs needs.
-	p, err := snapshot.Prepare(*dataDir, *dataset, b.Meta.Window, snapshot.SplitSpec{Ratios: [3]float64{6, 2, 2}}, &b.Meta.Norm)
-	if err != nil {
-		return err
-	}
-	start := p.Dataset.Info.Start
-	first := start.Add(time.Duration(p.Split.Test.Start) * time.Duration(step) * time.Millisecond)
+	start := plan.t0
+	first := start.Add(time.Duration(plan.from) * time.Duration(step) * time.Millisecond)
 	began := time.Now()
 	now := func() time.Time {
 		if *speedup <= 0 {
@@ -103,7 +99,7 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	pubDone := make(chan error, 1)
 	var published atomic.Int64
 	go func() {
-		n, err := publish(ctx, brokers, *dataDir, *dataset, "test", "readings", *speedup, start.Format(time.RFC3339), *steps)
+		n, err := publish(ctx, brokers, plan)
 		published.Store(int64(n))
 		pubDone <- err
 	}()

@@ -1,7 +1,7 @@
 // Command forecaster serves SDGNN forecasts over Kafka.
 //
 //	forecaster serve   -model B.sdgnn [-brokers host:port,...]   consume readings, publish forecasts
-//	forecaster publish -dataset NAME  [-brokers ...]             replay a dataset split into the readings topic
+//	forecaster publish -dataset NAME  [-brokers ...] [-model B]  replay a part of a dataset (of B's split) into the readings topic
 //	forecaster demo    [-model B.sdgnn] [-dataset sz-taxi]       embedded broker + publisher + service + live line
 //
 // Without -brokers, serve and demo start an embedded Kafka-protocol broker
@@ -25,7 +25,6 @@ import (
 
 	"github.com/pemsforecast/sdgnn/datasets/pems"
 	"github.com/pemsforecast/sdgnn/sdgnn"
-	"github.com/pemsforecast/sdgnn/snapshot"
 	"github.com/pemsforecast/sdgnn/stream"
 )
 
@@ -33,7 +32,7 @@ const usage = `forecaster: SDGNN next-slot traffic forecasts over Kafka
 
 commands:
   serve    consume the readings topic, keep per-sensor windows, publish forecasts (-model B.sdgnn)
-  publish  replay a dataset split into the readings topic, keyed by sensor
+  publish  replay a part of a dataset (of -model's split) into the readings topic, keyed by sensor
   demo     the whole loop on one machine: embedded broker, publisher, service, live line
 
 without -brokers, serve and demo run an embedded Kafka-protocol broker on 127.0.0.1
@@ -176,11 +175,12 @@ func cmdPublish(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		brokers = fs.String("brokers", "", "Kafka bootstrap addresses host:port,... (required)")
 		dataDir = fs.String("data", "", "data directory (default $PEMS_DATA, then ../shared/datasets)")
 		dataset = fs.String("dataset", "sz-taxi", "dataset to replay")
-		part    = fs.String("split-part", "test", "train, val or test (chronological 6:2:2 of the snapshots)")
+		model   = fs.String("model", "", "SDGNN bundle whose split and window choose the part (default: a chronological 6:2:2 split of 12-step windows)")
+		part    = fs.String("split-part", "test", "train, val or test")
 		topic   = fs.String("topic", "readings", "readings topic")
 		speedup = fs.Float64("speedup", 0, "replay speed-up over real time (0: as fast as possible)")
 		start   = fs.String("start", "", "timestamp of the dataset's first step (RFC 3339, on the slot grid; default the dataset's real start, which a bundle trained with -prep paper needs for its calendar inputs)")
-		limit   = fs.Int("steps", 0, "publish at most this many steps (0: the whole split)")
+		limit   = fs.Int("steps", 0, "publish at most this many steps (0: the whole part)")
 	)
 	if err := fs.Parse(args); err != nil {
 		return errUsage
@@ -189,48 +189,22 @@ func cmdPublish(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		fmt.Fprintln(stderr, "publish: -brokers is required (forecaster demo runs its own broker)")
 		return errUsage
 	}
-	n, err := publish(ctx, strings.Split(*brokers, ","), *dataDir, *dataset, *part, *topic, *speedup, *start, *limit)
+	job := replay{dataDir: *dataDir, dataset: *dataset, part: *part, topic: *topic, speedup: *speedup, start: *start, limit: *limit}
+	if *model != "" {
+		b, err := sdgnn.LoadBundle(*model)
+		if err != nil {
+			return err
+		}
+		job.bundle, job.model = b, *model
+	}
+	plan, err := job.plan()
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "published %d readings of %s (%s split) to %s\n", n, *dataset, *part, *topic)
+	n, err := publish(ctx, strings.Split(*brokers, ","), plan)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "published %d readings of %s (%s) to %s\n", n, *dataset, plan.what, *topic)
 	return nil
-}
-
-func publish(ctx context.Context, brokers []string, dataDir, dataset, part, topic string, speedup float64, start string, limit int) (int, error) {
-	p, err := snapshot.Prepare(dataDir, dataset, 12, snapshot.SplitSpec{Ratios: [3]float64{6, 2, 2}}, nil)
-	if err != nil {
-		return 0, err
-	}
-	pt, err := p.Split.Part(part)
-	if err != nil {
-		return 0, fmt.Errorf("-split-part: %w", err)
-	}
-	r := pt.Range
-	t0 := p.Dataset.Info.Start
-	if start != "" {
-		if t0, err = time.Parse(time.RFC3339, start); err != nil {
-			return 0, fmt.Errorf("-start %q: %w", start, err)
-		}
-	}
-	step, err := stepMs(dataset)
-	if err != nil {
-		return 0, err
-	}
-	// Publish the inputs of the split's first snapshot too, so that its
-	// first forecast has a full window.
-	from, to := r.Start, r.End+p.Set.Window
-	if limit > 0 {
-		to = min(to, from+limit)
-	}
-	var pause time.Duration
-	if speedup > 0 {
-		pause = time.Duration(float64(step) * float64(time.Millisecond) / speedup)
-	}
-	if err := stream.EnsureTopics(ctx, brokers, 4, topic); err != nil {
-		return 0, err
-	}
-	s := p.Dataset.Series
-	return stream.Publish(ctx, stream.Series{Steps: s.Steps, Nodes: s.Nodes, Channels: s.Channels, Data: s.Data},
-		stream.PublishConfig{Brokers: brokers, Topic: topic, From: from, To: to, Start: t0, StepMs: step, SlotPause: pause})
 }

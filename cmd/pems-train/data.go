@@ -77,16 +77,11 @@ func partOf(sp snapshot.Split, name string) (snapshot.Part, error) {
 	return p, nil
 }
 
-// prepareSaved prepares the data a saved model or bundle was trained on,
-// split as it was; a split that comes out otherwise (the data changed) is
-// an error.
+// prepareSaved is snapshot.PrepareSaved naming the model file in errors.
 func prepareSaved(dataDir, dataset string, window int, split snapshot.Split, norm *snapshot.Normalizer, what string) (*snapshot.Prepared, error) {
-	p, err := snapshot.Prepare(dataDir, dataset, window, snapshot.SpecOf(split), norm)
+	p, err := snapshot.PrepareSaved(dataDir, dataset, window, split, norm)
 	if err != nil {
-		return nil, err
-	}
-	if !p.Split.Equal(split) {
-		return nil, fmt.Errorf("the data of %s now split as %s, %s was trained with %s", dataset, describeSplit(p.Split), what, describeSplit(split))
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	return p, nil
 }
@@ -97,18 +92,6 @@ func describePart(p snapshot.Part, nodes int) string {
 		return fmt.Sprintf("%d snapshots", p.Len())
 	}
 	return fmt.Sprintf("%d snapshots, %d of %d sensors", p.Len(), len(p.Nodes), nodes)
-}
-
-// describeSplit is a short account of a split for messages.
-func describeSplit(s snapshot.Split) string {
-	if s.ByNodes() {
-		return fmt.Sprintf("nodes %d/%d/%d over %d snapshots", len(s.Train.Nodes), len(s.Val.Nodes), len(s.Test.Nodes), s.Train.Len())
-	}
-	if s.ByWindows() {
-		return fmt.Sprintf("windows %d/%d/%d dealt %g:%g:%g over %d snapshots", s.Train.Len(), s.Val.Len(), s.Test.Len(),
-			s.Ratios[0], s.Ratios[1], s.Ratios[2], s.Train.Range.Len())
-	}
-	return fmt.Sprintf("snapshots %v/%v/%v", s.Train.Range, s.Val.Range, s.Test.Range)
 }
 
 func fileExists(path string) bool {

@@ -140,7 +140,7 @@ func cmdTeacher(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	log.Info().Str("dataset", meta.Dataset).Str("data", p.Dir).Str("model", meta.Config.Kind).
 		Int("nodes", p.Set.Nodes).Int("channels", p.Set.Channels).Int("steps", p.Set.Steps).
-		Str("split", describeSplit(p.Split)).
+		Str("split", p.Split.String()).
 		Str("prep", string(meta.Norm.Prep())).Int("gcn_layers", meta.Config.GCNLayers()).Float64("noise", meta.Config.NoiseStd).Int("max_epochs", tr.Config.MaxEpochs).Msg("training")
 
 	start := time.Now()

@@ -1,0 +1,111 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/pemsforecast/sdgnn/sdgnn"
+	"github.com/pemsforecast/sdgnn/snapshot"
+	"github.com/pemsforecast/sdgnn/stream"
+)
+
+// replay is what publish and demo are asked to replay: a part of a
+// dataset's split, the model's when bundle is set.
+type replay struct {
+	dataDir, dataset string
+	// bundle, when not nil, chooses the split and the window: the part
+	// replayed is the one the model was scored on. model names its file.
+	bundle *sdgnn.Bundle
+	model  string
+	part   string // train, val or test
+	topic  string
+	// speedup over real time; 0 publishes as fast as possible.
+	speedup float64
+	start   string // RFC 3339 time of the first step; "" the dataset's own
+	limit   int    // at most this many steps; 0 all
+}
+
+// replayPlan is a replay resolved against the data: the series steps
+// [from, to) to publish, from time t0 of step 0, and an account of them.
+type replayPlan struct {
+	p         *snapshot.Prepared
+	from, to  int
+	t0        time.Time
+	stepMs    int64
+	slotPause time.Duration
+	topic     string
+	what      string
+}
+
+// plan loads the data and works out the steps to publish: from the first
+// input step of the part's first snapshot to the target of its last, so that
+// the service's first forecast has a whole window and every snapshot of the
+// part is forecast. Without a bundle the split is chronological 6:2:2 over
+// 12-step windows. A bundle's split is remade from the data and must come
+// out as the bundle records it. A part dealt by windows or split by nodes
+// spans the whole series: every reading is published, since the service
+// needs every window, and forecasts outside the part are made too (pems-train
+// report scores only the part's).
+func (r replay) plan() (replayPlan, error) {
+	var (
+		p   *snapshot.Prepared
+		err error
+	)
+	window := 12
+	if b := r.bundle; b != nil {
+		if b.Meta.Dataset != r.dataset {
+			return replayPlan{}, fmt.Errorf("bundle %s is for %s, not %s", r.model, b.Meta.Dataset, r.dataset)
+		}
+		if b.Meta.Split.Train.Len() == 0 {
+			return replayPlan{}, fmt.Errorf("bundle %s records no split: publish without -model for the chronological 6:2:2 split", r.model)
+		}
+		window = b.Meta.Window
+		if p, err = snapshot.PrepareSaved(r.dataDir, r.dataset, window, b.Meta.Split, &b.Meta.Norm); err != nil {
+			return replayPlan{}, fmt.Errorf("bundle %s: %w", r.model, err)
+		}
+	} else if p, err = snapshot.Prepare(r.dataDir, r.dataset, window, snapshot.SplitSpec{Ratios: [3]float64{6, 2, 2}}, nil); err != nil {
+		return replayPlan{}, err
+	}
+	pt, err := p.Split.Part(r.part)
+	if err != nil {
+		return replayPlan{}, fmt.Errorf("-split-part: %w", err)
+	}
+	if pt.Len() == 0 {
+		return replayPlan{}, fmt.Errorf("-split-part %s: the part is empty", r.part)
+	}
+	if r.limit < 0 {
+		return replayPlan{}, fmt.Errorf("-steps %d: want 0 (all) or more", r.limit)
+	}
+	if r.speedup < 0 {
+		return replayPlan{}, fmt.Errorf("-speedup %g: want 0 (as fast as possible) or more", r.speedup)
+	}
+	pl := replayPlan{p: p, from: pt.First(), to: pt.Last() + 1 + window, t0: p.Dataset.Info.Start, topic: r.topic}
+	if r.start != "" {
+		if pl.t0, err = time.Parse(time.RFC3339, r.start); err != nil {
+			return replayPlan{}, fmt.Errorf("-start %q: %w", r.start, err)
+		}
+	}
+	if pl.stepMs, err = stepMs(r.dataset); err != nil {
+		return replayPlan{}, err
+	}
+	if r.limit > 0 {
+		pl.to = min(pl.to, pl.from+r.limit)
+	}
+	if r.speedup > 0 {
+		pl.slotPause = time.Duration(float64(pl.stepMs) * float64(time.Millisecond) / r.speedup)
+	}
+	pl.what = fmt.Sprintf("steps %d–%d, the %s part of split %s", pl.from, pl.to-1, r.part, p.Split)
+	return pl, nil
+}
+
+// publish creates the plan's topic if needed and publishes its steps,
+// slot by slot, keyed by sensor; it returns the number of readings.
+func publish(ctx context.Context, brokers []string, pl replayPlan) (int, error) {
+	if err := stream.EnsureTopics(ctx, brokers, 4, pl.topic); err != nil {
+		return 0, err
+	}
+	s := pl.p.Dataset.Series
+	return stream.Publish(ctx, stream.Series{Steps: s.Steps, Nodes: s.Nodes, Channels: s.Channels, Data: s.Data},
+		stream.PublishConfig{Brokers: brokers, Topic: pl.topic, From: pl.from, To: pl.to, Start: pl.t0, StepMs: pl.stepMs, SlotPause: pl.slotPause})
+}

@@ -1,0 +1,154 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+
+	"github.com/pemsforecast/sdgnn/sdgnn"
+	"github.com/pemsforecast/sdgnn/snapshot"
+	"github.com/pemsforecast/sdgnn/stream"
+)
+
+// TestReplayPlan checks which steps publish and demo replay: the part of
+// the model's split (its window too) when a bundle is given, a
+// chronological 6:2:2 split of 12-step windows otherwise, and clear errors
+// for a bundle that does not fit the data or the request.
+func TestReplayPlan(t *testing.T) {
+	const T = 12
+	dir, ds, chrono, b12 := szTaxiBundle(t, T, 8)
+	n := ds.Series.Steps
+	degrees := make([]int, ds.Series.Nodes)
+	for i, nb := range ds.Graph.Neighbors() {
+		degrees[i] = len(nb)
+	}
+	must := func(s snapshot.Split, err error) snapshot.Split {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	chrono8 := must(snapshot.ChronoSplit(n-8, [3]float64{6, 2, 2}))
+	windows := must(snapshot.WindowSplit(n-T, [3]float64{7, 1, 2}))
+	nodes := must(snapshot.NodeSplit(n-T, degrees, [3]float64{7, 1, 2}))
+	with := func(window int, split snapshot.Split, edit func(*sdgnn.BundleMeta)) *sdgnn.Bundle {
+		b := randomBundle(t, ds, split, b12.Meta.Norm, window, 8)
+		if edit != nil {
+			edit(&b.Meta)
+		}
+		return b
+	}
+	shifted := chrono
+	shifted.Test.End--
+	for _, tc := range []struct {
+		name     string
+		bundle   *sdgnn.Bundle
+		part     string
+		limit    int
+		from, to int
+		what     string // in the account of the plan
+		err      string // in the error, when one is expected
+	}{
+		{name: "no model: chronological test", part: "test", from: chrono.Test.Start, to: chrono.Test.End + T, what: "snapshots"},
+		{name: "no model: validation, 5 steps", part: "val", limit: 5, from: chrono.Val.Start, to: chrono.Val.Start + 5},
+		{name: "model's chronological split", bundle: b12, part: "test", from: chrono.Test.Start, to: chrono.Test.End + T},
+		{name: "model's window of 8", bundle: with(8, chrono8, nil), part: "test", from: chrono8.Test.Start, to: chrono8.Test.End + 8},
+		// 7,1,2: positions 8 and 9 of every ten are test snapshots.
+		{name: "split by windows: test", bundle: with(T, windows, nil), part: "test", from: 8, to: windows.Test.Last() + 1 + T, what: "windows"},
+		{name: "split by windows: validation", bundle: with(T, windows, nil), part: "val", from: 7, to: windows.Val.Last() + 1 + T},
+		{name: "split by nodes: the whole series", bundle: with(T, nodes, nil), part: "test", from: 0, to: n, what: "nodes"},
+		{name: "another dataset", bundle: with(T, chrono, func(m *sdgnn.BundleMeta) { m.Dataset = "pems08" }), part: "test", err: "is for pems08, not sz-taxi"},
+		{name: "no split recorded", bundle: with(T, snapshot.Split{}, nil), part: "test", err: "records no split"},
+		{name: "split the data no longer gives", bundle: with(T, shifted, nil), part: "test", err: "now split as"},
+		{name: "unknown part", part: "tests", err: `split part "tests"`},
+		{name: "negative steps", part: "test", limit: -1, err: "-steps -1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pl, err := replay{dataDir: dir, dataset: "sz-taxi", bundle: tc.bundle, model: "m.sdgnn", part: tc.part, topic: "readings", limit: tc.limit}.plan()
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("error %v, want one containing %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if pl.from != tc.from || pl.to != tc.to {
+				t.Errorf("steps %d–%d, want %d–%d", pl.from, pl.to, tc.from, tc.to)
+			}
+			if !strings.Contains(pl.what, tc.what) || !strings.Contains(pl.what, tc.part) {
+				t.Errorf("account %q does not name %q and the %s part", pl.what, tc.what, tc.part)
+			}
+			if !pl.t0.Equal(ds.Info.Start) || pl.stepMs != 15*60*1000 {
+				t.Errorf("first step at %v every %d ms, want %v every 15 min", pl.t0, pl.stepMs, ds.Info.Start)
+			}
+		})
+	}
+}
+
+// TestPublishModelSplit runs forecaster publish -model against the embedded
+// broker and reads the topic back: a bundle split by windows has its first
+// test snapshot at step 8, so the readings start there, stamped with that
+// step's real time.
+func TestPublishModelSplit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a broker")
+	}
+	const T, steps = 12, 3
+	dir, ds, _, b := szTaxiBundle(t, T, 8)
+	windows, err := snapshot.WindowSplit(ds.Series.Steps-T, [3]float64{7, 1, 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Meta.Split = windows
+	path := filepath.Join(t.TempDir(), "w.sdgnn")
+	if err := b.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	emb, err := stream.StartEmbedded(0, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer emb.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var out, errOut bytes.Buffer
+	if err := cmdPublish(ctx, []string{"-brokers", emb.Addr, "-data", dir, "-model", path, "-steps", fmt.Sprint(steps), "-topic", "w"}, &out, &errOut); err != nil {
+		t.Fatalf("publish: %v\n%s", err, errOut.String())
+	}
+	nodes := ds.Series.Nodes
+	if want := fmt.Sprintf("published %d readings of sz-taxi (steps 8–10, the test part of split windows", steps*nodes); !strings.Contains(out.String(), want) {
+		t.Errorf("publish said %q, want %q", out.String(), want)
+	}
+	r := kafka.NewReader(kafka.ReaderConfig{Brokers: []string{emb.Addr}, GroupID: "check", Topic: "w", StartOffset: kafka.FirstOffset, MaxWait: 50 * time.Millisecond})
+	defer r.Close()
+	const stepMs = 15 * 60 * 1000
+	first := ds.Info.Start.UnixMilli() + 8*stepMs
+	seen := map[[2]int64]bool{}
+	for len(seen) < steps*nodes {
+		m, err := r.ReadMessage(ctx)
+		if err != nil {
+			t.Fatalf("after %d of %d readings: %v", len(seen), steps*nodes, err)
+		}
+		rd, err := stream.DecodeReading(m.Key, m.Value)
+		if err != nil {
+			t.Fatal(err)
+		}
+		step := (rd.TS - first) / stepMs
+		if rd.TS < first || step >= steps || (rd.TS-first)%stepMs != 0 {
+			t.Fatalf("reading of sensor %d at %d: not one of the %d steps from step 8 (%d)", rd.Sensor, rd.TS, steps, first)
+		}
+		if want := ds.Series.Data[(8+int(step))*nodes+rd.Sensor]; rd.Values[0] != want {
+			t.Errorf("sensor %d step %d: value %g, the series has %g", rd.Sensor, 8+step, rd.Values[0], want)
+		}
+		seen[[2]int64{int64(rd.Sensor), step}] = true
+	}
+}
