@@ -460,7 +460,9 @@ func pm(prec int, mean, std float64) string {
 }
 
 // Markdown writes the table: one row for the dataset, one column per model,
-// MAPE mean ± std, then MAE, RMSE and the mean receptive field.
+// MAPE mean ± std, then MAE, RMSE and the mean receptive field; over two
+// seeds or more, SDGNN's paired comparison with every other model follows
+// (Paired).
 func (t *Table) Markdown(w io.Writer) error {
 	floor := ""
 	if t.MAPEFloor > 0 {
@@ -499,6 +501,8 @@ func (t *Table) Markdown(w io.Writer) error {
 			fmt.Fprintf(w, " %s |", r.f(t.Cells[m]))
 		}
 	}
-	_, err := fmt.Fprintln(w)
-	return err
+	if _, err := fmt.Fprintln(w); err != nil {
+		return err
+	}
+	return t.pairedMarkdown(w)
 }

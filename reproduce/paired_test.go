@@ -1,0 +1,87 @@
+package reproduce
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/pemsforecast/sdgnn/evaluation"
+)
+
+// pairedTable is a table of len(sdgnnMAE) seeds in which every model but
+// SDGNN has the MAEs of other, and all MAPEs, RMSEs and paper-style MAPEs
+// are a constant offset from the MAE.
+func pairedTable(sdgnnMAE, other []float64) *Table {
+	t := &Table{Dataset: "sz-taxi", Config: Quick("sz-taxi")}
+	for i := range sdgnnMAE {
+		r := Run{Seed: uint64(i + 1), Metrics: map[string]evaluation.Metrics{}, Paper: map[string]evaluation.PaperMetrics{}}
+		for _, m := range Models {
+			v := other[i]
+			if m == SDGNN {
+				v = sdgnnMAE[i]
+			}
+			r.Metrics[m] = evaluation.Metrics{MAE: v, MAPE: v + 10, RMSE: v + 1}
+			r.Paper[m] = evaluation.PaperMetrics{MAPE: v + 2}
+		}
+		t.Runs = append(t.Runs, r)
+	}
+	t.Cells = summarise(t.Runs)
+	return t
+}
+
+func TestPaired(t *testing.T) {
+	const tol = 1e-12
+	near := func(a, b float64) bool { return math.Abs(a-b) <= tol || math.IsNaN(a) && math.IsNaN(b) }
+	for _, tc := range []struct {
+		name       string
+		sdgnn, gru []float64
+		want       Diff
+	}{
+		// Differences −0.5 and −0.1: mean −0.3, std 0.2√2, t = −1.5 with
+		// one degree of freedom (a Cauchy law): p = 1 − 2·atan(1.5)/π.
+		{"two seeds", []float64{1, 2}, []float64{1.5, 2.1}, Diff{Mean: -0.3, Std: 0.2 * math.Sqrt2, Lower: 2, P: 1 - 2*math.Atan(1.5)/math.Pi}},
+		// Differences +1, −1, 0: mean 0, t = 0, p = 1; one seed lower.
+		{"three seeds, no difference on average", []float64{3, 1, 2}, []float64{2, 2, 2}, Diff{Mean: 0, Std: 1, Lower: 1, P: 1}},
+		// Equal differences: no spread, no test.
+		{"equal differences", []float64{1, 2, 3}, []float64{2, 3, 4}, Diff{Mean: -1, Std: 0, Lower: 3, P: math.NaN()}},
+		{"one seed", []float64{1}, []float64{2}, Diff{Mean: -1, Std: math.NaN(), Lower: 1, P: math.NaN()}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pairs := pairedTable(tc.sdgnn, tc.gru).Paired(SDGNN)
+			if len(pairs) != len(Models)-1 {
+				t.Fatalf("%d pairs, want %d", len(pairs), len(Models)-1)
+			}
+			for _, p := range pairs {
+				if p.Model == SDGNN || p.Seeds != len(tc.sdgnn) {
+					t.Errorf("pair %+v", p)
+				}
+				// MAPE, RMSE and paper-style MAPE are offsets of the MAE, so
+				// their differences are the MAE's.
+				for name, d := range map[string]Diff{"MAE": p.MAE, "MAPE": p.MAPE, "RMSE": p.RMSE, "paper MAPE": p.PaperMAPE} {
+					if !near(d.Mean, tc.want.Mean) || !near(d.Std, tc.want.Std) || d.Lower != tc.want.Lower || !near(d.P, tc.want.P) {
+						t.Errorf("%s against %s: %+v, want %+v", name, p.Model, d, tc.want)
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestPairedMarkdown(t *testing.T) {
+	var md strings.Builder
+	if err := pairedTable([]float64{1, 2}, []float64{1.5, 2.1}).Markdown(&md); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"SDGNN against each model, seed by seed", "| GRU | -0.3000 ± 0.2828, 2/2, p 0.37 |", "| SDGNN-Equal |"} {
+		if !strings.Contains(md.String(), want) {
+			t.Errorf("Markdown lacks %q:\n%s", want, md.String())
+		}
+	}
+	md.Reset()
+	if err := pairedTable([]float64{1}, []float64{2}).Markdown(&md); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(md.String(), "seed by seed") {
+		t.Errorf("one seed has a paired comparison:\n%s", md.String())
+	}
+}
