@@ -185,7 +185,8 @@ func (s Split) String() string {
 		return fmt.Sprintf("windows %d/%d/%d dealt %g:%g:%g over %d snapshots", s.Train.Len(), s.Val.Len(), s.Test.Len(),
 			s.Ratios[0], s.Ratios[1], s.Ratios[2], s.Train.Range.Len())
 	}
-	return fmt.Sprintf("snapshots %v/%v/%v", s.Train.Range, s.Val.Range, s.Test.Range)
+	r := func(p Part) string { return fmt.Sprintf("[%d, %d)", p.Start, p.End) }
+	return fmt.Sprintf("time, snapshots %s/%s/%s", r(s.Train), r(s.Val), r(s.Test))
 }
 
 // ByNodes reports whether s divides nodes rather than time.

@@ -331,3 +331,30 @@ func TestBatchesOf(t *testing.T) {
 		t.Error("no indices or no size gave batches")
 	}
 }
+
+func TestSplitString(t *testing.T) {
+	chrono, err := ChronoSplit(10, [3]float64{6, 2, 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	windows, err := WindowSplit(20, [3]float64{7, 1, 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes, err := NodeSplit(5, []int{3, 1, 4, 1, 5, 9, 2, 6, 5, 3}, [3]float64{7, 1, 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		s    Split
+		want string
+	}{
+		{chrono, "time, snapshots [0, 6)/[6, 8)/[8, 10)"},
+		{windows, "windows 14/2/4 dealt 7:1:2 over 20 snapshots"},
+		{nodes, "nodes 7/1/2 over 5 snapshots"},
+	} {
+		if got := tc.s.String(); got != tc.want {
+			t.Errorf("String() = %q, want %q", got, tc.want)
+		}
+	}
+}
