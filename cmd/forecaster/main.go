@@ -174,7 +174,7 @@ func cmdPublish(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	var (
 		brokers = fs.String("brokers", "", "Kafka bootstrap addresses host:port,... (required)")
 		dataDir = fs.String("data", "", "data directory (default $PEMS_DATA, then ../shared/datasets)")
-		dataset = fs.String("dataset", "sz-taxi", "dataset to replay")
+		dataset = fs.String("dataset", "sz-taxi", "dataset to replay (default with -model: the bundle's)")
 		model   = fs.String("model", "", "SDGNN bundle whose split and window choose the part (default: a chronological 6:2:2 split of 12-step windows)")
 		part    = fs.String("split-part", "test", "train, val or test")
 		topic   = fs.String("topic", "readings", "readings topic")
@@ -196,6 +196,9 @@ func cmdPublish(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			return err
 		}
 		job.bundle, job.model = b, *model
+		if !flagSet(fs, "dataset") {
+			job.dataset = b.Meta.Dataset // the bundle's, unless asked otherwise
+		}
 	}
 	plan, err := job.plan()
 	if err != nil {
@@ -205,6 +208,13 @@ func cmdPublish(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "published %d readings of %s (%s) to %s\n", n, *dataset, plan.what, *topic)
+	fmt.Fprintf(stdout, "published %d readings of %s (%s) to %s\n", n, job.dataset, plan.what, *topic)
 	return nil
+}
+
+// flagSet reports whether the named flag was given on the command line.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -123,6 +124,11 @@ func TestPublishModelSplit(t *testing.T) {
 	var out, errOut bytes.Buffer
 	if err := cmdPublish(ctx, []string{"-brokers", emb.Addr, "-data", dir, "-model", path, "-steps", fmt.Sprint(steps), "-topic", "w"}, &out, &errOut); err != nil {
 		t.Fatalf("publish: %v\n%s", err, errOut.String())
+	}
+	// Without -dataset the bundle's is replayed; another one is refused.
+	err = cmdPublish(ctx, []string{"-brokers", emb.Addr, "-data", dir, "-model", path, "-dataset", "pems08", "-topic", "w2"}, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "is for sz-taxi, not pems08") {
+		t.Errorf("publish -dataset pems08 of an sz-taxi bundle: %v", err)
 	}
 	nodes := ds.Series.Nodes
 	if want := fmt.Sprintf("published %d readings of sz-taxi (steps 8–10, the test part of split windows", steps*nodes); !strings.Contains(out.String(), want) {
