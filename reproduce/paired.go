@@ -90,3 +90,63 @@ func (t *Table) pairedMarkdown(w io.Writer) error {
 	}
 	return nil
 }
+
+// dmMarkdown writes, for the seeds whose runs hold them, the Diebold–Mariano
+// tests of SDGNN against every other model on the test snapshots: per model,
+// the p-value of each seed and the seeds in which SDGNN is significantly
+// lower or higher at 5 %. Nothing when no run holds the tests.
+func (t *Table) dmMarkdown(w io.Writer) error {
+	var runs []Run
+	for _, r := range t.Runs {
+		if r.DM != nil {
+			runs = append(runs, r)
+		}
+	}
+	if len(runs) == 0 {
+		return nil
+	}
+	fmt.Fprintf(w, "\n%s against each model on the test snapshots, seed by seed: Diebold–Mariano tests of the per-snapshot MAE "+
+		"(EWC variance, fixed-smoothing t), the p-value of each seed (seeds %s), and the seeds in which %s is significantly lower or higher at 5 %%\n\n",
+		SDGNN, seedList(runs), SDGNN)
+	fmt.Fprintf(w, "| %s − | mean per-snapshot MAE difference | p per seed | lower / higher at 5 %% |\n|---|---:|---|---:|\n", SDGNN)
+	for _, m := range Models {
+		if m == SDGNN {
+			continue
+		}
+		var diffs []float64
+		ps := ""
+		lower, higher := 0, 0
+		for i, r := range runs {
+			d := r.DM[m]
+			diffs = append(diffs, d.Mean)
+			if i > 0 {
+				ps += ", "
+			}
+			ps += fmt.Sprintf("%.2g", d.P)
+			if d.P < 0.05 {
+				if d.Stat < 0 {
+					lower++
+				} else {
+					higher++
+				}
+			}
+		}
+		mean, std := meanStd(diffs)
+		if _, err := fmt.Fprintf(w, "| %s | %s | %s | %d / %d of %d |\n", m, pm(4, mean, std), ps, lower, higher, len(runs)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// seedList names the seeds of runs: "1, 2, 3".
+func seedList(runs []Run) string {
+	s := ""
+	for i, r := range runs {
+		if i > 0 {
+			s += ", "
+		}
+		s += fmt.Sprint(r.Seed)
+	}
+	return s
+}

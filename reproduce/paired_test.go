@@ -85,3 +85,37 @@ func TestPairedMarkdown(t *testing.T) {
 		t.Errorf("one seed has a paired comparison:\n%s", md.String())
 	}
 }
+
+// TestDMMarkdown checks the Diebold–Mariano section: p-values per seed, and
+// the seeds in which SDGNN is significantly lower or higher counted by the
+// sign of the statistic; seeds without tests (older tables) are left out.
+func TestDMMarkdown(t *testing.T) {
+	tab := pairedTable([]float64{1, 2, 3}, []float64{1.5, 2.1, 2.9})
+	for i, dm := range []evaluation.DM{
+		{N: 100, DF: 9, Mean: -0.02, Stat: -3.1, P: 0.012},
+		{N: 100, DF: 9, Mean: 0.01, Stat: 2.5, P: 0.034},
+	} {
+		tab.Runs[i].DM = map[string]evaluation.DM{}
+		for _, m := range Models {
+			if m != SDGNN {
+				tab.Runs[i].DM[m] = dm
+			}
+		}
+	}
+	var md strings.Builder
+	if err := tab.Markdown(&md); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Diebold–Mariano tests of the per-snapshot MAE", "(seeds 1, 2)", "| GRU | -0.0050 ± 0.0212 | 0.012, 0.034 | 1 / 1 of 2 |"} {
+		if !strings.Contains(md.String(), want) {
+			t.Errorf("Markdown lacks %q:\n%s", want, md.String())
+		}
+	}
+	md.Reset()
+	if err := pairedTable([]float64{1, 2}, []float64{1.5, 2.1}).Markdown(&md); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(md.String(), "Diebold") {
+		t.Errorf("runs without tests have a Diebold–Mariano section:\n%s", md.String())
+	}
+}

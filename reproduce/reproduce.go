@@ -123,6 +123,10 @@ type Run struct {
 	// Paper holds the errors as the paper's table computes them (see
 	// evaluation.PaperAccumulator).
 	Paper map[string]evaluation.PaperMetrics `json:"paper"`
+	// DM holds, per model but SDGNN, the Diebold–Mariano test of SDGNN's
+	// per-snapshot MAE over the test snapshots against that model's (Stat
+	// negative: SDGNN lower). Tables written before it have none.
+	DM map[string]evaluation.DM `json:"dm,omitempty"`
 }
 
 // Cell is one model's summary over seeds.
@@ -230,7 +234,7 @@ func summarise(runs []Run) map[string]Cell {
 
 func runSeed(ctx context.Context, cfg Config, p *snapshot.Prepared, seed uint64, progress Progress) (*Run, error) {
 	run := &Run{Seed: seed, Metrics: map[string]evaluation.Metrics{}, Seconds: map[string]float64{}, MaxReceptive: map[string]int{},
-		Receptive: map[string]float64{}, Paper: map[string]evaluation.PaperMetrics{}}
+		Receptive: map[string]float64{}, Paper: map[string]evaluation.PaperMetrics{}, DM: map[string]evaluation.DM{}}
 	s := p.Dataset.Series
 	fit, fitNodes, steps := p.Split.FitData(s.Data, s.Nodes, s.Channels, p.Set.Window)
 	lo, hi, err := snapshot.FitMinMax(fit, fitNodes, s.Channels, steps)
@@ -238,6 +242,7 @@ func runSeed(ctx context.Context, cfg Config, p *snapshot.Prepared, seed uint64,
 		return nil, err
 	}
 	set, split := p.Set, p.Split
+	losses := map[string][]float64{} // per-snapshot MAE of each model, for the DM tests
 	score := func(name string, pred, truth []float64, receptive float64, maxRec int, start time.Time) error {
 		run.MaxReceptive[name] = maxRec
 		pm, err := evaluation.Paper(pred, truth, lo, hi)
@@ -245,6 +250,9 @@ func runSeed(ctx context.Context, cfg Config, p *snapshot.Prepared, seed uint64,
 			return fmt.Errorf("%s: %w", name, err)
 		}
 		run.Paper[name] = pm
+		if losses[name], err = evaluation.SnapshotMAE(pred, truth, split.Test.Len(), set.Nodes*set.Channels); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
 		rep, err := evaluation.Build(pred, truth, split.Test.Len(), set.Nodes, set.Channels, 1, cfg.MAPEFloor)
 		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)
@@ -345,6 +353,16 @@ func runSeed(ctx context.Context, cfg Config, p *snapshot.Prepared, seed uint64,
 		if err := score(name, pred, test.Truth, m.MeanReceptive(), mr, start); err != nil {
 			return nil, err
 		}
+	}
+	for _, name := range Models {
+		if name == SDGNN {
+			continue
+		}
+		dm, err := evaluation.DieboldMariano(losses[SDGNN], losses[name], 0)
+		if err != nil {
+			return nil, fmt.Errorf("%s against %s: %w", SDGNN, name, err)
+		}
+		run.DM[name] = dm
 	}
 	return run, nil
 }
@@ -462,7 +480,7 @@ func pm(prec int, mean, std float64) string {
 // Markdown writes the table: one row for the dataset, one column per model,
 // MAPE mean ± std, then MAE, RMSE and the mean receptive field; over two
 // seeds or more, SDGNN's paired comparison with every other model follows
-// (Paired).
+// (Paired), then the Diebold–Mariano tests of each seed (Run.DM).
 func (t *Table) Markdown(w io.Writer) error {
 	floor := ""
 	if t.MAPEFloor > 0 {
@@ -504,5 +522,8 @@ func (t *Table) Markdown(w io.Writer) error {
 	if _, err := fmt.Fprintln(w); err != nil {
 		return err
 	}
-	return t.pairedMarkdown(w)
+	if err := t.pairedMarkdown(w); err != nil {
+		return err
+	}
+	return t.dmMarkdown(w)
 }

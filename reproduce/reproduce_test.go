@@ -43,6 +43,22 @@ func TestQuickOnRealData(t *testing.T) {
 			t.Errorf("%s: a node reads %d nodes, budget %d", m, got, budget)
 		}
 	}
+	// SDGNN is tested against every other model on the same test snapshots
+	// (those with some truth), and the test's sign follows the mean
+	// difference.
+	n := run.DM[GRU].N
+	for _, m := range Models {
+		d, ok := run.DM[m]
+		if m == SDGNN {
+			if ok {
+				t.Errorf("SDGNN tested against itself")
+			}
+			continue
+		}
+		if !ok || d.N < 10 || d.N != n || d.DF != evaluation.DMTerms(d.N) || !(d.P >= 0 && d.P <= 1) || (d.Stat < 0) != (d.Mean < 0) {
+			t.Errorf("DM against %s: %+v (present %v)", m, d, ok)
+		}
+	}
 	var md strings.Builder
 	if err := tab.Markdown(&md); err != nil {
 		t.Fatal(err)
@@ -51,6 +67,9 @@ func TestQuickOnRealData(t *testing.T) {
 		if !strings.Contains(md.String(), m) {
 			t.Errorf("table lacks %s", m)
 		}
+	}
+	if !strings.Contains(md.String(), "Diebold–Mariano") {
+		t.Error("table lacks the Diebold–Mariano tests")
 	}
 	t.Log("\n" + md.String())
 }
