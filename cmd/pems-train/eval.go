@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 
 	"github.com/pemsforecast/sdgnn/checkpoint"
 	"github.com/pemsforecast/sdgnn/evaluation"
@@ -40,6 +41,20 @@ type evalResult struct {
 	// (Gao & Ribeiro's code): min-max scaled by the training data, no
 	// masking, |p−y|/(|y|+1). Not comparable with Report's MAPE.
 	Paper evaluation.PaperMetrics `json:"paper"`
+	// Against is the comparison with a second model (-against), absent
+	// without one.
+	Against *comparison `json:"against,omitempty"`
+}
+
+// comparison is eval's test of the model against a second one on the same
+// snapshots and sensors.
+type comparison struct {
+	Model   string             `json:"model"`
+	Kind    string             `json:"kind"`
+	Overall evaluation.Metrics `json:"overall"`
+	// DM tests the per-snapshot MAE of the evaluated model against the
+	// second's (Stat negative: the evaluated model's is lower).
+	DM evaluation.DM `json:"diebold_mariano"`
 }
 
 func cmdEval(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -53,6 +68,7 @@ func cmdEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		mapeFloor = fs.Float64("mape-floor", 0, "leave truths below this value out of MAPE (not out of MAE/RMSE); for data with near-zero readings such as SZ-taxi")
 		asJSON    = fs.Bool("json", false, "print the full report as JSON")
 		preds     = fs.String("predictions", "", "also write per-snapshot, per-node predictions to this Arrow IPC file")
+		against   = fs.String("against", "", "a second model or bundle of the same data, split and window: compare the two on the same snapshots with a Diebold–Mariano test")
 	)
 	if err := fs.Parse(args); err != nil {
 		return errUsage
@@ -102,10 +118,16 @@ func cmdEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			return err
 		}
 	}
+	var cmp *comparison
+	if *against != "" {
+		if cmp, err = compareWith(*against, *dataDir, *part, lm, pred, truth, p.Set.Nodes*p.Set.Channels, *mapeFloor); err != nil {
+			return err
+		}
+	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(evalResult{Model: *model, Kind: lm.kind, Dataset: lm.dataset, Split: *part, Range: r.Range, Deal: r.Deal, Nodes: r.Nodes, Prep: lm.norm.Prep(), Receptive: lm.receptive, Trained: lm.trained, Report: rep, Paper: paper})
+		return enc.Encode(evalResult{Model: *model, Kind: lm.kind, Dataset: lm.dataset, Split: *part, Range: r.Range, Deal: r.Deal, Nodes: r.Nodes, Prep: lm.norm.Prep(), Receptive: lm.receptive, Trained: lm.trained, Report: rep, Paper: paper, Against: cmp})
 	}
 	scored := ""
 	if r.Nodes != nil {
@@ -116,8 +138,74 @@ func cmdEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := rep.Table(stdout); err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(stdout, "\npaper-style (min-max scaled, unmasked, |p-y|/(|y|+1)): MAPE %.3f%%, RMSE %.5f over %d rows\n", paper.MAPE, paper.RMSE, paper.Rows)
+	if _, err = fmt.Fprintf(stdout, "\npaper-style (min-max scaled, unmasked, |p-y|/(|y|+1)): MAPE %.3f%%, RMSE %.5f over %d rows\n", paper.MAPE, paper.RMSE, paper.Rows); err != nil {
+		return err
+	}
+	if cmp != nil {
+		d := cmp.DM
+		verdict := "no significant difference at 5 %"
+		if d.P < 0.05 {
+			verdict = "lower (better) than it at 5 %"
+			if d.Stat > 0 {
+				verdict = "higher (worse) than it at 5 %"
+			}
+		}
+		_, err = fmt.Fprintf(stdout, "\nagainst %s %s: MAE %.4f (this model %.4f), MAPE %.2f%% (%.2f%%)\n"+
+			"Diebold–Mariano over %d snapshots' MAE: mean difference %+.4f, statistic %.3f (t, %d df), p %.3g: this model is %s\n",
+			cmp.Kind, cmp.Model, cmp.Overall.MAE, rep.Overall.MAE, cmp.Overall.MAPE, rep.Overall.MAPE, d.N, d.Mean, d.Stat, d.DF, d.P, verdict)
+	}
 	return err
+}
+
+// compareWith forecasts the named part with the model in path, which must
+// have been trained on lm's dataset, split and window, and tests lm's
+// forecasts pred against it (truth and the layout, width values per
+// snapshot, are lm's). The second model is prepared with its own
+// normaliser; the truths must come out the same.
+func compareWith(path, dataDir, part string, lm *loaded, pred, truth []float64, width int, mapeFloor float64) (*comparison, error) {
+	o, err := loadAny(path)
+	if err != nil {
+		return nil, fmt.Errorf("-against: %w", err)
+	}
+	if o.dataset != lm.dataset || o.window != lm.window || !o.split.Equal(lm.split) {
+		return nil, fmt.Errorf("-against %s: trained on %s, window %d, split %s; the model on %s, window %d, split %s: not the same snapshots",
+			path, o.dataset, o.window, o.split, lm.dataset, lm.window, lm.split)
+	}
+	p, err := prepareSaved(dataDir, o.dataset, o.window, o.split, &o.norm, path)
+	if err != nil {
+		return nil, err
+	}
+	r, err := partOf(p.Split, part)
+	if err != nil {
+		return nil, err
+	}
+	opred, otruth, err := o.predict(p, r)
+	if err != nil {
+		return nil, fmt.Errorf("-against %s: %w", path, err)
+	}
+	for k := range truth {
+		if a, b := truth[k], otruth[k]; a != b && !(math.IsNaN(a) && math.IsNaN(b)) && math.Abs(a-b) > 1e-9*max(1, math.Abs(a)) {
+			return nil, fmt.Errorf("-against %s: its truth %d is %g, the evaluated model's %g: not the same data", path, k, b, a)
+		}
+	}
+	snaps := r.Len()
+	mine, err := evaluation.SnapshotMAE(pred, truth, snaps, width)
+	if err != nil {
+		return nil, err
+	}
+	theirs, err := evaluation.SnapshotMAE(opred, truth, snaps, width)
+	if err != nil {
+		return nil, err
+	}
+	dm, err := evaluation.DieboldMariano(mine, theirs, 0)
+	if err != nil {
+		return nil, fmt.Errorf("-against %s: %w", path, err)
+	}
+	rep, err := evaluation.Build(opred, truth, snaps, width, 1, 1, mapeFloor)
+	if err != nil {
+		return nil, err
+	}
+	return &comparison{Model: path, Kind: o.kind, Overall: rep.Overall, DM: dm}, nil
 }
 
 func writePredictions(path string, p *snapshot.Prepared, r snapshot.Part, channels []string, pred, truth []float64) error {

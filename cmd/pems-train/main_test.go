@@ -220,6 +220,26 @@ func TestDistillThenEvalBundle(t *testing.T) {
 	if code, _, stderr := runCmd(t, "distill", "-data", dir, "-teacher", model, "-budget", "0"); code != 1 || !strings.Contains(stderr, "budget") {
 		t.Fatalf("bad budget: exit %d, %s", code, stderr)
 	}
+
+	// The bundle against its teacher: the teacher's figures are eval's own,
+	// and the test covers every test snapshot.
+	teacherMAE := res.Report.Overall.MAE
+	code, stdout, stderr = runCmd(t, "eval", "-data", dir, "-model", bundle, "-against", model, "-json")
+	if err := json.Unmarshal([]byte(stdout), &res); code != 0 || err != nil {
+		t.Fatalf("eval -against: code %d, err %v\n%s", code, err, stderr)
+	}
+	a := res.Against
+	if a == nil || a.Kind != "gru-gcn" || a.Overall.MAE != teacherMAE || a.DM.N != res.Range.Len() || !(a.DM.P >= 0 && a.DM.P <= 1) || (a.DM.Stat < 0) != (a.DM.Mean < 0) {
+		t.Fatalf("eval -against: %+v (teacher MAE %g)", a, teacherMAE)
+	}
+	code, stdout, _ = runCmd(t, "eval", "-data", dir, "-model", bundle, "-against", model)
+	if code != 0 || !strings.Contains(stdout, "Diebold–Mariano over") || !strings.Contains(stdout, "against gru-gcn") {
+		t.Fatalf("eval -against, text: code %d\n%s", code, stdout)
+	}
+	other, _ := trainTeacher(t, dir, "-dataset", "pems08", "-epochs", "1", "-window", "6")
+	if code, _, stderr := runCmd(t, "eval", "-data", dir, "-model", bundle, "-against", other); code != 1 || !strings.Contains(stderr, "not the same snapshots") {
+		t.Fatalf("eval -against a model of another window: exit %d, %s", code, stderr)
+	}
 }
 
 // TestReproduceQuick runs the comparison on the PeMS08-layout directory with
