@@ -50,3 +50,30 @@ func ExampleReportBuilder() {
 	// | 1/2 | 0.7500 ± 0.7500 | 1.1180 | 0.50 | 4 |
 	// | 2/2 | 3.7500 ± 0.7500 | 4.0311 | 2.50 | 4 |
 }
+
+func ExampleDieboldMariano() {
+	// Two forecasts of three sensors over eight snapshots: the second is
+	// off by 1 everywhere, the first by 0.5 except at one snapshot.
+	truth := make([]float64, 8*3)
+	a, b := make([]float64, len(truth)), make([]float64, len(truth))
+	for k := range truth {
+		truth[k] = 10
+		a[k], b[k] = 10.5, 11
+	}
+	a[3*3] = 12 // snapshot 3, sensor 0
+	la, err := evaluation.SnapshotMAE(a, truth, 8, 3)
+	if err != nil {
+		log.Fatal(err)
+	}
+	lb, err := evaluation.SnapshotMAE(b, truth, 8, 3)
+	if err != nil {
+		log.Fatal(err)
+	}
+	dm, err := evaluation.DieboldMariano(la, lb, 0)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("mean difference %+.3f over %d snapshots, t %.2f with %d df, p %.3f\n", dm.Mean, dm.N, dm.Stat, dm.DF, dm.P)
+	// Output:
+	// mean difference -0.438 over 8 snapshots, t -7.41 with 2 df, p 0.018
+}
