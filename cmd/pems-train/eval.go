@@ -145,13 +145,13 @@ func cmdEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		d := cmp.DM
 		verdict := "no significant difference at 5 %"
 		if d.P < 0.05 {
-			verdict = "lower (better) than it at 5 %"
+			verdict = "this model's is lower (better) at 5 %"
 			if d.Stat > 0 {
-				verdict = "higher (worse) than it at 5 %"
+				verdict = "this model's is higher (worse) at 5 %"
 			}
 		}
 		_, err = fmt.Fprintf(stdout, "\nagainst %s %s: MAE %.4f (this model %.4f), MAPE %.2f%% (%.2f%%)\n"+
-			"Diebold–Mariano over %d snapshots' MAE: mean difference %+.4f, statistic %.3f (t, %d df), p %.3g: this model is %s\n",
+			"Diebold–Mariano over %d snapshots' MAE: mean difference %+.4f, statistic %.3f (t, %d df), p %.3g: %s\n",
 			cmp.Kind, cmp.Model, cmp.Overall.MAE, rep.Overall.MAE, cmp.Overall.MAPE, rep.Overall.MAPE, d.N, d.Mean, d.Stat, d.DF, d.P, verdict)
 	}
 	return err
