@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strings"
 
 	"gonum.org/v1/gonum/stat/distuv"
 )
@@ -141,12 +142,9 @@ func (t *Table) dmMarkdown(w io.Writer) error {
 
 // seedList names the seeds of runs: "1, 2, 3".
 func seedList(runs []Run) string {
-	s := ""
+	seeds := make([]string, len(runs))
 	for i, r := range runs {
-		if i > 0 {
-			s += ", "
-		}
-		s += fmt.Sprint(r.Seed)
+		seeds[i] = fmt.Sprint(r.Seed)
 	}
-	return s
+	return strings.Join(seeds, ", ")
 }

@@ -48,6 +48,13 @@ type replayPlan struct {
 // needs every window, and forecasts outside the part are made too (pems-train
 // report scores only the part's).
 func (r replay) plan() (replayPlan, error) {
+	// The request is checked before any data is read.
+	if r.limit < 0 {
+		return replayPlan{}, fmt.Errorf("-steps %d: want 0 (all) or more", r.limit)
+	}
+	if r.speedup < 0 {
+		return replayPlan{}, fmt.Errorf("-speedup %g: want 0 (as fast as possible) or more", r.speedup)
+	}
 	var (
 		p   *snapshot.Prepared
 		err error
@@ -73,12 +80,6 @@ func (r replay) plan() (replayPlan, error) {
 	}
 	if pt.Len() == 0 {
 		return replayPlan{}, fmt.Errorf("-split-part %s: the part is empty", r.part)
-	}
-	if r.limit < 0 {
-		return replayPlan{}, fmt.Errorf("-steps %d: want 0 (all) or more", r.limit)
-	}
-	if r.speedup < 0 {
-		return replayPlan{}, fmt.Errorf("-speedup %g: want 0 (as fast as possible) or more", r.speedup)
 	}
 	pl := replayPlan{p: p, from: pt.First(), to: pt.Last() + 1 + window, t0: p.Dataset.Info.Start, topic: r.topic}
 	if r.start != "" {
