@@ -125,6 +125,12 @@ func (p Part) Scores(i int) bool {
 	return ok
 }
 
+// Has reports whether the target of node at snapshot s belongs to p: s is
+// one of p's snapshots and node one of its nodes. It is how a forecast made
+// outside training (a replay through the service) is told to be one the
+// model was, or was not, trained on.
+func (p Part) Has(node, s int) bool { return p.Contains(s) && p.Scores(node) }
+
 // Hide marks as not scored (NaN) the truths of the nodes outside p in
 // truth, laid out row-major (snapshot, node, channel) with the given numbers
 // of nodes and channels. Losses and metrics leave NaN truths out

@@ -200,6 +200,29 @@ func TestPartHide(t *testing.T) {
 	}
 }
 
+func TestPartHas(t *testing.T) {
+	// Snapshots 10..29 dealt 7:1:2 (positions 8 and 9 of ten), nodes 1 and 3.
+	p := Part{Range: Range{10, 30}, Deal: Deal{10, 8, 10}, Nodes: []int{1, 3}}
+	for _, tc := range []struct {
+		node, s int
+		want    bool
+	}{
+		{1, 18, true}, {3, 29, true}, {1, 19, true},
+		{1, 17, false}, // position 7: another part's
+		{0, 18, false}, // node 0: another part's
+		{2, 28, false},
+		{1, 8, false}, {1, 30, false}, {1, 38, false}, // outside the range
+		{-1, 18, false},
+	} {
+		if got := p.Has(tc.node, tc.s); got != tc.want {
+			t.Errorf("Has(node %d, snapshot %d) = %v, want %v", tc.node, tc.s, got, tc.want)
+		}
+	}
+	if all := (Part{Range: Range{0, 5}}); !all.Has(99, 4) || all.Has(0, 5) {
+		t.Errorf("a part of every node: Has(99, 4) %v, Has(0, 5) %v", all.Has(99, 4), all.Has(0, 5))
+	}
+}
+
 func TestFitData(t *testing.T) {
 	// 3 steps, 3 nodes, 1 channel: value = 10·step + node.
 	data := []float64{0, 1, 2, 10, 11, 12, 20, 21, 22}

@@ -42,6 +42,11 @@ type LiveConfig struct {
 	MAPEFloor float64
 	// ChannelNames names the channels; missing names are "channel I".
 	ChannelNames []string
+	// Part, when not nil, is a part of the model's split whose forecasts
+	// are also scored on their own (LiveSummary.Part, the sensors'
+	// part_metrics): the held-out forecasts of a replay of the data the
+	// model was trained on.
+	Part *PartScope
 }
 
 // Live joins, per sensor, the readings and the forecasts of its last slots
@@ -74,6 +79,11 @@ type Live struct {
 	channel   []evaluation.Accumulator // c: over all sensors
 	total     evaluation.Accumulator
 	dropped   uint64 // records refused as invalid or older than the ring
+
+	part        *PartScope               // nil: no part scored apart
+	partAcc     []evaluation.Accumulator // n, when part is set
+	partChannel []evaluation.Accumulator // c
+	partTotal   evaluation.Accumulator
 }
 
 // NewLive returns an empty Live.
@@ -92,6 +102,11 @@ func NewLive(cfg LiveConfig) (*Live, error) {
 		return nil, fmt.Errorf("live view: %d slots per sensor: want at least 1", cfg.Slots)
 	case cfg.MAPEFloor < 0 || math.IsNaN(cfg.MAPEFloor):
 		return nil, fmt.Errorf("live view: MAPE floor %g: must be ≥ 0", cfg.MAPEFloor)
+	}
+	if cfg.Part != nil {
+		if err := cfg.Part.Check(cfg.StepMs); err != nil {
+			return nil, fmt.Errorf("live view: %w", err)
+		}
 	}
 	n, c, r := cfg.Nodes, cfg.Channels, cfg.Slots
 	l := &Live{n: n, c: c, r: r, stepMs: cfg.StepMs, floor: cfg.MAPEFloor, channels: make([]string, c),
@@ -115,6 +130,18 @@ func NewLive(cfg LiveConfig) (*Live, error) {
 	}
 	for i := range l.channel {
 		l.channel[i].MAPEFloor = cfg.MAPEFloor
+	}
+	if cfg.Part != nil {
+		sc := *cfg.Part
+		l.part = &sc
+		l.partAcc, l.partChannel = make([]evaluation.Accumulator, n), make([]evaluation.Accumulator, c)
+		l.partTotal.MAPEFloor = cfg.MAPEFloor
+		for z := range l.partAcc {
+			l.partAcc[z].MAPEFloor = cfg.MAPEFloor
+		}
+		for i := range l.partChannel {
+			l.partChannel[i].MAPEFloor = cfg.MAPEFloor
+		}
 	}
 	return l, nil
 }
@@ -182,6 +209,13 @@ func (l *Live) record(z int, ts int64, values []float64, kind uint8) bool {
 			l.channel[ch].Add(p, truth[ch])
 			l.total.Add(p, truth[ch])
 		}
+		if l.part != nil && l.part.Holds(z, slot*l.stepMs, l.stepMs) {
+			for ch, p := range pred {
+				l.partAcc[z].Add(p, truth[ch])
+				l.partChannel[ch].Add(p, truth[ch])
+				l.partTotal.Add(p, truth[ch])
+			}
+		}
 	}
 	return true
 }
@@ -216,6 +250,17 @@ func (l *Live) Overall() evaluation.Metrics {
 	return metricsOf(l.total)
 }
 
+// PartOverall returns the running metrics of the forecasts in the part
+// scope, over every sensor and channel, and false without a part scope.
+func (l *Live) PartOverall() (evaluation.Metrics, bool) {
+	if l.part == nil {
+		return evaluation.Metrics{}, false
+	}
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return metricsOf(l.partTotal), true
+}
+
 // Dropped returns the number of records refused as invalid (unknown
 // sensor, wrong number of values, off the grid) or older than the slots
 // kept; a second record of a slot, normal under at-least-once delivery, is
@@ -236,13 +281,28 @@ type LiveSummary struct {
 	MAPEFloor  float64              `json:"mape_floor"`
 	Overall    evaluation.Metrics   `json:"overall"`
 	PerChannel []evaluation.Metrics `json:"per_channel"` // over all sensors, by channel
-	Sensors    []LiveSensorSummary  `json:"sensors"`     // by sensor id
+	// Part is the part scope's own running error; nil (absent) without one.
+	Part    *LivePart           `json:"part,omitempty"`
+	Sensors []LiveSensorSummary `json:"sensors"` // by sensor id
+}
+
+// LivePart is the running error of the forecasts in the live view's part
+// scope alone: for a replay, the error on what the model was not trained
+// on.
+type LivePart struct {
+	Name       string               `json:"name"`
+	Overall    evaluation.Metrics   `json:"overall"`
+	PerChannel []evaluation.Metrics `json:"per_channel"`
 }
 
 // LiveSensorSummary is one sensor's line of a LiveSummary.
 type LiveSensorSummary struct {
 	Sensor  int                `json:"sensor"`
 	Metrics evaluation.Metrics `json:"metrics"`
+	// PartMetrics are the sensor's metrics in the part scope alone; nil
+	// (absent) without one, errors null while none of its forecasts there
+	// has been scored (always, for a sensor outside a split by nodes' part).
+	PartMetrics *evaluation.Metrics `json:"part_metrics,omitempty"`
 	// LatestForecastTS and LatestReadingTS are the newest slots (Unix ms)
 	// with a forecast and with a reading, nil (null) while there is none.
 	LatestForecastTS *int64 `json:"latest_forecast_ts"`
@@ -259,11 +319,27 @@ func (l *Live) Summary() LiveSummary {
 	for ch := range s.PerChannel {
 		s.PerChannel[ch] = metricsOf(l.channel[ch])
 	}
+	if l.part != nil {
+		s.Part = &LivePart{Name: l.part.Name, Overall: metricsOf(l.partTotal), PerChannel: make([]evaluation.Metrics, l.c)}
+		for ch := range s.Part.PerChannel {
+			s.Part.PerChannel[ch] = metricsOf(l.partChannel[ch])
+		}
+	}
 	for z := range s.Sensors {
-		s.Sensors[z] = LiveSensorSummary{Sensor: z, Metrics: metricsOf(l.acc[z]),
+		s.Sensors[z] = LiveSensorSummary{Sensor: z, Metrics: metricsOf(l.acc[z]), PartMetrics: l.partMetrics(z),
 			LatestForecastTS: l.msOf(l.latestF[z]), LatestReadingTS: l.msOf(l.latestR[z])}
 	}
 	return s
+}
+
+// partMetrics returns sensor z's metrics in the part scope, nil without
+// one; l.mu is held.
+func (l *Live) partMetrics(z int) *evaluation.Metrics {
+	if l.part == nil {
+		return nil
+	}
+	m := metricsOf(l.partAcc[z])
+	return &m
 }
 
 func (l *Live) msOf(slot int64) *int64 {
@@ -283,7 +359,11 @@ type LiveSensor struct {
 	MAPEFloor float64            `json:"mape_floor"`
 	Metrics   evaluation.Metrics `json:"metrics"` // the sensor's, over all channels
 	Overall   evaluation.Metrics `json:"overall"` // every sensor's
-	Slots     []LiveSlot         `json:"slots"`   // the recent slots with a record, oldest first
+	// PartMetrics and PartOverall are Metrics and Overall in the part
+	// scope alone; nil (absent) without one.
+	PartMetrics *evaluation.Metrics `json:"part_metrics,omitempty"`
+	PartOverall *evaluation.Metrics `json:"part_overall,omitempty"`
+	Slots       []LiveSlot          `json:"slots"` // the recent slots with a record, oldest first
 }
 
 // LiveSlot is one slot of a sensor: its reading and its forecast, each one
@@ -293,6 +373,9 @@ type LiveSlot struct {
 	TS       int64      `json:"ts"` // slot start, Unix ms
 	Reading  liveValues `json:"reading"`
 	Forecast liveValues `json:"forecast"`
+	// InPart is whether the slot's forecast belongs to the part scope
+	// (false, absent, without one).
+	InPart bool `json:"in_part,omitempty"`
 }
 
 // liveValues are values that marshal non-finite elements as null, so that
@@ -319,6 +402,10 @@ func (l *Live) Sensor(sensor int) (LiveSensor, bool) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	v.Metrics, v.Overall = metricsOf(l.acc[sensor]), metricsOf(l.total)
+	if l.part != nil {
+		po := metricsOf(l.partTotal)
+		v.PartMetrics, v.PartOverall = l.partMetrics(sensor), &po
+	}
 	newest := l.newest[sensor]
 	if newest == noSlot {
 		return v, true
@@ -328,7 +415,7 @@ func (l *Live) Sensor(sensor int) (LiveSensor, bool) {
 		if l.slots[i] != slot {
 			continue
 		}
-		s := LiveSlot{TS: slot * l.stepMs}
+		s := LiveSlot{TS: slot * l.stepMs, InPart: l.part != nil && l.part.Holds(sensor, slot*l.stepMs, l.stepMs)}
 		if l.flags[i]&liveReading != 0 {
 			s.Reading = append(liveValues(nil), l.readings[i*l.c:(i+1)*l.c]...)
 		}

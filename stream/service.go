@@ -68,6 +68,10 @@ type Config struct {
 	// 0 means the floor the bundle was validated with (its
 	// Meta.Config.MAPEFloor).
 	LiveMAPEFloor float64
+	// LivePart, when not nil, is the part of the model's split (of a
+	// replay of its data) whose forecasts the live view also scores on
+	// their own; see PartScope.
+	LivePart *PartScope
 }
 
 func (c *Config) defaults() {
@@ -159,7 +163,7 @@ func NewService(b *sdgnn.Bundle, cfg Config) (*Service, error) {
 		floor = b.Meta.Config.MAPEFloor
 	}
 	live, err := NewLive(LiveConfig{Nodes: b.Meta.Nodes, Channels: len(b.Meta.Norm.Mean), StepMs: cfg.StepMs,
-		Slots: cfg.LiveSlots, MAPEFloor: floor, ChannelNames: b.Meta.Channels})
+		Slots: cfg.LiveSlots, MAPEFloor: floor, ChannelNames: b.Meta.Channels, Part: cfg.LivePart})
 	if err != nil {
 		return nil, fmt.Errorf("stream service: %w", err)
 	}

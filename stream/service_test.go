@@ -21,6 +21,9 @@ import (
 // forecasts topic, and checks every forecast against the offline batched
 // inference of the same bundle on the same windows (to 1e-9), that no slot
 // is missing or doubled, and that the streamed MAPE equals the offline one.
+// The live view scores a part (two snapshots of every five, of a third of
+// the sensors) on its own, and its metrics equal the offline metrics of
+// that part.
 func TestEndToEndMatchesOffline(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a broker")
@@ -50,8 +53,18 @@ func TestEndToEndMatchesOffline(t *testing.T) {
 	defer emb.Close()
 	const stepMs = 15 * 60 * 1000
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	from := split.Test.Start + T // a test target's first input step
+	to := from + 40
+	// The part: snapshots whose targets were published, positions 3 and 4
+	// of five, every third sensor.
+	var third []int
+	for z := 0; z < s.Nodes; z += 3 {
+		third = append(third, z)
+	}
+	part := snapshot.Part{Range: snapshot.Range{Start: from, End: to - T}, Deal: snapshot.Deal{Every: 5, Lo: 3, Hi: 5}, Nodes: third}
 	svc, err := NewService(b, Config{Brokers: []string{emb.Addr}, StepMs: stepMs, Lateness: time.Hour,
-		Now: func() time.Time { return start }, Log: zerolog.Nop()})
+		Now: func() time.Time { return start }, Log: zerolog.Nop(),
+		LivePart: &PartScope{Name: "test", Part: part, Window: T, StartMs: start.UnixMilli()}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,8 +74,6 @@ func TestEndToEndMatchesOffline(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- svc.Run(runCtx) }()
 
-	from := split.Test.Start + T // a test target's first input step
-	to := from + 40
 	if err := EnsureTopics(ctx, []string{emb.Addr}, 4, "readings", "forecasts", "readings-dead-letter"); err != nil {
 		t.Fatal(err)
 	}
@@ -98,6 +109,23 @@ func TestEndToEndMatchesOffline(t *testing.T) {
 			t.Fatalf("sensor %d slot %d forecast twice", f.Sensor, slot)
 		}
 		got[key] = f
+	}
+	// The part's offline metrics; the live view has them once it has
+	// scored as many values (every reading of the part has arrived).
+	partPred, partTruth, err := sdgnn.Predict(b, set, part, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var partAcc evaluation.Accumulator
+	partAcc.MAPEFloor = b.Meta.Config.MAPEFloor
+	for i := range partPred {
+		partAcc.Add(partPred[i], partTruth[i])
+	}
+	wantPart := partAcc.Metrics()
+	livePart, _ := svc.Live().PartOverall()
+	for livePart.Count < wantPart.Count && ctx.Err() == nil {
+		time.Sleep(20 * time.Millisecond)
+		livePart, _ = svc.Live().PartOverall()
 	}
 	stop()
 	if err := <-done; err != nil {
@@ -136,7 +164,14 @@ func TestEndToEndMatchesOffline(t *testing.T) {
 	if math.Abs(on.MAPE-off.MAPE) > 1e-9 || on.Count != off.Count {
 		t.Fatalf("streamed MAPE %g (n=%d), offline %g (n=%d)", on.MAPE, on.Count, off.MAPE, off.Count)
 	}
-	t.Logf("%d forecasts equal offline inference; MAPE %.4f%% over %d readings", len(got), on.MAPE, on.Count)
+	if livePart.Count != wantPart.Count || livePart.MAPECount != wantPart.MAPECount || math.Abs(livePart.MAE-wantPart.MAE) > 1e-9 ||
+		math.Abs(livePart.MAPE-wantPart.MAPE) > 1e-9 || math.Abs(livePart.RMSE-wantPart.RMSE) > 1e-9 {
+		t.Fatalf("live part metrics %+v, offline %+v", livePart, wantPart)
+	}
+	if all := svc.Live().Overall(); wantPart.Count == 0 || all.Count <= wantPart.Count {
+		t.Fatalf("the part scored %d values of %d: the test needs some, not all", wantPart.Count, all.Count)
+	}
+	t.Logf("%d forecasts equal offline inference; MAPE %.4f%% over %d readings; the part's %.4f%% over %d", len(got), on.MAPE, on.Count, livePart.MAPE, livePart.Count)
 }
 
 func TestHistogramQuantile(t *testing.T) {

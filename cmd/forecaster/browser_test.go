@@ -27,7 +27,8 @@ import (
 // sensor has a scored forecast, loads its /live page in a real headless
 // Chromium, and checks the DOM after the page's JavaScript ran: rows of
 // recent slots with numeric forecasts that agree with /api/sensors/{sensor},
-// and the MAPE figures filled in.
+// the slots of the test part marked as the API marks them, and the MAPE
+// figures filled in, the test part's among them.
 //
 // Without chromium on PATH the test is skipped, unless
 // SDGNN_REQUIRE_BROWSER=1 (as in CI), when it fails.
@@ -82,8 +83,8 @@ func TestLiveViewInBrowser(t *testing.T) {
 		code, _, err := liveGet(ctx, base+"/healthz")
 		return code == http.StatusOK, err
 	})
-	// A sensor whose forecasts have met their readings: its page must show
-	// scored slots and a MAPE.
+	// A sensor whose forecasts in the test part have met their readings:
+	// its page must show scored slots, some of them in the part, and MAPEs.
 	sensor := -1
 	liveWaitFor(ctx, t, "a scored forecast in /api/sensors", func() (bool, error) {
 		var sum struct {
@@ -92,6 +93,9 @@ func TestLiveViewInBrowser(t *testing.T) {
 				Metrics struct {
 					MAPECount int `json:"mape_count"`
 				} `json:"metrics"`
+				PartMetrics *struct {
+					MAPECount int `json:"mape_count"`
+				} `json:"part_metrics"`
 				LatestForecastTS *int64 `json:"latest_forecast_ts"`
 			} `json:"sensors"`
 		}
@@ -99,7 +103,7 @@ func TestLiveViewInBrowser(t *testing.T) {
 			return false, err
 		}
 		for _, s := range sum.Sensors {
-			if s.LatestForecastTS != nil && s.Metrics.MAPECount >= 2 {
+			if s.LatestForecastTS != nil && s.Metrics.MAPECount >= 2 && s.PartMetrics != nil && s.PartMetrics.MAPECount >= 2 {
 				sensor = s.Sensor
 				return true, nil
 			}
@@ -116,29 +120,39 @@ func TestLiveViewInBrowser(t *testing.T) {
 		Slots []struct {
 			TS       int64      `json:"ts"`
 			Forecast []*float64 `json:"forecast"`
+			InPart   bool       `json:"in_part"`
 		} `json:"slots"`
 	}
 	if err := liveGetJSON(ctx, fmt.Sprintf("%s/api/sensors/%d", base, sensor), &view); err != nil {
 		t.Fatal(err)
 	}
-	forecastAt := map[int64]float64{}
+	forecastAt, inPart := map[int64]float64{}, map[int64]bool{}
 	for _, s := range view.Slots {
 		if len(s.Forecast) > 0 && s.Forecast[0] != nil {
 			forecastAt[s.TS] = *s.Forecast[0]
 		}
+		inPart[s.TS] = s.InPart
 	}
 	rows := liveRowRE.FindAllStringSubmatch(dom, -1)
 	if len(rows) == 0 {
 		t.Fatalf("no forecast rows in the page of sensor %d:\n%s", sensor, dom)
 	}
-	forecasts, scored, checked := 0, 0, 0
+	forecasts, scored, checked, marked := 0, 0, 0, 0
 	for _, row := range rows {
-		ts, err := strconv.ParseInt(row[1], 10, 64)
+		ts, err := strconv.ParseInt(row[2], 10, 64)
 		if err != nil {
-			t.Fatalf("row data-slot %q: %v", row[1], err)
+			t.Fatalf("row data-slot %q: %v", row[2], err)
+		}
+		if rowInPart := row[1] != ""; rowInPart {
+			marked++
+			if !inPart[ts] {
+				t.Errorf("slot %d: the page marks it in the part, /api/sensors/%d does not", ts, sensor)
+			}
+		} else if inPart[ts] {
+			t.Errorf("slot %d: /api/sensors/%d has it in the part, the page does not mark it", ts, sensor)
 		}
 		cells := map[string]string{}
-		for _, c := range liveCellRE.FindAllStringSubmatch(row[2], -1) {
+		for _, c := range liveCellRE.FindAllStringSubmatch(row[3], -1) {
 			cells[c[1]] = c[2]
 		}
 		if len(cells) != 4 {
@@ -162,10 +176,13 @@ func TestLiveViewInBrowser(t *testing.T) {
 			}
 		}
 	}
-	if forecasts == 0 || scored == 0 || checked == 0 {
-		t.Errorf("%d rows: %d with a numeric forecast, %d scored, %d checked against the API; want some of each", len(rows), forecasts, scored, checked)
+	if forecasts == 0 || scored == 0 || checked == 0 || marked == 0 {
+		t.Errorf("%d rows: %d with a numeric forecast, %d scored, %d checked against the API, %d in the part; want some of each", len(rows), forecasts, scored, checked, marked)
 	}
-	for _, id := range []string{"sensor-mape", "overall-mape"} {
+	if regexp.MustCompile(`id="part-box"[^>]*hidden`).MatchString(dom) || !strings.Contains(dom, `id="part-label">test part<`) {
+		t.Error("the test part's figures are hidden or unnamed")
+	}
+	for _, id := range []string{"sensor-mape", "overall-mape", "part-mape", "sensor-part-mape"} {
 		m := regexp.MustCompile(`id="` + id + `"[^>]*>([^<]*)<`).FindStringSubmatch(dom)
 		if m == nil {
 			t.Errorf("no #%s in the page", id)
@@ -188,11 +205,11 @@ func TestLiveViewInBrowser(t *testing.T) {
 	if strings.Contains(dom, `id="status" class="error"`) {
 		t.Errorf("the page reports an error: %s", regexp.MustCompile(`id="status"[^>]*>([^<]*)<`).FindString(dom))
 	}
-	t.Logf("sensor %d: %d rows, %d with forecasts, %d scored, %d checked against /api/sensors", sensor, len(rows), forecasts, scored, checked)
+	t.Logf("sensor %d: %d rows, %d with forecasts, %d scored, %d checked against /api/sensors, %d in the test part", sensor, len(rows), forecasts, scored, checked, marked)
 }
 
 var (
-	liveRowRE  = regexp.MustCompile(`<tr class="forecast-row" data-slot="(-?\d+)">(.*?)</tr>`)
+	liveRowRE  = regexp.MustCompile(`<tr class="forecast-row( in-part)?" data-slot="(-?\d+)">(.*?)</tr>`)
 	liveCellRE = regexp.MustCompile(`<td class="([a-z-]+)">([^<]*)</td>`)
 )
 

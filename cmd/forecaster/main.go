@@ -134,12 +134,20 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		group    = fs.String("group", "sdgnn-forecaster", "consumer group")
 		history  = fs.Int("history", stream.DefaultHistory, "slots of readings kept beyond the window, so that inputs up to this far apart (catching up) still give exact forecasts")
 		jsonLogs = fs.Bool("log-json", false, "JSON log lines")
+		// For a replay of the model's own data (forecaster publish -model).
+		scorePart = fs.String("score-part", "", "train, val or test: for a replay of the model's data (forecaster publish -model), the live view also scores that part of the model's split on its own; reads the data")
+		dataDir   = fs.String("data", "", "with -score-part: data directory (default $PEMS_DATA, then ../shared/datasets)")
+		start     = fs.String("start", "", "with -score-part: the time of the dataset's first step, as publish -start was given it (default the dataset's real start)")
 	)
 	if err := fs.Parse(args); err != nil {
 		return errUsage
 	}
 	if *model == "" {
 		fmt.Fprintln(stderr, "serve: -model B.sdgnn is required")
+		return errUsage
+	}
+	if *scorePart == "" && (flagSet(fs, "data") || flagSet(fs, "start")) {
+		fmt.Fprintln(stderr, "serve: -data and -start only serve -score-part")
 		return errUsage
 	}
 	if *history < 1 {
@@ -155,13 +163,24 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	var scope *stream.PartScope
+	if *scorePart != "" {
+		// The part as publish -model replays it: the split remade from the
+		// data, refused if it no longer comes out as the bundle records.
+		plan, err := replay{dataDir: *dataDir, dataset: b.Meta.Dataset, bundle: b, model: *model, part: *scorePart, start: *start}.plan()
+		if err != nil {
+			return fmt.Errorf("-score-part: %w", err)
+		}
+		scope = plan.scope()
+		log.Info().Str("part", plan.what).Msg("the live view scores this part apart")
+	}
 	brokers, closeBroker, err := bf.connect(log)
 	if err != nil {
 		return err
 	}
 	defer closeBroker()
 	svc, err := stream.NewService(b, stream.Config{Brokers: brokers, GroupID: *group, StepMs: step, Lateness: *lateness,
-		History: *history, StateFile: *state, HTTPAddr: *httpAddr, Log: log})
+		History: *history, StateFile: *state, HTTPAddr: *httpAddr, Log: log, LivePart: scope})
 	if err != nil {
 		return err
 	}

@@ -30,6 +30,9 @@ type replay struct {
 // [from, to) to publish, from time t0 of step 0, and an account of them.
 type replayPlan struct {
 	p         *snapshot.Prepared
+	part      snapshot.Part // the part replayed, of p.Split
+	partName  string        // train, val or test
+	window    int
 	from, to  int
 	t0        time.Time
 	stepMs    int64
@@ -81,7 +84,7 @@ func (r replay) plan() (replayPlan, error) {
 	if pt.Len() == 0 {
 		return replayPlan{}, fmt.Errorf("-split-part %s: the part is empty", r.part)
 	}
-	pl := replayPlan{p: p, from: pt.First(), to: pt.Last() + 1 + window, t0: p.Dataset.Info.Start, topic: r.topic}
+	pl := replayPlan{p: p, part: pt, partName: r.part, window: window, from: pt.First(), to: pt.Last() + 1 + window, t0: p.Dataset.Info.Start, topic: r.topic}
 	if r.start != "" {
 		if pl.t0, err = time.Parse(time.RFC3339, r.start); err != nil {
 			return replayPlan{}, fmt.Errorf("-start %q: %w", r.start, err)
@@ -98,6 +101,14 @@ func (r replay) plan() (replayPlan, error) {
 	}
 	pl.what = fmt.Sprintf("steps %d–%d, the %s part of split %s", pl.from, pl.to-1, r.part, p.Split)
 	return pl, nil
+}
+
+// scope is the live view's part scope of the plan: its part's forecasts,
+// scored apart from the others (the training sensors of a split by nodes,
+// the training snapshots of a split by windows, the first forecasts before
+// the part's first full window).
+func (pl replayPlan) scope() *stream.PartScope {
+	return &stream.PartScope{Name: pl.partName + " part", Part: pl.part, Window: pl.window, StartMs: pl.t0.UnixMilli()}
 }
 
 // publish creates the plan's topic if needed and publishes its steps,

@@ -91,7 +91,49 @@ func TestReplayPlan(t *testing.T) {
 			if !pl.t0.Equal(ds.Info.Start) || pl.stepMs != 15*60*1000 {
 				t.Errorf("first step at %v every %d ms, want %v every 15 min", pl.t0, pl.stepMs, ds.Info.Start)
 			}
+			// The live view's scope is the part replayed: its first
+			// snapshot's forecast is the first in it, in the model's window.
+			sc := pl.scope()
+			if err := sc.Check(pl.stepMs); err != nil {
+				t.Fatal(err)
+			}
+			node := 0 // a sensor of the part
+			if sc.Part.Nodes != nil {
+				node = sc.Part.Nodes[0]
+			}
+			first := pl.t0.UnixMilli() + int64(sc.Part.First()+sc.Window)*pl.stepMs
+			if sc.Part.First() != tc.from || sc.Name != tc.part+" part" || sc.StartMs != pl.t0.UnixMilli() ||
+				!sc.Holds(node, first, pl.stepMs) || sc.Holds(node, first-pl.stepMs, pl.stepMs) {
+				t.Errorf("scope %q of snapshots from %d, window %d: want the %s part from %d, its first forecast at step %d the first in it",
+					sc.Name, sc.Part.First(), sc.Window, tc.part, tc.from, sc.Part.First()+sc.Window)
+			}
 		})
+	}
+}
+
+// TestServeScorePart checks serve's -score-part flags: they are refused
+// before any broker is started when they do not fit.
+func TestServeScorePart(t *testing.T) {
+	dir, _, _, b := szTaxiBundle(t, 12, 8)
+	path := filepath.Join(t.TempDir(), "b.sdgnn")
+	if err := b.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		err  string // in the error or on stderr
+	}{
+		{[]string{"-data", dir}, "-data and -start only serve -score-part"},
+		{[]string{"-start", "2015-01-01T00:00:00Z"}, "-data and -start only serve -score-part"},
+		{[]string{"-score-part", "tests", "-data", dir}, `split part "tests"`},
+		{[]string{"-score-part", "test", "-data", dir, "-start", "yesterday"}, `-start "yesterday"`},
+		{[]string{"-score-part", "test", "-data", filepath.Join(dir, "nowhere")}, "-score-part"},
+	} {
+		var errOut bytes.Buffer
+		err := cmdServe(context.Background(), append([]string{"-model", path, "-http", ""}, tc.args...), io.Discard, &errOut)
+		if err == nil || !strings.Contains(err.Error()+errOut.String(), tc.err) {
+			t.Errorf("serve %v: %v (%s), want %q", tc.args, err, errOut.String(), tc.err)
+		}
 	}
 }
 
