@@ -161,6 +161,22 @@ func sameFloat(a, b float64) bool {
 	return math.Abs(a-b) <= 1e-12*math.Max(1, math.Abs(b))
 }
 
+// recordShuffled records ops in l in an order shuffled by rng; every one
+// must be taken.
+func recordShuffled(t *testing.T, l *Live, ops []liveOp, rng *rand.Rand) {
+	t.Helper()
+	rng.Shuffle(len(ops), func(i, j int) { ops[i], ops[j] = ops[j], ops[i] })
+	for _, op := range ops {
+		rec := l.Reading
+		if op.forecast {
+			rec = l.Forecast
+		}
+		if !rec(op.sensor, op.slot*testStep, op.values) {
+			t.Fatalf("%+v refused", op)
+		}
+	}
+}
+
 // TestLiveMetricsMatchEvaluation records readings and forecasts of many
 // sensors and slots, in random order, with missing and near-zero readings,
 // and checks the running metrics per sensor, per channel and overall
@@ -200,16 +216,7 @@ func TestLiveMetricsMatchEvaluation(t *testing.T) {
 			}
 		}
 	}
-	rng.Shuffle(len(ops), func(i, j int) { ops[i], ops[j] = ops[j], ops[i] })
-	for _, op := range ops {
-		rec := l.Reading
-		if op.forecast {
-			rec = l.Forecast
-		}
-		if !rec(op.sensor, op.slot*testStep, op.values) {
-			t.Fatalf("%+v refused", op)
-		}
-	}
+	recordShuffled(t, l, ops, rng)
 	want := func(p, y []float64) evaluation.Metrics {
 		a := evaluation.Accumulator{MAPEFloor: floor}
 		for i := range p {

@@ -103,16 +103,7 @@ func TestLivePartScope(t *testing.T) {
 			}
 		}
 	}
-	rng.Shuffle(len(ops), func(i, j int) { ops[i], ops[j] = ops[j], ops[i] })
-	for _, op := range ops {
-		rec := l.Reading
-		if op.forecast {
-			rec = l.Forecast
-		}
-		if !rec(op.sensor, op.slot*testStep, op.values) {
-			t.Fatalf("%+v refused", op)
-		}
-	}
+	recordShuffled(t, l, ops, rng)
 	same := func(what string, got, want evaluation.Metrics) {
 		t.Helper()
 		if got.Count != want.Count || got.MAPECount != want.MAPECount || !sameFloat(got.MAE, want.MAE) ||
