@@ -153,6 +153,34 @@ func TestMergeEqualsOneShot(t *testing.T) {
 	}
 }
 
+func TestAccumulatorTotals(t *testing.T) {
+	a := Accumulator{MAPEFloor: 1}
+	for _, p := range [][2]float64{
+		{12, 10},          // |e| 2, rel 0.2
+		{3, 0},            // masked
+		{0.5, 0.25},       // |e| 0.25, below the floor
+		{math.Inf(1), 10}, // invalid
+		{-4, -5},          // |e| 1, rel 0.2
+	} {
+		a.Add(p[0], p[1])
+	}
+	want := Totals{AbsError: 3.25, SquaredError: 4 + 0.0625 + 1, RelError: 0.4, Count: 3, MAPECount: 2, Invalid: 1}
+	if got := a.Totals(); math.Abs(got.AbsError-want.AbsError) > 1e-12 || math.Abs(got.SquaredError-want.SquaredError) > 1e-12 ||
+		math.Abs(got.RelError-want.RelError) > 1e-12 || got.Count != want.Count || got.MAPECount != want.MAPECount || got.Invalid != want.Invalid {
+		t.Errorf("totals %+v, want %+v", got, want)
+	}
+	// Without the invalid pair the totals give the metrics back.
+	b := Accumulator{MAPEFloor: 1}
+	b.Add(12, 10)
+	b.Add(0.5, 0.25)
+	b.Add(-4, -5)
+	tt, m := b.Totals(), b.Metrics()
+	if n := float64(tt.Count); math.Abs(tt.AbsError/n-m.MAE) > 1e-12 || math.Abs(math.Sqrt(tt.SquaredError/n)-m.RMSE) > 1e-12 ||
+		math.Abs(100*tt.RelError/float64(tt.MAPECount)-m.MAPE) > 1e-12 {
+		t.Errorf("totals %+v do not give metrics %+v", tt, m)
+	}
+}
+
 func TestAccumulatorCompensated(t *testing.T) {
 	// One large error followed by many tiny ones: naive summation loses
 	// the tiny ones entirely.

@@ -178,6 +178,28 @@ func (a *Accumulator) Merge(b Accumulator) {
 	a.invalid += b.invalid
 }
 
+// Totals are the running sums behind an Accumulator's Metrics. Sums, unlike
+// means, can be differenced: a monitoring system that scrapes them computes
+// the error over any window as a ratio of increases (in Prometheus,
+// increase(abs[1h]) / increase(count[1h]) is the last hour's MAE).
+type Totals struct {
+	AbsError     float64 // Σ |pred − truth| over the Count pairs
+	SquaredError float64 // Σ (pred − truth)² over the Count pairs
+	// RelError is Σ |pred − truth| / |truth| over the MAPECount pairs (a
+	// fraction, not percent).
+	RelError  float64
+	Count     int // pairs with a finite prediction, not masked
+	MAPECount int // of those, truths at or above the MAPE floor
+	Invalid   int // pairs, not masked, whose prediction was not finite
+}
+
+// Totals returns the sums of the pairs recorded so far; unlike Metrics,
+// Count leaves out the non-finite predictions, which Invalid counts.
+func (a Accumulator) Totals() Totals {
+	return Totals{AbsError: a.abs.value(), SquaredError: a.sq.value(), RelError: a.pct.value(),
+		Count: a.n, MAPECount: a.pctN, Invalid: a.invalid}
+}
+
 // Metrics returns the statistics of the pairs recorded so far. With no
 // unmasked pairs it returns the zero Metrics (Count 0); with any non-finite
 // prediction it returns NaN errors, as documented on Add.

@@ -1,9 +1,11 @@
 package stream
 
 import (
+	"bufio"
 	_ "embed"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"strconv"
 	"sync"
@@ -269,6 +271,47 @@ func (l *Live) Dropped() uint64 {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	return l.dropped
+}
+
+// WritePrometheus writes the live view's running sums in the Prometheus
+// text format, labelled scope="all" and, with a part scope, scope="part":
+// counters, so that a dashboard or an alert computes the error over any
+// window, for example the last hour's MAE as
+//
+//	rate(sdgnn_stream_live_abs_error_total[1h]) / rate(sdgnn_stream_live_scored_values_total[1h])
+//
+// and MAPE (in percent) as 100 × the rate of
+// sdgnn_stream_live_rel_error_total over that of
+// sdgnn_stream_live_mape_values_total.
+func (l *Live) WritePrometheus(w io.Writer) error {
+	l.mu.RLock()
+	scopes := []evaluation.Totals{l.total.Totals()}
+	if l.part != nil {
+		scopes = append(scopes, l.partTotal.Totals())
+	}
+	dropped := l.dropped
+	l.mu.RUnlock()
+	bw := bufio.NewWriter(w)
+	family := func(name, help string, value func(evaluation.Totals) string) {
+		fmt.Fprintf(bw, "# HELP %s%s %s\n# TYPE %s%s counter\n", metricPrefix, name, help, metricPrefix, name)
+		for i, t := range scopes {
+			fmt.Fprintf(bw, "%s%s{scope=%q} %s\n", metricPrefix, name, [...]string{"all", "part"}[i], value(t))
+		}
+	}
+	float := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+	family("live_scored_values_total", "Forecast values scored against the reading of their slot (missing readings and non-finite forecasts left out).",
+		func(t evaluation.Totals) string { return strconv.Itoa(t.Count) })
+	family("live_abs_error_total", "Sum of the absolute errors of the scored values.", func(t evaluation.Totals) string { return float(t.AbsError) })
+	family("live_squared_error_total", "Sum of the squared errors of the scored values.", func(t evaluation.Totals) string { return float(t.SquaredError) })
+	family("live_mape_values_total", "Scored values whose reading is at or above the MAPE floor.", func(t evaluation.Totals) string { return strconv.Itoa(t.MAPECount) })
+	family("live_rel_error_total", "Sum of |forecast - reading| / |reading| over the values in MAPE (a fraction).", func(t evaluation.Totals) string { return float(t.RelError) })
+	family("live_invalid_values_total", "Forecast values that were not finite, against a reading.", func(t evaluation.Totals) string { return strconv.Itoa(t.Invalid) })
+	fmt.Fprintf(bw, "# HELP %slive_dropped_total Live-view records refused as invalid or older than the slots kept.\n# TYPE %slive_dropped_total counter\n%slive_dropped_total %d\n",
+		metricPrefix, metricPrefix, metricPrefix, dropped)
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("write live metrics: %w", err)
+	}
+	return nil
 }
 
 // LiveSummary is the live view of every sensor, the body of GET

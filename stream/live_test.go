@@ -481,7 +481,26 @@ func TestLiveHandler(t *testing.T) {
 	// The existing routes are unchanged.
 	get("/forecast/abc", 404, "text/plain")
 	get("/forecast/3", 404, "text/plain") // nothing written to Kafka
-	get("/metrics", 200, "text/plain")
+	metrics := string(get("/metrics", 200, "text/plain"))
+	// Sensor 3's slot 10: errors 10 and 44.5; only 100 is at or above the
+	// floor (relative error 0.1); the NaN forecast has no reading yet.
+	for _, line := range []string{
+		`sdgnn_stream_live_scored_values_total{scope="all"} 2`,
+		`sdgnn_stream_live_abs_error_total{scope="all"} 54.5`,
+		`sdgnn_stream_live_squared_error_total{scope="all"} 2080.25`,
+		`sdgnn_stream_live_mape_values_total{scope="all"} 1`,
+		`sdgnn_stream_live_rel_error_total{scope="all"} 0.1`,
+		`sdgnn_stream_live_invalid_values_total{scope="all"} 0`,
+		`# TYPE sdgnn_stream_live_abs_error_total counter`,
+		`sdgnn_stream_forecasts_emitted_total 0`,
+	} {
+		if !strings.Contains(metrics, line+"\n") {
+			t.Errorf("/metrics lacks %q", line)
+		}
+	}
+	if strings.Contains(metrics, `scope="part"`) {
+		t.Error(`/metrics has scope="part" without a part scope`)
+	}
 }
 
 func BenchmarkLiveRecord(b *testing.B) {

@@ -148,6 +148,27 @@ func TestLivePartScope(t *testing.T) {
 			}
 		}
 	}
+	// The Prometheus sums of the part are its totals.
+	var prom strings.Builder
+	if err := l.WritePrometheus(&prom); err != nil {
+		t.Fatal(err)
+	}
+	pt := part.Totals()
+	for name, want := range map[string]float64{
+		"scored_values": float64(pt.Count), "abs_error": pt.AbsError, "squared_error": pt.SquaredError,
+		"mape_values": float64(pt.MAPECount), "rel_error": pt.RelError,
+	} {
+		var got float64
+		line := fmt.Sprintf("sdgnn_stream_live_%s_total{scope=\"part\"} ", name)
+		i := strings.Index(prom.String(), line)
+		if i < 0 {
+			t.Errorf("no %s in\n%s", line, prom.String())
+			continue
+		}
+		if _, err := fmt.Sscan(prom.String()[i+len(line):], &got); err != nil || !sameFloat(got, want) {
+			t.Errorf("%s%g (%v), want %g", line, got, err, want)
+		}
+	}
 	// Without a scope there is no part.
 	plain, err := NewLive(LiveConfig{Nodes: 1, Channels: 1, StepMs: testStep})
 	if err != nil {

@@ -462,7 +462,14 @@ func (s *Service) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
-		s.state.Counters.WritePrometheus(w)
+		if err := s.state.Counters.WritePrometheus(w); err != nil {
+			s.cfg.Log.Debug().Err(err).Msg("/metrics")
+			return
+		}
+		if err := s.live.WritePrometheus(w); err != nil {
+			s.cfg.Log.Debug().Err(err).Msg("/metrics")
+			return
+		}
 		s.mu.RLock()
 		lag := s.lag
 		s.mu.RUnlock()
