@@ -74,3 +74,39 @@ func Example() {
 	// forecast sensor 0 for 1700000100000, stale 0, from [{0 1699999800000} {1 1699999800000}]
 	// dead letter: {"v":1,"reason":"off_grid","detail":"ts 1699999800001 is not a multiple of the 300000 ms slot","key":"2","value":"{\"v\":1,\"sensor\":2,\"ts\":1699999800001,\"values\":[99]}","topic":"readings","partition":0,"offset":2}
 }
+
+// ExamplePartScope scores a replay's held-out part apart: the test part of
+// a split by windows (positions 8 and 9 of every ten snapshots) of a model
+// with 12-step windows, the series' step 0 at midnight.
+func ExamplePartScope() {
+	split, err := snapshot.WindowSplit(100, [3]float64{7, 1, 2})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	const step = 15 * 60000
+	start := time.Date(2015, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
+	sc := &stream.PartScope{Name: "test part", Part: split.Test, Window: 12, StartMs: start}
+	live, err := stream.NewLive(stream.LiveConfig{Nodes: 2, Channels: 1, StepMs: step, Part: sc})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	// Steps 19 and 20 are the targets of snapshots 7 (validation) and 8
+	// (test).
+	for _, p := range []struct {
+		step           int64
+		forecast, read float64
+	}{{19, 50, 40}, {20, 50, 45}} {
+		ts := start + p.step*step
+		fmt.Printf("step %d in the part: %v\n", p.step, sc.Holds(0, ts, step))
+		live.Forecast(0, ts, []float64{p.forecast})
+		live.Reading(0, ts, []float64{p.read})
+	}
+	part, _ := live.PartOverall()
+	fmt.Printf("every forecast: MAE %.1f over %d; test part: MAE %.1f over %d\n", live.Overall().MAE, live.Overall().Count, part.MAE, part.Count)
+	// Output:
+	// step 19 in the part: false
+	// step 20 in the part: true
+	// every forecast: MAE 7.5 over 2; test part: MAE 5.0 over 1
+}
