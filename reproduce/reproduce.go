@@ -182,11 +182,23 @@ type Table struct {
 // Progress receives one line per finished step.
 type Progress func(seed uint64, model string, m evaluation.Metrics, receptive, seconds float64)
 
-// RunAll trains and scores every model for every seed. After each seed,
-// seedDone (when not nil) receives the table of the seeds so far, so that a
-// long run interrupted or failing at a later seed keeps what it finished;
-// its error stops the run.
-func RunAll(ctx context.Context, cfg Config, progress Progress, seedDone func(*Table) error) (*Table, error) {
+// Hooks are what RunAll reports as it goes; nil ones are not called.
+type Hooks struct {
+	// Scored receives each model's test metrics as it is scored.
+	Scored Progress
+	// Epoch receives every epoch of a teacher being trained (model GRUGCN
+	// or GRU), and Round every Θ round of SDGNN's distillation: the
+	// progress of the long steps of a seed.
+	Epoch func(seed uint64, model string, e teacher.Epoch)
+	Round func(seed uint64, r sdgnn.Round)
+	// SeedDone receives the table of the seeds so far after each seed, so
+	// that a long run interrupted or failing at a later seed keeps what it
+	// finished; its error stops the run.
+	SeedDone func(*Table) error
+}
+
+// RunAll trains and scores every model for every seed, reporting to h.
+func RunAll(ctx context.Context, cfg Config, h Hooks) (*Table, error) {
 	if len(cfg.Seeds) == 0 {
 		return nil, fmt.Errorf("reproduce: no seeds")
 	}
@@ -196,14 +208,14 @@ func RunAll(ctx context.Context, cfg Config, progress Progress, seedDone func(*T
 	}
 	t := &Table{Dataset: cfg.Dataset, Config: cfg, MAPEFloor: cfg.MAPEFloor, Created: time.Now().UTC().Format(time.RFC3339)}
 	for _, seed := range cfg.Seeds {
-		run, err := runSeed(ctx, cfg, p, seed, progress)
+		run, err := runSeed(ctx, cfg, p, seed, h)
 		if err != nil {
 			return nil, fmt.Errorf("seed %d: %w", seed, err)
 		}
 		t.Runs = append(t.Runs, *run)
 		t.Cells = summarise(t.Runs)
-		if seedDone != nil {
-			if err := seedDone(t); err != nil {
+		if h.SeedDone != nil {
+			if err := h.SeedDone(t); err != nil {
 				return nil, fmt.Errorf("after seed %d: %w", seed, err)
 			}
 		}
@@ -232,7 +244,7 @@ func summarise(runs []Run) map[string]Cell {
 	return cells
 }
 
-func runSeed(ctx context.Context, cfg Config, p *snapshot.Prepared, seed uint64, progress Progress) (*Run, error) {
+func runSeed(ctx context.Context, cfg Config, p *snapshot.Prepared, seed uint64, h Hooks) (*Run, error) {
 	run := &Run{Seed: seed, Metrics: map[string]evaluation.Metrics{}, Seconds: map[string]float64{}, MaxReceptive: map[string]int{},
 		Receptive: map[string]float64{}, Paper: map[string]evaluation.PaperMetrics{}, DM: map[string]evaluation.DM{}}
 	s := p.Dataset.Series
@@ -258,8 +270,8 @@ func runSeed(ctx context.Context, cfg Config, p *snapshot.Prepared, seed uint64,
 			return fmt.Errorf("%s: %w", name, err)
 		}
 		run.Metrics[name], run.Seconds[name], run.Receptive[name] = rep.Overall, time.Since(start).Seconds(), receptive
-		if progress != nil {
-			progress(seed, name, rep.Overall, receptive, run.Seconds[name])
+		if h.Scored != nil {
+			h.Scored(seed, name, rep.Overall, receptive, run.Seconds[name])
 		}
 		return nil
 	}
@@ -268,7 +280,15 @@ func runSeed(ctx context.Context, cfg Config, p *snapshot.Prepared, seed uint64,
 	var gruGCN *teacher.Model
 	for _, kind := range []string{teacher.KindGRUGCN, teacher.KindGRU} {
 		start := time.Now()
-		m, err := trainOrLoad(ctx, cfg, p, kind, seed)
+		var onEpoch func(teacher.Epoch)
+		if h.Epoch != nil {
+			name := GRU
+			if kind == teacher.KindGRUGCN {
+				name = GRUGCN
+			}
+			onEpoch = func(e teacher.Epoch) { h.Epoch(seed, name, e) }
+		}
+		m, err := trainOrLoad(ctx, cfg, p, kind, seed, onEpoch)
 		if err != nil {
 			return nil, err
 		}
@@ -306,7 +326,11 @@ func runSeed(ctx context.Context, cfg Config, p *snapshot.Prepared, seed uint64,
 	if err != nil {
 		return nil, err
 	}
-	res, err := sdgnn.Distill(ctx, gruGCN, set.Norm, cands, train, val, sc, nil)
+	var onRound func(sdgnn.Round)
+	if h.Round != nil {
+		onRound = func(r sdgnn.Round) { h.Round(seed, r) }
+	}
+	res, err := sdgnn.Distill(ctx, gruGCN, set.Norm, cands, train, val, sc, onRound)
 	if err != nil {
 		return nil, fmt.Errorf("sdgnn: %w", err)
 	}
@@ -369,7 +393,7 @@ func runSeed(ctx context.Context, cfg Config, p *snapshot.Prepared, seed uint64,
 
 // trainOrLoad returns the teacher of the given kind and seed: loaded from
 // ModelDir when a file for it is there, else trained (and saved there).
-func trainOrLoad(ctx context.Context, cfg Config, p *snapshot.Prepared, kind string, seed uint64) (*teacher.Model, error) {
+func trainOrLoad(ctx context.Context, cfg Config, p *snapshot.Prepared, kind string, seed uint64, onEpoch func(teacher.Epoch)) (*teacher.Model, error) {
 	tc := cfg.Teacher
 	tc.Seed = seed
 	noise := cfg.NoiseStd
@@ -413,7 +437,7 @@ func trainOrLoad(ctx context.Context, cfg Config, p *snapshot.Prepared, kind str
 	if err != nil {
 		return nil, err
 	}
-	if err := tr.Run(ctx, p.Set, p.Split, p.Adj, nil); err != nil {
+	if err := tr.Run(ctx, p.Set, p.Split, p.Adj, onEpoch); err != nil {
 		return nil, fmt.Errorf("train %s: %w", kind, err)
 	}
 	if path != "" {

@@ -8,6 +8,8 @@ import (
 
 	"github.com/pemsforecast/sdgnn/datasets/pems"
 	"github.com/pemsforecast/sdgnn/evaluation"
+	"github.com/pemsforecast/sdgnn/sdgnn"
+	"github.com/pemsforecast/sdgnn/teacher"
 )
 
 // TestQuickOnRealData runs the quick comparison on the real SZ-taxi data and
@@ -27,11 +29,26 @@ func TestQuickOnRealData(t *testing.T) {
 	cfg := Quick("sz-taxi")
 	cfg.MAPEFloor = 1
 	cfg.SDGNN.Select, cfg.Baseline.Select = "mae", "mae"
-	tab, err := RunAll(context.Background(), cfg, func(seed uint64, model string, m evaluation.Metrics, rec, sec float64) {
-		t.Logf("seed %d %-11s MAPE %.2f MAE %.4f receptive %.2f (%.0fs)", seed, model, m.MAPE, m.MAE, rec, sec)
-	}, nil)
+	epochs := map[string]int{}
+	rounds := 0
+	tab, err := RunAll(context.Background(), cfg, Hooks{
+		Scored: func(seed uint64, model string, m evaluation.Metrics, rec, sec float64) {
+			t.Logf("seed %d %-11s MAPE %.2f MAE %.4f receptive %.2f (%.0fs)", seed, model, m.MAPE, m.MAE, rec, sec)
+		},
+		Epoch: func(seed uint64, model string, e teacher.Epoch) {
+			if e.Epoch != epochs[model]+1 {
+				t.Errorf("%s: epoch %d after %d", model, e.Epoch, epochs[model])
+			}
+			epochs[model] = e.Epoch
+		},
+		Round: func(seed uint64, r sdgnn.Round) { rounds++ },
+	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The hooks saw both teachers train and SDGNN's rounds.
+	if epochs[GRUGCN] == 0 || epochs[GRU] == 0 || rounds == 0 || len(epochs) != 2 {
+		t.Errorf("hooks saw teacher epochs %v and %d SDGNN rounds", epochs, rounds)
 	}
 	run := tab.Runs[0]
 	if s, g := run.Metrics[SDGNN].MAPE, run.Metrics[GRU].MAPE; !(s < g) {

@@ -14,7 +14,9 @@ import (
 	"github.com/pemsforecast/sdgnn/checkpoint"
 	"github.com/pemsforecast/sdgnn/evaluation"
 	"github.com/pemsforecast/sdgnn/reproduce"
+	"github.com/pemsforecast/sdgnn/sdgnn"
 	"github.com/pemsforecast/sdgnn/snapshot"
+	"github.com/pemsforecast/sdgnn/teacher"
 )
 
 func cmdReproduce(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -120,16 +122,34 @@ func cmdReproduce(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			cfg.ModelDir = filepath.Join(*out, "models-quick")
 		}
 		log.Info().Str("dataset", name).Int("seeds", len(cfg.Seeds)).Bool("quick", *quick).Str("prep", string(prep)).Str("split_by", spec.By).Str("models", cfg.ModelDir).Msg("reproducing")
-		t, err := reproduce.RunAll(ctx, cfg, func(seed uint64, model string, m evaluation.Metrics, rec, sec float64) {
-			log.Info().Str("dataset", name).Uint64("seed", seed).Str("model", model).Float64("mape", m.MAPE).
-				Float64("mae", m.MAE).Float64("rmse", m.RMSE).Float64("receptive", rec).Float64("seconds", sec).Msg("scored")
-		}, func(t *reproduce.Table) error {
-			// The seeds so far, on disk: a run stopped later keeps them.
-			if _, err := writeTables(append(tables[:len(tables):len(tables)], t), base); err != nil {
-				return err
-			}
-			log.Info().Str("dataset", name).Int("seeds_done", len(t.Runs)).Str("table", base+".md").Msg("table written")
-			return nil
+		maxEpochs := cfg.Teacher.MaxEpochs
+		t, err := reproduce.RunAll(ctx, cfg, reproduce.Hooks{
+			Scored: func(seed uint64, model string, m evaluation.Metrics, rec, sec float64) {
+				log.Info().Str("dataset", name).Uint64("seed", seed).Str("model", model).Float64("mape", m.MAPE).
+					Float64("mae", m.MAE).Float64("rmse", m.RMSE).Float64("receptive", rec).Float64("seconds", sec).Msg("scored")
+			},
+			// Progress of the long steps: every tenth teacher epoch (every
+			// one at debug level) and every SDGNN round.
+			Epoch: func(seed uint64, model string, e teacher.Epoch) {
+				ev := log.Debug()
+				if e.Epoch%10 == 0 || e.Epoch == maxEpochs {
+					ev = log.Info()
+				}
+				ev.Str("dataset", name).Uint64("seed", seed).Str("model", model).Int("epoch", e.Epoch).Int("of", maxEpochs).
+					Float64("val_mae", e.Val.MAE).Bool("best", e.Best).Float64("seconds", e.Seconds).Msg("teacher epoch")
+			},
+			Round: func(seed uint64, r sdgnn.Round) {
+				log.Info().Str("dataset", name).Uint64("seed", seed).Int("epoch", r.Epoch).Int("of", cfg.SDGNN.Epochs).Int("budget", r.Budget).
+					Float64("receptive", r.MeanReceptive).Float64("nr", r.NR).Float64("val_mae", r.Val.MAE).Bool("best", r.Best).Msg("SDGNN round")
+			},
+			SeedDone: func(t *reproduce.Table) error {
+				// The seeds so far, on disk: a run stopped later keeps them.
+				if _, err := writeTables(append(tables[:len(tables):len(tables)], t), base); err != nil {
+					return err
+				}
+				log.Info().Str("dataset", name).Int("seeds_done", len(t.Runs)).Str("table", base+".md").Msg("table written")
+				return nil
+			},
 		})
 		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)

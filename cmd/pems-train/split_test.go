@@ -241,6 +241,12 @@ func TestSplitByWindows(t *testing.T) {
 	if !strings.Contains(stdout, "test windows (snapshots dealt 7:1:2 round-robin in time order, every node)") || !fileExists(filepath.Join(rout, "table-windows-quick.json")) {
 		t.Errorf("reproduce's table does not name the window split or was not written as table-windows-quick:\n%s", stdout)
 	}
+	// It logs the progress of the long steps.
+	for _, line := range []string{"teacher epoch", "model=GRU-GCN", "SDGNN round", "budget="} {
+		if !strings.Contains(stderr, line) {
+			t.Errorf("reproduce's log lacks %q:\n%s", line, stderr)
+		}
+	}
 }
 
 func TestSplitFlags(t *testing.T) {
