@@ -68,7 +68,7 @@ func (r replay) plan() (replayPlan, error) {
 			return replayPlan{}, fmt.Errorf("bundle %s is for %s, not %s", r.model, b.Meta.Dataset, r.dataset)
 		}
 		if b.Meta.Split.Train.Len() == 0 {
-			return replayPlan{}, fmt.Errorf("bundle %s records no split: publish without -model for the chronological 6:2:2 split", r.model)
+			return replayPlan{}, fmt.Errorf("bundle %s records no split, so none of its parts can be replayed or scored (publish without -model replays a chronological 6:2:2 split)", r.model)
 		}
 		window = b.Meta.Window
 		if p, err = snapshot.PrepareSaved(r.dataDir, r.dataset, window, b.Meta.Split, &b.Meta.Norm); err != nil {
