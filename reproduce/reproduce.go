@@ -278,14 +278,11 @@ func runSeed(ctx context.Context, cfg Config, p *snapshot.Prepared, seed uint64,
 
 	// Teachers.
 	var gruGCN *teacher.Model
-	for _, kind := range []string{teacher.KindGRUGCN, teacher.KindGRU} {
+	for _, tm := range []struct{ kind, name string }{{teacher.KindGRUGCN, GRUGCN}, {teacher.KindGRU, GRU}} {
+		kind, name := tm.kind, tm.name
 		start := time.Now()
 		var onEpoch func(teacher.Epoch)
 		if h.Epoch != nil {
-			name := GRU
-			if kind == teacher.KindGRUGCN {
-				name = GRUGCN
-			}
 			onEpoch = func(e teacher.Epoch) { h.Epoch(seed, name, e) }
 		}
 		m, err := trainOrLoad(ctx, cfg, p, kind, seed, onEpoch)
@@ -296,9 +293,9 @@ func runSeed(ctx context.Context, cfg Config, p *snapshot.Prepared, seed uint64,
 		if err != nil {
 			return nil, err
 		}
-		name, r, mr := GRU, 1.0, 1
+		r, mr := 1.0, 1
 		if kind == teacher.KindGRUGCN {
-			gruGCN, name = m, GRUGCN
+			gruGCN = m
 			hood, err := sdgnn.Candidates(p.Dataset.Graph.Neighbors(), sdgnn.CandidateConfig{K1: m.Config.GCNLayers()})
 			if err != nil {
 				return nil, err

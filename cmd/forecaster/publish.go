@@ -32,7 +32,6 @@ type replayPlan struct {
 	p         *snapshot.Prepared
 	part      snapshot.Part // the part replayed, of p.Split
 	partName  string        // train, val or test
-	window    int
 	from, to  int
 	t0        time.Time
 	stepMs    int64
@@ -84,7 +83,7 @@ func (r replay) plan() (replayPlan, error) {
 	if pt.Len() == 0 {
 		return replayPlan{}, fmt.Errorf("-split-part %s: the part is empty", r.part)
 	}
-	pl := replayPlan{p: p, part: pt, partName: r.part, window: window, from: pt.First(), to: pt.Last() + 1 + window, t0: p.Dataset.Info.Start, topic: r.topic}
+	pl := replayPlan{p: p, part: pt, partName: r.part, from: pt.First(), to: pt.Last() + 1 + window, t0: p.Dataset.Info.Start, topic: r.topic}
 	if r.start != "" {
 		if pl.t0, err = time.Parse(time.RFC3339, r.start); err != nil {
 			return replayPlan{}, fmt.Errorf("-start %q: %w", r.start, err)
@@ -108,7 +107,7 @@ func (r replay) plan() (replayPlan, error) {
 // the training snapshots of a split by windows, the first forecasts before
 // the part's first full window).
 func (pl replayPlan) scope() *stream.PartScope {
-	return &stream.PartScope{Name: pl.partName + " part", Part: pl.part, Window: pl.window, StartMs: pl.t0.UnixMilli()}
+	return &stream.PartScope{Name: pl.partName + " part", Part: pl.part, Window: pl.p.Set.Window, StartMs: pl.t0.UnixMilli()}
 }
 
 // publish creates the plan's topic if needed and publishes its steps,
