@@ -20,7 +20,7 @@ func sample() *File {
 		Kind: "gru-gcn-teacher",
 		Meta: json.RawMessage(`{"hidden":64,"normaliser":{"mean":[1.5,2],"std":[0.5,1]},"note":"héllo"}`),
 		Tensors: []Tensor{
-			{Name: "gru.w", Shape: []int{2, 3}, Data: []float64{1, -2, 3.25, math.Inf(1), math.SmallestNonzeroFloat64, -0.0}},
+			{Name: "gru.w", Shape: []int{2, 3}, Data: []float64{1, -2, 3.25, math.Inf(1), math.SmallestNonzeroFloat64, math.Copysign(0, -1)}},
 			{Name: "gru.b", Shape: []int{3}, Data: []float64{0.1, 0.2, 0.3}},
 			{Name: "scale", Shape: []int{}, Data: []float64{42}},
 			{Name: "empty", Shape: []int{0, 4}, Data: []float64{}},

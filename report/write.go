@@ -257,13 +257,13 @@ func (d *Document) drawFigures(dir string) error {
 }
 
 func chunkName(d *Document) string {
-	for _, m := range d.Models {
-		if len(m.Report.Chunks) == 10 {
-			return "tenth"
-		}
-		return fmt.Sprintf("1/%d", len(m.Report.Chunks))
+	if len(d.Models) == 0 {
+		return "chunk"
 	}
-	return "chunk"
+	if c := len(d.Models[0].Report.Chunks); c != 10 {
+		return fmt.Sprintf("1/%d", c)
+	}
+	return "tenth"
 }
 
 // Markdown writes the report as Markdown, with figures linked by path.

@@ -44,8 +44,8 @@ type Bundle struct {
 	Theta *Theta
 	Dec   *nn.MLP
 
-	xs        []*mat.Dense
-	zrow, one *mat.Dense
+	xs   []*mat.Dense
+	zrow *mat.Dense
 }
 
 // Receptive returns node z's receptive nodes (sorted) and their weights; the

@@ -55,9 +55,7 @@ func TestPhaseThetaRecoversPlantedWeights(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 3))
 	nb := make([][]int, n)
 	for i := 0; i < n; i++ { // a ring with chords
-		for _, j := range []int{(i + 1) % n, (i + n - 1) % n, (i + 5) % n} {
-			nb[i] = append(nb[i], j)
-		}
+		nb[i] = []int{(i + 1) % n, (i + n - 1) % n, (i + 5) % n}
 	}
 	for i := range nb {
 		for _, j := range nb[i] {
