@@ -16,8 +16,8 @@ import (
 	"io/fs"
 	"math"
 	"os"
-	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/pemsforecast/sdgnn/baseline"
@@ -208,7 +208,7 @@ func RunAll(ctx context.Context, cfg Config, h Hooks) (*Table, error) {
 	}
 	t := &Table{Dataset: cfg.Dataset, Config: cfg, MAPEFloor: cfg.MAPEFloor, Created: time.Now().UTC().Format(time.RFC3339)}
 	for _, seed := range cfg.Seeds {
-		run, err := runSeed(ctx, cfg, p, seed, h)
+		run, keep, err := runSeed(ctx, cfg, p, seed, h)
 		if err != nil {
 			return nil, fmt.Errorf("seed %d: %w", seed, err)
 		}
@@ -216,6 +216,11 @@ func RunAll(ctx context.Context, cfg Config, h Hooks) (*Table, error) {
 		t.Cells = summarise(t.Runs)
 		if h.SeedDone != nil {
 			if err := h.SeedDone(t); err != nil {
+				return nil, fmt.Errorf("after seed %d: %w", seed, err)
+			}
+		}
+		if keep != "" {
+			if err := os.Remove(keep); err != nil {
 				return nil, fmt.Errorf("after seed %d: %w", seed, err)
 			}
 		}
@@ -244,17 +249,45 @@ func summarise(runs []Run) map[string]Cell {
 	return cells
 }
 
-func runSeed(ctx context.Context, cfg Config, p *snapshot.Prepared, seed uint64, h Hooks) (*Run, error) {
+// runSeed trains and scores every model of one seed. With a ModelDir it
+// keeps, besides the teachers, the seed's SDGNN bundle, and the scores of
+// the models done so far until the seed is finished: a run interrupted in
+// the middle of a seed resumes after the last model it scored, with the
+// same figures as an uninterrupted one. It returns the path of those scores
+// ("" without a ModelDir), which the caller removes once the seed's figures
+// are in the table: a later run scores the seed afresh rather than
+// reprinting them.
+func runSeed(ctx context.Context, cfg Config, p *snapshot.Prepared, seed uint64, h Hooks) (*Run, string, error) {
 	run := &Run{Seed: seed, Metrics: map[string]evaluation.Metrics{}, Seconds: map[string]float64{}, MaxReceptive: map[string]int{},
 		Receptive: map[string]float64{}, Paper: map[string]evaluation.PaperMetrics{}, DM: map[string]evaluation.DM{}}
 	s := p.Dataset.Series
 	fit, fitNodes, steps := p.Split.FitData(s.Data, s.Nodes, s.Channels, p.Set.Window)
 	lo, hi, err := snapshot.FitMinMax(fit, fitNodes, s.Channels, steps)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	set, split := p.Set, p.Split
-	losses := map[string][]float64{} // per-snapshot MAE of each model, for the DM tests
+	kept := &scores{Run: *run, Losses: map[string]losses{}} // per-snapshot MAE of each model, for the DM tests
+	var keep string
+	if cfg.ModelDir != "" {
+		keep = scoresPath(cfg.ModelDir, cfg.Dataset, p, seed)
+		prev, err := loadScores(keep, cfg, seed)
+		if err != nil {
+			return nil, "", err
+		}
+		if prev != nil {
+			kept = prev
+			run = &kept.Run
+		} else if kept.Config, err = fingerprint(cfg); err != nil {
+			return nil, "", err
+		}
+	}
+	done := func(name string) bool { _, ok := run.Metrics[name]; return ok }
+	for _, name := range Models { // what an interrupted run scored
+		if done(name) && h.Scored != nil {
+			h.Scored(seed, name, run.Metrics[name], run.Receptive[name], run.Seconds[name])
+		}
+	}
 	score := func(name string, pred, truth []float64, receptive float64, maxRec int, start time.Time) error {
 		run.MaxReceptive[name] = maxRec
 		pm, err := evaluation.Paper(pred, truth, lo, hi)
@@ -262,7 +295,7 @@ func runSeed(ctx context.Context, cfg Config, p *snapshot.Prepared, seed uint64,
 			return fmt.Errorf("%s: %w", name, err)
 		}
 		run.Paper[name] = pm
-		if losses[name], err = evaluation.SnapshotMAE(pred, truth, split.Test.Len(), set.Nodes*set.Channels); err != nil {
+		if kept.Losses[name], err = evaluation.SnapshotMAE(pred, truth, split.Test.Len(), set.Nodes*set.Channels); err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
 		rep, err := evaluation.Build(pred, truth, split.Test.Len(), set.Nodes, set.Channels, 1, cfg.MAPEFloor)
@@ -270,6 +303,11 @@ func runSeed(ctx context.Context, cfg Config, p *snapshot.Prepared, seed uint64,
 			return fmt.Errorf("%s: %w", name, err)
 		}
 		run.Metrics[name], run.Seconds[name], run.Receptive[name] = rep.Overall, time.Since(start).Seconds(), receptive
+		if keep != "" {
+			if err := kept.save(keep); err != nil {
+				return fmt.Errorf("%s: keep scores: %w", name, err)
+			}
+		}
 		if h.Scored != nil {
 			h.Scored(seed, name, rep.Overall, receptive, run.Seconds[name])
 		}
@@ -280,6 +318,9 @@ func runSeed(ctx context.Context, cfg Config, p *snapshot.Prepared, seed uint64,
 	var gruGCN *teacher.Model
 	for _, tm := range []struct{ kind, name string }{{teacher.KindGRUGCN, GRUGCN}, {teacher.KindGRU, GRU}} {
 		kind, name := tm.kind, tm.name
+		if kind == teacher.KindGRU && done(name) {
+			continue
+		}
 		start := time.Now()
 		var onEpoch func(teacher.Epoch)
 		if h.Epoch != nil {
@@ -287,38 +328,123 @@ func runSeed(ctx context.Context, cfg Config, p *snapshot.Prepared, seed uint64,
 		}
 		m, err := trainOrLoad(ctx, cfg, p, kind, seed, onEpoch)
 		if err != nil {
-			return nil, err
+			return nil, "", err
+		}
+		if kind == teacher.KindGRUGCN {
+			gruGCN = m // the students' teacher, needed even when scored
+			if done(name) {
+				continue
+			}
 		}
 		pred, truth, err := teacher.Predict(m, set, split.Test, p.Adj, 64)
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		r, mr := 1.0, 1
 		if kind == teacher.KindGRUGCN {
-			gruGCN = m
 			hood, err := sdgnn.Candidates(p.Dataset.Graph.Neighbors(), sdgnn.CandidateConfig{K1: m.Config.GCNLayers()})
 			if err != nil {
-				return nil, err
+				return nil, "", err
 			}
 			r, mr = meanLen(hood), maxLen(hood)
 		}
 		if err := score(name, pred, truth, r, mr, start); err != nil {
-			return nil, err
+			return nil, "", err
 		}
 	}
 
 	// Targets of the frozen teacher.
 	tg, err := sdgnn.PartTargets(ctx, gruGCN, set, p.Adj, split.Train, split.Val, split.Test)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	train, val, test := tg[0], tg[1], tg[2]
 	nb := p.Dataset.Graph.Neighbors()
 
-	// SDGNN.
+	// SDGNN, distilled, or the bundle of an interrupted run when SDGNN-Equal
+	// still needs its Θ.
 	start := time.Now()
 	sc := cfg.SDGNN
 	sc.Seed, sc.Candidates.Seed, sc.MAPEFloor = seed, seed, cfg.MAPEFloor
+	var theta *sdgnn.Theta
+	if !done(SDGNN) || !done(SDGNNEqual) {
+		var b *sdgnn.Bundle
+		if kept.Bundle != "" { // distilled by the interrupted run
+			if b, err = resumeBundle(kept.Bundle, gruGCN, sc, p); err != nil {
+				return nil, "", err
+			}
+		}
+		if b == nil {
+			if b, err = distil(ctx, cfg, p, gruGCN, sc, nb, train, val, seed, h); err != nil {
+				return nil, "", err
+			}
+			if cfg.ModelDir != "" {
+				kept.Bundle = BundlePath(cfg.ModelDir, cfg.Dataset, p, seed)
+			}
+		}
+		theta = b.Theta
+		if !done(SDGNN) {
+			pred, truth, err := sdgnn.Predict(b, set, split.Test, 64)
+			if err != nil {
+				return nil, "", err
+			}
+			if err := score(SDGNN, pred, truth, b.Theta.MeanReceptive(), maxLen(b.Theta.Nodes), start); err != nil {
+				return nil, "", err
+			}
+		}
+	}
+
+	// Distilled baselines on the same targets.
+	bc := cfg.Baseline
+	bc.Seed, bc.MAPEFloor = seed, cfg.MAPEFloor
+	for _, name := range []string{GLNN, NOSMOG, PPRGo, SDGNNEqual} {
+		if done(name) {
+			continue
+		}
+		start := time.Now()
+		var m baseline.Model
+		switch name {
+		case GLNN:
+			m, err = baseline.TrainGLNN(ctx, gruGCN.Dec, set.Norm, train, val, bc)
+		case NOSMOG:
+			m, err = baseline.TrainNOSMOG(ctx, gruGCN.Dec, set.Norm, nb, train, val, bc)
+		case PPRGo:
+			m, err = baseline.TrainPPRGo(ctx, gruGCN.Dec, set.Norm, nb, train, val, bc)
+		case SDGNNEqual:
+			m, err = baseline.TrainSDGNNEqual(ctx, gruGCN.Dec, set.Norm, theta, train, val, bc)
+		}
+		if err != nil {
+			return nil, "", fmt.Errorf("%s: %w", name, err)
+		}
+		pred, err := m.Forecast(test)
+		if err != nil {
+			return nil, "", fmt.Errorf("%s: %w", name, err)
+		}
+		mr := 0
+		for z := 0; z < set.Nodes; z++ {
+			mr = max(mr, len(m.Receptive(z)))
+		}
+		if err := score(name, pred, test.Truth, m.MeanReceptive(), mr, start); err != nil {
+			return nil, "", err
+		}
+	}
+	for _, name := range Models {
+		if name == SDGNN {
+			continue
+		}
+		dm, err := evaluation.DieboldMariano(kept.Losses[SDGNN], kept.Losses[name], 0)
+		if err != nil {
+			return nil, "", fmt.Errorf("%s against %s: %w", SDGNN, name, err)
+		}
+		run.DM[name] = dm
+	}
+	return run, keep, nil
+}
+
+// distil runs SDGNN's distillation for one seed and returns its bundle,
+// saved in the model directory when there is one.
+func distil(ctx context.Context, cfg Config, p *snapshot.Prepared, gruGCN *teacher.Model, sc sdgnn.Config, nb [][]int, train, val *sdgnn.Targets, seed uint64, h Hooks) (*sdgnn.Bundle, error) {
+	set := p.Set
 	cands, err := sdgnn.Candidates(nb, sc.Candidates)
 	if err != nil {
 		return nil, err
@@ -331,65 +457,38 @@ func runSeed(ctx context.Context, cfg Config, p *snapshot.Prepared, seed uint64,
 	if err != nil {
 		return nil, fmt.Errorf("sdgnn: %w", err)
 	}
-	b, err := sdgnn.NewBundle(sdgnn.BundleMeta{Dataset: cfg.Dataset, Nodes: set.Nodes, Channels: p.Dataset.Info.Channels, Window: set.Window,
-		Hidden: cfg.Hidden, Norm: set.Norm, Split: split, Config: sc}, gruGCN.GRU, res.Student.Phi, res.Student.Theta, res.Decoder)
+	meta := sdgnn.BundleMeta{Dataset: cfg.Dataset, Nodes: set.Nodes, Channels: p.Dataset.Info.Channels, Window: set.Window,
+		Hidden: cfg.Hidden, Norm: set.Norm, Split: p.Split, Config: sc}
+	var path string
+	if cfg.ModelDir != "" {
+		path = BundlePath(cfg.ModelDir, cfg.Dataset, p, seed)
+		meta.Teacher = TeacherPath(cfg.ModelDir, cfg.Dataset, teacher.KindGRUGCN, p, seed)
+		meta.Rounds = res.Rounds
+		meta.Created = time.Now().UTC().Format(time.RFC3339)
+	}
+	b, err := sdgnn.NewBundle(meta, gruGCN.GRU, res.Student.Phi, res.Student.Theta, res.Decoder)
 	if err != nil {
 		return nil, err
 	}
-	pred, truth, err := sdgnn.Predict(b, set, split.Test, 64)
-	if err != nil {
-		return nil, err
-	}
-	if err := score(SDGNN, pred, truth, res.Student.Theta.MeanReceptive(), maxLen(res.Student.Theta.Nodes), start); err != nil {
-		return nil, err
-	}
-
-	// Distilled baselines on the same targets.
-	bc := cfg.Baseline
-	bc.Seed, bc.MAPEFloor = seed, cfg.MAPEFloor
-	for _, name := range []string{GLNN, NOSMOG, PPRGo, SDGNNEqual} {
-		start := time.Now()
-		var m baseline.Model
-		switch name {
-		case GLNN:
-			m, err = baseline.TrainGLNN(ctx, gruGCN.Dec, set.Norm, train, val, bc)
-		case NOSMOG:
-			m, err = baseline.TrainNOSMOG(ctx, gruGCN.Dec, set.Norm, nb, train, val, bc)
-		case PPRGo:
-			m, err = baseline.TrainPPRGo(ctx, gruGCN.Dec, set.Norm, nb, train, val, bc)
-		case SDGNNEqual:
-			m, err = baseline.TrainSDGNNEqual(ctx, gruGCN.Dec, set.Norm, res.Student.Theta, train, val, bc)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", name, err)
-		}
-		pred, err := m.Forecast(test)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", name, err)
-		}
-		mr := 0
-		for z := 0; z < set.Nodes; z++ {
-			mr = max(mr, len(m.Receptive(z)))
-		}
-		if err := score(name, pred, test.Truth, m.MeanReceptive(), mr, start); err != nil {
+	if path != "" {
+		if err := b.Save(path); err != nil {
 			return nil, err
 		}
 	}
-	for _, name := range Models {
-		if name == SDGNN {
-			continue
-		}
-		dm, err := evaluation.DieboldMariano(losses[SDGNN], losses[name], 0)
-		if err != nil {
-			return nil, fmt.Errorf("%s against %s: %w", SDGNN, name, err)
-		}
-		run.DM[name] = dm
-	}
-	return run, nil
+	return b, nil
 }
 
 // trainOrLoad returns the teacher of the given kind and seed: loaded from
 // ModelDir when a file for it is there, else trained (and saved there).
+//
+// With a ModelDir, training is resumable: the trainer's whole state is
+// written beside the model file (same name, ".state") after every epoch,
+// and a run that finds a state but no model continues from it, bit for bit
+// as if it had not stopped (teacher.Trainer's epochs are seeded by their
+// number). So a run cut short by Ctrl-C, a time limit or a lost machine
+// loses at most the epoch in progress: a PeMS teacher runs for hours, longer
+// than some machines are lent for. The state is removed once the model is
+// saved.
 func trainOrLoad(ctx context.Context, cfg Config, p *snapshot.Prepared, kind string, seed uint64, onEpoch func(teacher.Epoch)) (*teacher.Model, error) {
 	tc := cfg.Teacher
 	tc.Seed = seed
@@ -399,52 +498,79 @@ func trainOrLoad(ctx context.Context, cfg Config, p *snapshot.Prepared, kind str
 	}
 	mc := teacher.Config{Kind: kind, Window: cfg.Window, Channels: p.Set.Channels, Hidden: cfg.Hidden, NoiseStd: noise, Seed: seed,
 		TimeInputs: p.Set.Inputs() - p.Set.Channels}
-	var path string
+	var path, statePath string
+	var tr *teacher.Trainer
 	if cfg.ModelDir != "" {
-		prep := ""
-		if p.Set.Norm.Prep() != snapshot.PrepStandard {
-			prep = "-" + string(p.Set.Norm.Prep())
-		}
-		if snapshot.Dealt(p.Split.By) {
-			prep += "-" + p.Split.By
-		}
-		path = filepath.Join(cfg.ModelDir, fmt.Sprintf("%s-%s%s-seed%d.model", cfg.Dataset, kind, prep, seed))
+		path = TeacherPath(cfg.ModelDir, cfg.Dataset, kind, p, seed)
+		statePath = strings.TrimSuffix(path, ".model") + ".state"
 		if s, err := teacher.LoadModel(path); err == nil {
-			if s.Meta.Dataset != cfg.Dataset || !s.Meta.Split.Equal(p.Split) || s.Meta.Norm.Prep() != p.Set.Norm.Prep() {
-				return nil, fmt.Errorf("reuse %s: trained on %s with split %+v and %s preprocessing, this run needs %s with %+v and %s",
-					path, s.Meta.Dataset, s.Meta.Split, s.Meta.Norm.Prep(), cfg.Dataset, p.Split, p.Set.Norm.Prep())
-			}
-			if s.Meta.Train != tc {
-				return nil, fmt.Errorf("reuse %s: trained with %+v, this run needs %+v (remove the file to retrain)", path, s.Meta.Train, tc)
-			}
-			if c := s.Meta.Config; c.Kind != mc.Kind || c.Window != mc.Window || c.Hidden != mc.Hidden || c.NoiseStd != mc.NoiseStd || c.Seed != mc.Seed {
-				return nil, fmt.Errorf("reuse %s: a %s with window %d, hidden %d, noise %g, seed %d; this run needs window %d, hidden %d, noise %g, seed %d (remove the file to retrain)",
-					path, c.Kind, c.Window, c.Hidden, c.NoiseStd, c.Seed, mc.Window, mc.Hidden, mc.NoiseStd, mc.Seed)
+			if err := checkReuse(path, s.Meta, cfg, p, tc, mc); err != nil {
+				return nil, err
 			}
 			return s.Model, nil
 		} else if !errors.Is(err, fs.ErrNotExist) {
 			return nil, err
 		}
+		if t, meta, err := teacher.LoadState(statePath); err == nil {
+			if err := checkReuse(statePath, meta, cfg, p, tc, mc); err != nil {
+				return nil, err
+			}
+			tr = t
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("%w (remove it to train %s from the start)", err, kind)
+		}
 	}
-	m, err := teacher.New(mc)
-	if err != nil {
-		return nil, err
+	if tr == nil {
+		m, err := teacher.New(mc)
+		if err != nil {
+			return nil, err
+		}
+		if tr, err = teacher.NewTrainer(m, tc); err != nil {
+			return nil, err
+		}
 	}
-	tr, err := teacher.NewTrainer(m, tc)
-	if err != nil {
-		return nil, err
-	}
-	if err := tr.Run(ctx, p.Set, p.Split, p.Adj, onEpoch); err != nil {
-		return nil, fmt.Errorf("train %s: %w", kind, err)
-	}
+	meta := teacher.Meta{Norm: p.Set.Norm, Dataset: cfg.Dataset, Nodes: p.Set.Nodes, Channels: p.Dataset.Info.Channels, Split: p.Split, Train: tc}
 	if path != "" {
 		if err := os.MkdirAll(cfg.ModelDir, 0o755); err != nil {
 			return nil, err
 		}
-		meta := teacher.Meta{Norm: p.Set.Norm, Dataset: cfg.Dataset, Nodes: p.Set.Nodes, Channels: p.Dataset.Info.Channels, Split: p.Split, Train: tc,
-			Epochs: tr.Epoch, BestEpoch: tr.BestEpoch, BestValMAE: tr.BestValMAE, History: tr.History, Created: time.Now().UTC().Format(time.RFC3339)}
+	}
+	each := func(e teacher.Epoch) {
+		if onEpoch != nil {
+			onEpoch(e)
+		}
+	}
+	var saveErr error
+	if statePath != "" {
+		each = func(e teacher.Epoch) {
+			// Written at the end of an epoch, before the hook: Model then
+			// holds exactly that epoch's parameters.
+			if err := tr.SaveState(statePath, meta); err != nil && saveErr == nil {
+				saveErr = err
+			}
+			if onEpoch != nil {
+				onEpoch(e)
+			}
+		}
+	}
+	err := tr.Run(ctx, p.Set, p.Split, p.Adj, each)
+	if saveErr != nil {
+		return nil, fmt.Errorf("train %s: %w", kind, saveErr)
+	}
+	if err != nil {
+		if statePath != "" && tr.Epoch > 0 && ctx.Err() != nil {
+			return nil, fmt.Errorf("train %s: %w (%d epochs kept in %s: the same command resumes)", kind, err, tr.Epoch, statePath)
+		}
+		return nil, fmt.Errorf("train %s: %w", kind, err)
+	}
+	if path != "" {
+		meta.Epochs, meta.BestEpoch, meta.BestValMAE, meta.History = tr.Epoch, tr.BestEpoch, tr.BestValMAE, tr.History
+		meta.Created = time.Now().UTC().Format(time.RFC3339)
 		if err := teacher.SaveModel(path, tr.Best, meta); err != nil {
 			return nil, err
+		}
+		if err := os.Remove(statePath); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("train %s: %w", kind, err)
 		}
 	}
 	return tr.Best, nil

@@ -2,13 +2,17 @@ package reproduce
 
 import (
 	"context"
+	"errors"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/pemsforecast/sdgnn/datasets/pems"
 	"github.com/pemsforecast/sdgnn/evaluation"
 	"github.com/pemsforecast/sdgnn/sdgnn"
+	"github.com/pemsforecast/sdgnn/snapshot"
 	"github.com/pemsforecast/sdgnn/teacher"
 )
 
@@ -16,6 +20,11 @@ import (
 // checks the two claims the quick mode must keep: SDGNN forecasts better than
 // GRU (test MAPE over truths ≥ 1 km/h, the floor SZ-taxi needs), and no node
 // of any sparse model reads more nodes than the budget.
+//
+// The run is interrupted once SDGNN is scored, as Ctrl-C or a time limit
+// would, and run again: the second run must take the teachers, SDGNN's
+// scores and its bundle (for SDGNN-Equal's Θ) from the model directory,
+// train nothing it had finished, and leave no scores behind.
 func TestQuickOnRealData(t *testing.T) {
 	if testing.Short() {
 		t.Skip("about three minutes on two cores")
@@ -29,11 +38,19 @@ func TestQuickOnRealData(t *testing.T) {
 	cfg := Quick("sz-taxi")
 	cfg.MAPEFloor = 1
 	cfg.SDGNN.Select, cfg.Baseline.Select = "mae", "mae"
+	cfg.ModelDir = t.TempDir()
 	epochs := map[string]int{}
 	rounds := 0
-	tab, err := RunAll(context.Background(), cfg, Hooks{
+	var scored []string
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	hooks := Hooks{
 		Scored: func(seed uint64, model string, m evaluation.Metrics, rec, sec float64) {
 			t.Logf("seed %d %-11s MAPE %.2f MAE %.4f receptive %.2f (%.0fs)", seed, model, m.MAPE, m.MAE, rec, sec)
+			scored = append(scored, model)
+			if model == SDGNN {
+				cancel()
+			}
 		},
 		Epoch: func(seed uint64, model string, e teacher.Epoch) {
 			if e.Epoch != epochs[model]+1 {
@@ -42,13 +59,37 @@ func TestQuickOnRealData(t *testing.T) {
 			epochs[model] = e.Epoch
 		},
 		Round: func(seed uint64, r sdgnn.Round) { rounds++ },
-	})
-	if err != nil {
-		t.Fatal(err)
+	}
+	if _, err := RunAll(ctx, cfg, hooks); !errors.Is(err, context.Canceled) {
+		t.Fatalf("run stopped after SDGNN: got %v, want context.Canceled", err)
 	}
 	// The hooks saw both teachers train and SDGNN's rounds.
 	if epochs[GRUGCN] == 0 || epochs[GRU] == 0 || rounds == 0 || len(epochs) != 2 {
 		t.Errorf("hooks saw teacher epochs %v and %d SDGNN rounds", epochs, rounds)
+	}
+	if want := []string{GRUGCN, GRU, SDGNN}; !slices.Equal(scored, want) {
+		t.Errorf("scored %v before the interruption, want %v", scored, want)
+	}
+
+	// Resumed.
+	scored, rounds, epochs = nil, 0, map[string]int{}
+	hooks.Scored = func(seed uint64, model string, m evaluation.Metrics, rec, sec float64) {
+		t.Logf("seed %d %-11s MAPE %.2f MAE %.4f receptive %.2f (%.0fs)", seed, model, m.MAPE, m.MAE, rec, sec)
+		scored = append(scored, model)
+	}
+	tab, err := RunAll(context.Background(), cfg, hooks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(epochs) != 0 || rounds != 0 {
+		t.Errorf("the resumed run trained again: teacher epochs %v, %d SDGNN rounds", epochs, rounds)
+	}
+	if want := []string{GRUGCN, GRU, SDGNN, GLNN, NOSMOG, PPRGo, SDGNNEqual}; !slices.Equal(scored, want) {
+		t.Errorf("resumed run reported %v, want %v", scored, want)
+	}
+	left, err := filepath.Glob(filepath.Join(cfg.ModelDir, "*scores*"))
+	if err != nil || len(left) != 0 {
+		t.Errorf("scores left after the seed finished: %v (%v)", left, err)
 	}
 	run := tab.Runs[0]
 	if s, g := run.Metrics[SDGNN].MAPE, run.Metrics[GRU].MAPE; !(s < g) {
@@ -75,6 +116,27 @@ func TestQuickOnRealData(t *testing.T) {
 		if !ok || d.N < 10 || d.N != n || d.DF != evaluation.DMTerms(d.N) || !(d.P >= 0 && d.P <= 1) || (d.Stat < 0) != (d.Mean < 0) {
 			t.Errorf("DM against %s: %+v (present %v)", m, d, ok)
 		}
+	}
+	// The bundle kept in the model directory is the model behind SDGNN's
+	// figures: it forecasts them again exactly.
+	prep, err := snapshot.PrepareFit("", cfg.Dataset, cfg.Window, cfg.spec(), cfg.prep())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := sdgnn.LoadBundle(BundlePath(cfg.ModelDir, cfg.Dataset, prep, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pred, truth, err := sdgnn.Predict(b, prep.Set, prep.Split.Test, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := evaluation.Build(pred, truth, prep.Split.Test.Len(), prep.Set.Nodes, prep.Set.Channels, 1, cfg.MAPEFloor)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := rep.Overall, run.Metrics[SDGNN]; got != want {
+		t.Errorf("kept bundle scores %+v, the table has %+v", got, want)
 	}
 	var md strings.Builder
 	if err := tab.Markdown(&md); err != nil {

@@ -1,0 +1,204 @@
+package reproduce
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+
+	"github.com/pemsforecast/sdgnn/checkpoint"
+	"github.com/pemsforecast/sdgnn/evaluation"
+	"github.com/pemsforecast/sdgnn/sdgnn"
+	"github.com/pemsforecast/sdgnn/snapshot"
+	"github.com/pemsforecast/sdgnn/teacher"
+)
+
+// seedFile is the name of a seed's file in a model directory:
+// DATASET-WHAT[-PREP][-SPLIT]-seedS.EXT (the preprocessing when it is not
+// the standard one, the split when it deals nodes or windows).
+func seedFile(dir, dataset, what string, p *snapshot.Prepared, seed uint64, ext string) string {
+	prep := ""
+	if p.Set.Norm.Prep() != snapshot.PrepStandard {
+		prep = "-" + string(p.Set.Norm.Prep())
+	}
+	if snapshot.Dealt(p.Split.By) {
+		prep += "-" + p.Split.By
+	}
+	return filepath.Join(dir, fmt.Sprintf("%s-%s%s-seed%d%s", dataset, what, prep, seed, ext))
+}
+
+// TeacherPath is where a reproduction with model directory dir keeps the
+// teacher of the given kind and seed for the prepared data p, for example
+// sz-taxi-gru-gcn-paper-windows-seed6.model.
+func TeacherPath(dir, dataset, kind string, p *snapshot.Prepared, seed uint64) string {
+	return seedFile(dir, dataset, kind, p, seed, ".model")
+}
+
+// BundlePath is where a reproduction with model directory dir keeps the
+// SDGNN bundle of a seed (for example sz-taxi-sdgnn-paper-windows-seed6.sdgnn),
+// the very model behind the table's SDGNN figures, which the forecaster
+// can serve.
+func BundlePath(dir, dataset string, p *snapshot.Prepared, seed uint64) string {
+	return seedFile(dir, dataset, "sdgnn", p, seed, ".sdgnn")
+}
+
+// scoresPath is where an unfinished seed keeps the scores of the models done
+// so far.
+func scoresPath(dir, dataset string, p *snapshot.Prepared, seed uint64) string {
+	return seedFile(dir, dataset, "scores", p, seed, ".json")
+}
+
+// checkReuse reports why a teacher saved at path (a model or a training
+// state, described by m) cannot serve a run that needs training tc and model
+// mc on p, if it cannot.
+func checkReuse(path string, m teacher.Meta, cfg Config, p *snapshot.Prepared, tc teacher.TrainConfig, mc teacher.Config) error {
+	if m.Dataset != cfg.Dataset || !m.Split.Equal(p.Split) || m.Norm.Prep() != p.Set.Norm.Prep() {
+		return fmt.Errorf("reuse %s: trained on %s with split %+v and %s preprocessing, this run needs %s with %+v and %s",
+			path, m.Dataset, m.Split, m.Norm.Prep(), cfg.Dataset, p.Split, p.Set.Norm.Prep())
+	}
+	if m.Train != tc {
+		return fmt.Errorf("reuse %s: trained with %+v, this run needs %+v (remove the file to retrain)", path, m.Train, tc)
+	}
+	if c := m.Config; c.Kind != mc.Kind || c.Window != mc.Window || c.Hidden != mc.Hidden || c.NoiseStd != mc.NoiseStd || c.Seed != mc.Seed {
+		return fmt.Errorf("reuse %s: a %s with window %d, hidden %d, noise %g, seed %d; this run needs window %d, hidden %d, noise %g, seed %d (remove the file to retrain)",
+			path, c.Kind, c.Window, c.Hidden, c.NoiseStd, c.Seed, mc.Window, mc.Hidden, mc.NoiseStd, mc.Seed)
+	}
+	return nil
+}
+
+// scores is what an unfinished seed keeps between runs: the run so far,
+// each model's per-snapshot test MAE (for the Diebold–Mariano tests, which
+// need every model's), and the settings, so that a run with others does not
+// mix its scores with these.
+type scores struct {
+	Config json.RawMessage   `json:"config"`
+	Run    Run               `json:"run"`
+	Losses map[string]losses `json:"losses"`
+	// Bundle is the SDGNN bundle this seed's run distilled, once it has.
+	Bundle string `json:"bundle,omitempty"`
+}
+
+// losses is a per-snapshot error series whose NaN (a snapshot without a
+// truth to score) is written as JSON null, JSON having no NaN.
+type losses []float64
+
+// MarshalJSON writes l with null for NaN.
+func (l losses) MarshalJSON() ([]byte, error) {
+	v := make([]*float64, len(l))
+	for i := range l {
+		if !math.IsNaN(l[i]) {
+			v[i] = &l[i]
+		}
+	}
+	return json.Marshal(v)
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (l *losses) UnmarshalJSON(b []byte) error {
+	var v []*float64
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*l = make(losses, len(v))
+	for i, x := range v {
+		(*l)[i] = math.NaN()
+		if x != nil {
+			(*l)[i] = *x
+		}
+	}
+	return nil
+}
+
+// fingerprint is cfg as the scores of one of its seeds depend on it: without
+// the seeds, the directories or the data directory.
+func fingerprint(cfg Config) (json.RawMessage, error) {
+	cfg.Seeds, cfg.ModelDir, cfg.DataDir = nil, "", ""
+	return json.Marshal(cfg)
+}
+
+// loadScores reads the scores an interrupted run of seed left at path: nil
+// when there are none.
+func loadScores(path string, cfg Config, seed uint64) (*scores, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("resume: %w", err)
+	}
+	var sc scores
+	if err := json.Unmarshal(b, &sc); err != nil {
+		return nil, fmt.Errorf("resume %s: %w (remove it to score the seed from the start)", path, err)
+	}
+	fp, err := fingerprint(cfg)
+	if err != nil {
+		return nil, err
+	}
+	var a, c bytes.Buffer
+	if err := json.Compact(&a, sc.Config); err != nil {
+		return nil, fmt.Errorf("resume %s: settings: %w", path, err)
+	}
+	if err := json.Compact(&c, fp); err != nil {
+		return nil, err
+	}
+	if !bytes.Equal(a.Bytes(), c.Bytes()) {
+		return nil, fmt.Errorf("resume %s: scored with other settings (%s), this run has %s (remove it to score the seed again)", path, a.String(), c.String())
+	}
+	if sc.Run.Seed != seed {
+		return nil, fmt.Errorf("resume %s: holds seed %d, not %d", path, sc.Run.Seed, seed)
+	}
+	r := &sc.Run
+	if r.Metrics == nil || r.Seconds == nil || r.MaxReceptive == nil || r.Receptive == nil || r.Paper == nil || sc.Losses == nil {
+		return nil, fmt.Errorf("resume %s: incomplete (remove it to score the seed from the start)", path)
+	}
+	if r.DM == nil { // none until the seed is finished, and then omitted as empty
+		r.DM = map[string]evaluation.DM{}
+	}
+	for name := range sc.Run.Metrics {
+		if len(sc.Losses[name]) == 0 {
+			return nil, fmt.Errorf("resume %s: %s is scored but its per-snapshot errors are missing (remove it to score the seed again)", path, name)
+		}
+	}
+	return &sc, nil
+}
+
+// save writes the scores atomically, so that a run killed while writing
+// leaves the previous ones.
+func (sc *scores) save(path string) error {
+	return checkpoint.WriteAtomic(path, func(w io.Writer) error {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", " ")
+		return enc.Encode(sc)
+	})
+}
+
+// resumeBundle returns the bundle an interrupted run of this seed saved at
+// path, if it was distilled from m with the settings sc on p's split; nil
+// when there is none.
+func resumeBundle(path string, m *teacher.Model, sc sdgnn.Config, p *snapshot.Prepared) (*sdgnn.Bundle, error) {
+	b, err := sdgnn.LoadBundle(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("resume: %w", err)
+	}
+	if b.Meta.Config != sc || !b.Meta.Split.Equal(p.Split) {
+		return nil, fmt.Errorf("resume %s: distilled with %+v on split %+v, this run needs %+v on %+v (remove it to distil again)", path, b.Meta.Config, b.Meta.Split, sc, p.Split)
+	}
+	bp, tp := b.GRU.Params(), m.GRU.Params()
+	for i := range tp {
+		x, y := bp[i].W.RawMatrix().Data, tp[i].W.RawMatrix().Data
+		for j := range y {
+			if math.Float64bits(x[j]) != math.Float64bits(y[j]) {
+				return nil, fmt.Errorf("resume %s: distilled from another teacher (its GRU differs; remove it to distil again)", path)
+			}
+		}
+	}
+	return b, nil
+}

@@ -1,0 +1,172 @@
+package reproduce
+
+import (
+	"context"
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pemsforecast/sdgnn/datasets/pems"
+	"github.com/pemsforecast/sdgnn/evaluation"
+	"github.com/pemsforecast/sdgnn/snapshot"
+	"github.com/pemsforecast/sdgnn/teacher"
+)
+
+// TestTeacherResumesAfterInterrupt cuts a reproduction's teacher training
+// short after its second epoch, as Ctrl-C or a time limit would, and checks
+// that the state kept in the model directory lets the next run finish it
+// with parameters bit for bit those of a run that was never interrupted; that
+// the state goes once the model is saved; and that a state written for other
+// settings is refused, naming the file, rather than silently resumed.
+func TestTeacherResumesAfterInterrupt(t *testing.T) {
+	dir, err := pems.ResolveDataDir("")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("CI needs the shared data: %v", err)
+		}
+		t.Skipf("no data directory: %v", err)
+	}
+	cfg := Quick("sz-taxi")
+	cfg.DataDir = dir
+	cfg.Teacher.MaxEpochs, cfg.Teacher.MaxBatches, cfg.Teacher.Patience = 4, 2, 100
+	p, err := snapshot.PrepareFit(dir, cfg.Dataset, cfg.Window, cfg.spec(), cfg.prep())
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Uninterrupted.
+	cfg.ModelDir = t.TempDir()
+	want, err := trainOrLoad(context.Background(), cfg, p, teacher.KindGRUGCN, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Interrupted after epoch 2.
+	cfg.ModelDir = t.TempDir()
+	path := TeacherPath(cfg.ModelDir, cfg.Dataset, teacher.KindGRUGCN, p, 1)
+	state := strings.TrimSuffix(path, ".model") + ".state"
+	ctx, cancel := context.WithCancel(context.Background())
+	_, err = trainOrLoad(ctx, cfg, p, teacher.KindGRUGCN, 1, func(e teacher.Epoch) {
+		if e.Epoch == 2 {
+			cancel()
+		}
+	})
+	cancel()
+	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), state) {
+		t.Fatalf("interrupted run: got %v, want context.Canceled naming %s", err, state)
+	}
+	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("an interrupted run wrote the model %s (%v)", path, err)
+	}
+
+	// A state for other settings is refused.
+	other := cfg
+	other.Teacher.LR *= 2
+	if _, err := trainOrLoad(context.Background(), other, p, teacher.KindGRUGCN, 1, nil); err == nil || !strings.Contains(err.Error(), state) {
+		t.Fatalf("state of another learning rate: got %v, want a refusal naming %s", err, state)
+	}
+
+	// Resumed: epochs 3 and 4 only, the same parameters as the uninterrupted run.
+	var epochs []int
+	got, err := trainOrLoad(context.Background(), cfg, p, teacher.KindGRUGCN, 1, func(e teacher.Epoch) { epochs = append(epochs, e.Epoch) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(epochs) != 2 || epochs[0] != 3 || epochs[1] != 4 {
+		t.Errorf("resumed run trained epochs %v, want [3 4]", epochs)
+	}
+	wp, gp := want.Params(), got.Params()
+	for i := range wp {
+		w, g := wp[i].W.RawMatrix().Data, gp[i].W.RawMatrix().Data
+		for j := range w {
+			if math.Float64bits(w[j]) != math.Float64bits(g[j]) {
+				t.Fatalf("%s[%d]: resumed %v, uninterrupted %v", wp[i].Name, j, g[j], w[j])
+			}
+		}
+	}
+	if _, err := os.Stat(state); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("state %s kept after the model was saved (%v)", state, err)
+	}
+	s, err := teacher.LoadModel(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Meta.Epochs != 4 || len(s.Meta.History) != 4 {
+		t.Errorf("saved model: %d epochs, history of %d; want 4 and 4", s.Meta.Epochs, len(s.Meta.History))
+	}
+
+	// A damaged state is an error naming it, not a silent restart.
+	cfg.ModelDir = t.TempDir()
+	bad := strings.TrimSuffix(TeacherPath(cfg.ModelDir, cfg.Dataset, teacher.KindGRU, p, 1), ".model") + ".state"
+	if err := os.WriteFile(bad, []byte("not a state"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := trainOrLoad(context.Background(), cfg, p, teacher.KindGRU, 1, nil); err == nil || !strings.Contains(err.Error(), filepath.Base(bad)) {
+		t.Fatalf("damaged state: got %v, want an error naming %s", err, bad)
+	}
+}
+
+// TestScoresRoundTrip checks what an interrupted seed keeps: its scores come
+// back exactly, NaN losses included (JSON has no NaN), and scores that do not
+// belong to this run are refused with the file's name rather than reused.
+func TestScoresRoundTrip(t *testing.T) {
+	cfg := Quick("sz-taxi")
+	fp, err := fingerprint(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := evaluation.Metrics{MAE: 1.25, RMSE: 2.5, MAPE: 10, Count: 7}
+	sc := &scores{Config: fp, Bundle: "b.sdgnn",
+		Run: Run{Seed: 3, Metrics: map[string]evaluation.Metrics{GRU: m}, Seconds: map[string]float64{GRU: 1.5},
+			MaxReceptive: map[string]int{GRU: 1}, Receptive: map[string]float64{GRU: 1}, Paper: map[string]evaluation.PaperMetrics{GRU: {MAPE: 0.1}}},
+		Losses: map[string]losses{GRU: {0.1, math.NaN(), 1.0 / 3}}}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "scores.json")
+	if err := sc.save(path); err != nil {
+		t.Fatal(err)
+	}
+	got, err := loadScores(path, cfg, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := got.Losses[GRU]
+	if len(l) != 3 || l[0] != 0.1 || !math.IsNaN(l[1]) || l[2] != 1.0/3 || got.Run.Metrics[GRU] != m || got.Bundle != "b.sdgnn" || got.Run.DM == nil {
+		t.Errorf("round trip: %+v", got)
+	}
+	if none, err := loadScores(filepath.Join(dir, "absent.json"), cfg, 3); none != nil || err != nil {
+		t.Errorf("absent scores: %v, %v", none, err)
+	}
+
+	other := cfg
+	other.SDGNN.Epochs++
+	write := func(name string, b []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		path string
+		cfg  Config
+		seed uint64
+		want string
+	}{
+		{"other settings", path, other, 3, "other settings"},
+		{"other seed", path, cfg, 4, "seed 3, not 4"},
+		{"truncated", write("trunc.json", raw[:len(raw)/2]), cfg, 3, "trunc.json"},
+		{"no losses", write("nolosses.json", []byte(strings.Replace(string(raw), `"losses"`, `"x"`, 1))), cfg, 3, "incomplete"},
+	} {
+		if _, err := loadScores(c.path, c.cfg, c.seed); err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), filepath.Base(c.path)) {
+			t.Errorf("%s: got %v, want an error naming %s and saying %q", c.name, err, filepath.Base(c.path), c.want)
+		}
+	}
+}
