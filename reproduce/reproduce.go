@@ -191,6 +191,12 @@ type Hooks struct {
 	// progress of the long steps of a seed.
 	Epoch func(seed uint64, model string, e teacher.Epoch)
 	Round func(seed uint64, r sdgnn.Round)
+	// Resumed says what a run takes up from an interrupted one: file is
+	// the training state or the scores found in the model directory, what
+	// says what they hold ("GRU-GCN after epoch 37", "the scores of
+	// GRU-GCN, GRU, SDGNN"). The restored scores are then reported to
+	// Scored as usual.
+	Resumed func(seed uint64, file, what string)
 	// SeedDone receives the table of the seeds so far after each seed, so
 	// that a long run interrupted or failing at a later seed keeps what it
 	// finished; its error stops the run.
@@ -278,6 +284,15 @@ func runSeed(ctx context.Context, cfg Config, p *snapshot.Prepared, seed uint64,
 		if prev != nil {
 			kept = prev
 			run = &kept.Run
+			if h.Resumed != nil {
+				var names []string
+				for _, name := range Models {
+					if _, ok := run.Metrics[name]; ok {
+						names = append(names, name)
+					}
+				}
+				h.Resumed(seed, keep, "the scores of "+strings.Join(names, ", "))
+			}
 		} else if kept.Config, err = fingerprint(cfg); err != nil {
 			return nil, "", err
 		}
@@ -326,7 +341,11 @@ func runSeed(ctx context.Context, cfg Config, p *snapshot.Prepared, seed uint64,
 		if h.Epoch != nil {
 			onEpoch = func(e teacher.Epoch) { h.Epoch(seed, name, e) }
 		}
-		m, err := trainOrLoad(ctx, cfg, p, kind, seed, onEpoch)
+		var resumed func(file string, epoch int)
+		if h.Resumed != nil {
+			resumed = func(file string, epoch int) { h.Resumed(seed, file, fmt.Sprintf("%s after epoch %d", name, epoch)) }
+		}
+		m, err := trainOrLoad(ctx, cfg, p, kind, seed, onEpoch, resumed)
 		if err != nil {
 			return nil, "", err
 		}
@@ -489,7 +508,9 @@ func distil(ctx context.Context, cfg Config, p *snapshot.Prepared, gruGCN *teach
 // loses at most the epoch in progress: a PeMS teacher runs for hours, longer
 // than some machines are lent for. The state is removed once the model is
 // saved.
-func trainOrLoad(ctx context.Context, cfg Config, p *snapshot.Prepared, kind string, seed uint64, onEpoch func(teacher.Epoch)) (*teacher.Model, error) {
+//
+// resumed, when not nil, is told of a training state taken up.
+func trainOrLoad(ctx context.Context, cfg Config, p *snapshot.Prepared, kind string, seed uint64, onEpoch func(teacher.Epoch), resumed func(file string, epoch int)) (*teacher.Model, error) {
 	tc := cfg.Teacher
 	tc.Seed = seed
 	noise := cfg.NoiseStd
@@ -516,6 +537,9 @@ func trainOrLoad(ctx context.Context, cfg Config, p *snapshot.Prepared, kind str
 				return nil, err
 			}
 			tr = t
+			if resumed != nil {
+				resumed(statePath, tr.Epoch)
+			}
 		} else if !errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("%w (remove it to train %s from the start)", err, kind)
 		}

@@ -77,6 +77,8 @@ func TestQuickOnRealData(t *testing.T) {
 		t.Logf("seed %d %-11s MAPE %.2f MAE %.4f receptive %.2f (%.0fs)", seed, model, m.MAPE, m.MAE, rec, sec)
 		scored = append(scored, model)
 	}
+	var resumed []string
+	hooks.Resumed = func(seed uint64, file, what string) { resumed = append(resumed, filepath.Base(file)+": "+what) }
 	tab, err := RunAll(context.Background(), cfg, hooks)
 	if err != nil {
 		t.Fatal(err)
@@ -86,6 +88,9 @@ func TestQuickOnRealData(t *testing.T) {
 	}
 	if want := []string{GRUGCN, GRU, SDGNN, GLNN, NOSMOG, PPRGo, SDGNNEqual}; !slices.Equal(scored, want) {
 		t.Errorf("resumed run reported %v, want %v", scored, want)
+	}
+	if len(resumed) != 1 || !strings.Contains(resumed[0], "scores") || !strings.HasSuffix(resumed[0], "the scores of GRU-GCN, GRU, SDGNN") {
+		t.Errorf("resumed run reported %q, want one line for the scores of GRU-GCN, GRU, SDGNN", resumed)
 	}
 	left, err := filepath.Glob(filepath.Join(cfg.ModelDir, "*scores*"))
 	if err != nil || len(left) != 0 {

@@ -39,7 +39,7 @@ func TestTeacherResumesAfterInterrupt(t *testing.T) {
 
 	// Uninterrupted.
 	cfg.ModelDir = t.TempDir()
-	want, err := trainOrLoad(context.Background(), cfg, p, teacher.KindGRUGCN, 1, nil)
+	want, err := trainOrLoad(context.Background(), cfg, p, teacher.KindGRUGCN, 1, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +53,7 @@ func TestTeacherResumesAfterInterrupt(t *testing.T) {
 		if e.Epoch == 2 {
 			cancel()
 		}
-	})
+	}, func(string, int) { t.Error("a first run resumed") })
 	cancel()
 	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), state) {
 		t.Fatalf("interrupted run: got %v, want context.Canceled naming %s", err, state)
@@ -65,18 +65,25 @@ func TestTeacherResumesAfterInterrupt(t *testing.T) {
 	// A state for other settings is refused.
 	other := cfg
 	other.Teacher.LR *= 2
-	if _, err := trainOrLoad(context.Background(), other, p, teacher.KindGRUGCN, 1, nil); err == nil || !strings.Contains(err.Error(), state) {
+	if _, err := trainOrLoad(context.Background(), other, p, teacher.KindGRUGCN, 1, nil, nil); err == nil || !strings.Contains(err.Error(), state) {
 		t.Fatalf("state of another learning rate: got %v, want a refusal naming %s", err, state)
 	}
 
 	// Resumed: epochs 3 and 4 only, the same parameters as the uninterrupted run.
 	var epochs []int
-	got, err := trainOrLoad(context.Background(), cfg, p, teacher.KindGRUGCN, 1, func(e teacher.Epoch) { epochs = append(epochs, e.Epoch) })
+	from := -1
+	got, err := trainOrLoad(context.Background(), cfg, p, teacher.KindGRUGCN, 1, func(e teacher.Epoch) { epochs = append(epochs, e.Epoch) },
+		func(file string, epoch int) {
+			if file != state {
+				t.Errorf("resumed from %s, want %s", file, state)
+			}
+			from = epoch
+		})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(epochs) != 2 || epochs[0] != 3 || epochs[1] != 4 {
-		t.Errorf("resumed run trained epochs %v, want [3 4]", epochs)
+	if len(epochs) != 2 || epochs[0] != 3 || epochs[1] != 4 || from != 2 {
+		t.Errorf("resumed run took up the state after epoch %d and trained epochs %v, want 2 and [3 4]", from, epochs)
 	}
 	wp, gp := want.Params(), got.Params()
 	for i := range wp {
@@ -104,7 +111,7 @@ func TestTeacherResumesAfterInterrupt(t *testing.T) {
 	if err := os.WriteFile(bad, []byte("not a state"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := trainOrLoad(context.Background(), cfg, p, teacher.KindGRU, 1, nil); err == nil || !strings.Contains(err.Error(), filepath.Base(bad)) {
+	if _, err := trainOrLoad(context.Background(), cfg, p, teacher.KindGRU, 1, nil, nil); err == nil || !strings.Contains(err.Error(), filepath.Base(bad)) {
 		t.Fatalf("damaged state: got %v, want an error naming %s", err, bad)
 	}
 }

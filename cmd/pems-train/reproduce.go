@@ -142,6 +142,9 @@ func cmdReproduce(ctx context.Context, args []string, stdout, stderr io.Writer) 
 				log.Info().Str("dataset", name).Uint64("seed", seed).Int("epoch", r.Epoch).Int("of", cfg.SDGNN.Epochs).Int("budget", r.Budget).
 					Float64("receptive", r.MeanReceptive).Float64("nr", r.NR).Float64("val_mae", r.Val.MAE).Bool("best", r.Best).Msg("SDGNN round")
 			},
+			Resumed: func(seed uint64, file, what string) {
+				log.Info().Str("dataset", name).Uint64("seed", seed).Str("from", file).Msg("resuming " + what)
+			},
 			SeedDone: func(t *reproduce.Table) error {
 				// The seeds so far, on disk: a run stopped later keeps them.
 				if _, err := writeTables(append(tables[:len(tables):len(tables)], t), base); err != nil {
