@@ -273,7 +273,8 @@ func runSeed(ctx context.Context, cfg Config, p *snapshot.Prepared, seed uint64,
 		return nil, "", err
 	}
 	set, split := p.Set, p.Split
-	kept := &scores{Run: *run, Losses: map[string]losses{}} // per-snapshot MAE of each model, for the DM tests
+	kept := &scores{Run: *run, Losses: map[string]losses{}} // the run and each model's per-snapshot MAE, for the DM tests
+	run = &kept.Run
 	var keep string
 	if cfg.ModelDir != "" {
 		keep = scoresPath(cfg.ModelDir, cfg.Dataset, p, seed)
