@@ -22,8 +22,11 @@ type Config struct {
 	Lambda1    float64         `json:"lambda1"`    // L1 weight of Phase Θ (on the per-snapshot mean objective)
 	Lambda2    float64         `json:"lambda2"`    // L2 weight decay of φ
 	Refit      bool            `json:"refit"`      // refit θ on LARS's support by NNLS (see PhaseTheta)
-	LR         float64         `json:"lr"`         // Adam learning rate of φ
-	PhiBatch   int             `json:"phi_batch"`  // snapshots per Phase-φ batch
+	// KeepSelf keeps every node in its own receptive set, unpenalised
+	// (see PhaseTheta); off by default, the paper's plain path.
+	KeepSelf bool    `json:"keep_self,omitempty"`
+	LR       float64 `json:"lr"`        // Adam learning rate of φ
+	PhiBatch int     `json:"phi_batch"` // snapshots per Phase-φ batch
 
 	Epochs      int `json:"epochs"`       // Phase-φ passes over the training snapshots
 	ThetaEvery  int `json:"theta_every"`  // epochs between Phase-Θ solves
@@ -146,7 +149,7 @@ func Distill(ctx context.Context, m *teacher.Model, norm snapshot.Normalizer, ca
 	var phiLoss float64
 
 	solve := func(e int) (ThetaStats, error) {
-		th, stats, err := PhaseTheta(st.PhiAll(train.H), train.Z, n, cands, cfg.Lambda1, cfg.Budget(e), cfg.Refit)
+		th, stats, err := PhaseTheta(st.PhiAll(train.H), train.Z, n, cands, cfg.Lambda1, cfg.Budget(e), cfg.Refit, cfg.KeepSelf)
 		if err != nil {
 			return stats, err
 		}
@@ -207,7 +210,7 @@ func Distill(ctx context.Context, m *teacher.Model, norm snapshot.Normalizer, ca
 		return nil, fmt.Errorf("distill: no round reached the final budget %d (epochs %d too few for the schedule)", cfg.BudgetEnd, cfg.Epochs)
 	}
 	// Final Θ with the best φ fixed (Algorithm 1, last loop).
-	th, _, err := PhaseTheta(best.PhiAll(train.H), train.Z, n, cands, cfg.Lambda1, cfg.BudgetEnd, cfg.Refit)
+	th, _, err := PhaseTheta(best.PhiAll(train.H), train.Z, n, cands, cfg.Lambda1, cfg.BudgetEnd, cfg.Refit, cfg.KeepSelf)
 	if err != nil {
 		return nil, fmt.Errorf("final theta: %w", err)
 	}

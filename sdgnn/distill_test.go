@@ -236,7 +236,7 @@ func TestDistillWarmStart(t *testing.T) {
 	for z := range cands {
 		cands[z] = []int{(z + n - 1) % n, z, (z + 1) % n}
 	}
-	th, _, err := PhaseTheta(phi0.PhiAll(train.H), train.Z, n, cands, cfg.Lambda1, cfg.BudgetStart, cfg.Refit)
+	th, _, err := PhaseTheta(phi0.PhiAll(train.H), train.Z, n, cands, cfg.Lambda1, cfg.BudgetStart, cfg.Refit, cfg.KeepSelf)
 	if err != nil {
 		t.Fatal(err)
 	}

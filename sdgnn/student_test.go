@@ -3,8 +3,10 @@ package sdgnn
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
+	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/pemsforecast/sdgnn/nn"
@@ -79,7 +81,7 @@ func TestPhaseThetaRecoversPlantedWeights(t *testing.T) {
 	a, _ := planted.CSR()
 	z := mat.NewDense(S*n, d, nil)
 	a.MulBlocks(z, phi)
-	theta, stats, err := PhaseTheta(phi, z, n, cands, 0, 6, false)
+	theta, stats, err := PhaseTheta(phi, z, n, cands, 0, 6, false, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +134,7 @@ func TestPhaseThetaRefitRemovesShrinkage(t *testing.T) {
 	zt := mat.NewDense(S*n, d, nil)
 	a.MulBlocks(zt, phi)
 	for _, refit := range []bool{false, true} {
-		theta, _, err := PhaseTheta(phi, zt, n, cands, 0.3, 6, refit)
+		theta, _, err := PhaseTheta(phi, zt, n, cands, 0.3, 6, refit, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -211,5 +213,78 @@ func TestScheduleBudget(t *testing.T) {
 	bad.BudgetEnd = 50
 	if bad.Validate() == nil {
 		t.Error("budget end above start accepted")
+	}
+}
+
+// TestSolveNodeKeepSelf checks the keepSelf option of Phase Θ on a node
+// whose target its neighbours explain better than its own column, so that
+// the plain path leaves it out of its own receptive set: with keepSelf the
+// node is in, the budget still holds, the self weight is the least-squares
+// one given the others (the gradient of the unpenalised self term is zero),
+// and the others satisfy the Lasso's conditions on the partialled problem.
+func TestSolveNodeKeepSelf(t *testing.T) {
+	// Columns over 6 samples: self (x0) and two neighbours; the target is
+	// mostly x1 + x2.
+	x := [][]float64{
+		{1, 0, 0, 1, 0, 0},
+		{0.2, 1, 0, 0, 1, 0.1},
+		{0, 0.3, 1, 0, 0.2, 1},
+	}
+	y := []float64{0.5, 1.2, 1.1, 0.4, 1.3, 1.0}
+	m := len(x)
+	g, cv := make([]float64, m*m), make([]float64, m)
+	for i := range x {
+		cv[i] = floats.Dot(x[i], y)
+		for j := range x {
+			g[i*m+j] = floats.Dot(x[i], x[j])
+		}
+	}
+	c := []int{7, 3, 9} // node 7 is the first candidate
+	for _, tc := range []struct {
+		budget   int
+		keepSelf bool
+		wantSelf bool
+		wantLen  int
+	}{
+		{1, false, false, 1},
+		{2, false, false, 2},
+		{1, true, true, 1},
+		{2, true, true, 2},
+		{3, true, true, 3},
+	} {
+		ids, ws, _, err := solveNode(g, cv, c, 7, 1e-6, tc.budget, false, tc.keepSelf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		self := slices.Index(ids, 7)
+		if (self >= 0) != tc.wantSelf || len(ids) != tc.wantLen || len(ids) > tc.budget {
+			t.Errorf("budget %d keepSelf %v: receptive %v %v, want self %v and %d nodes", tc.budget, tc.keepSelf, ids, ws, tc.wantSelf, tc.wantLen)
+			continue
+		}
+		if !tc.keepSelf {
+			continue
+		}
+		// Residual correlations: zero for self, λ-level or below for the others.
+		theta := make([]float64, m)
+		for i, id := range ids {
+			theta[slices.Index(c, id)] = ws[i]
+		}
+		grad := make([]float64, m)
+		for i := range grad {
+			grad[i] = cv[i]
+			for j := range theta {
+				grad[i] -= g[i*m+j] * theta[j]
+			}
+		}
+		if math.Abs(grad[0]) > 1e-9 {
+			t.Errorf("budget %d: self gradient %g, want 0", tc.budget, grad[0])
+		}
+		if tc.budget == 3 {
+			for i := 1; i < m; i++ {
+				if theta[i] > 0 && math.Abs(grad[i]) > 1e-5 {
+					t.Errorf("budget 3: active node %d has residual correlation %g, want λ = 1e-6", c[i], grad[i])
+				}
+			}
+		}
 	}
 }

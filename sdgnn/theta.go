@@ -120,7 +120,15 @@ type ThetaStats struct {
 // non-negative least squares on that support alone (a positive "relaxed
 // Lasso"): the Lasso's L1 shrinkage, large when the path is stopped early by
 // the budget, is removed while the selection is kept.
-func PhaseTheta(phi, z *mat.Dense, n int, cands [][]int, lambda1 float64, budget int, refit bool) (*Theta, ThetaStats, error) {
+//
+// With keepSelf, node z itself is not left to the path: its term is
+// unpenalised and always in the support (as long as its least-squares
+// weight is positive), and LARS chooses at most budget−1 other nodes for
+// what z's own embedding does not explain (the path runs on the Gram matrix
+// and correlations with z's column partialled out, by Frisch–Waugh). On
+// SZ-taxi the plain path sometimes leaves a node out of its own receptive
+// set at small budgets, and that node's forecasts suffer (RESULTS.md).
+func PhaseTheta(phi, z *mat.Dense, n int, cands [][]int, lambda1 float64, budget int, refit, keepSelf bool) (*Theta, ThetaStats, error) {
 	gram, corr, err := thetaProducts(phi, z, n, cands)
 	if err != nil {
 		return nil, ThetaStats{}, err
@@ -140,55 +148,13 @@ func PhaseTheta(phi, z *mat.Dense, n int, cands [][]int, lambda1 float64, budget
 			defer wg.Done()
 			for node := range work {
 				c := cands[node]
-				m := len(c)
 				g, cv := nodeProblem(gram, corr, c, node)
-				var cmax float64
-				for _, v := range cv {
-					cmax = math.Max(cmax, math.Abs(v))
-				}
-				path, err := LARSPositive(g, cv, lambda1, budget, 0)
+				ids, ws, v, err := solveNode(g, cv, c, node, lambda1, budget, refit, keepSelf)
 				if err != nil {
 					errs[node] = fmt.Errorf("node %d: %w", node, err)
 					continue
 				}
-				var sel []int
-				for _, a := range path.Active {
-					if path.Coef[a] > 0 {
-						sel = append(sel, a)
-					}
-				}
-				ws := make([]float64, len(sel))
-				for i, a := range sel {
-					ws[i] = path.Coef[a]
-				}
-				if refit && len(sel) > 0 {
-					k := len(sel)
-					gs, cs := make([]float64, k*k), make([]float64, k)
-					for i, a := range sel {
-						cs[i] = cv[a]
-						for j, b := range sel {
-							gs[i*k+j] = g[a*m+b]
-						}
-					}
-					w, err := NNLS(gs, cs, 0)
-					if err != nil && !errors.Is(err, ErrNotConverged) {
-						errs[node] = fmt.Errorf("node %d refit: %w", node, err)
-						continue
-					}
-					if err == nil {
-						ws = w
-					}
-				}
-				for i, a := range sel {
-					if ws[i] > 0 {
-						theta.Nodes[node] = append(theta.Nodes[node], c[a])
-						theta.Weights[node] = append(theta.Weights[node], ws[i])
-					}
-				}
-				sortPairs(theta.Nodes[node], theta.Weights[node])
-				if cmax > 0 {
-					kkt[node] = KKTViolation(g, cv, path.Lambda, path.Coef) / cmax
-				}
+				theta.Nodes[node], theta.Weights[node], kkt[node] = ids, ws, v
 			}
 		}()
 	}
@@ -203,6 +169,108 @@ func PhaseTheta(phi, z *mat.Dense, n int, cands [][]int, lambda1 float64, budget
 		mk += v
 	}
 	return theta, ThetaStats{MeanReceptive: theta.MeanReceptive(), MeanKKT: mk / float64(n), Budget: budget}, nil
+}
+
+// solveNode solves node's problem (Gram g and correlations cv over its
+// candidates c) as PhaseTheta describes, returning the receptive nodes
+// (sorted), their weights and the path's relative KKT violation.
+func solveNode(g, cv []float64, c []int, node int, lambda1 float64, budget int, refit, keepSelf bool) ([]int, []float64, float64, error) {
+	m := len(c)
+	self := -1
+	if keepSelf {
+		for i, k := range c {
+			if k == node {
+				self = i
+			}
+		}
+		if self >= 0 && !(g[self*m+self] > 0) {
+			self = -1 // a zero embedding explains nothing: the plain path
+		}
+	}
+	// The path's problem: all candidates, or the others with self
+	// partialled out.
+	pg, pc, idx := g, cv, make([]int, 0, m)
+	maxActive := budget
+	if self < 0 {
+		for i := range c {
+			idx = append(idx, i)
+		}
+	} else {
+		gss := g[self*m+self]
+		for i := range c {
+			if i != self {
+				idx = append(idx, i)
+			}
+		}
+		k := len(idx)
+		pg, pc = make([]float64, k*k), make([]float64, k)
+		for a, i := range idx {
+			pc[a] = cv[i] - g[i*m+self]*cv[self]/gss
+			for b, j := range idx {
+				pg[a*k+b] = g[i*m+j] - g[i*m+self]*g[self*m+j]/gss
+			}
+			pg[a*k+a] = max(pg[a*k+a], 0) // rounding below zero for a column collinear with self
+		}
+		maxActive = budget - 1
+	}
+	var sel []int // indices into c
+	var ws []float64
+	var kkt float64
+	if len(idx) > 0 && maxActive > 0 {
+		path, err := LARSPositive(pg, pc, lambda1, maxActive, 0)
+		if err != nil {
+			return nil, nil, 0, err
+		}
+		for _, a := range path.Active {
+			if path.Coef[a] > 0 {
+				sel = append(sel, idx[a])
+				ws = append(ws, path.Coef[a])
+			}
+		}
+		var cmax float64
+		for _, v := range pc {
+			cmax = math.Max(cmax, math.Abs(v))
+		}
+		if cmax > 0 {
+			kkt = KKTViolation(pg, pc, path.Lambda, path.Coef) / cmax
+		}
+	}
+	if self >= 0 {
+		// Self's least-squares weight given the others'.
+		r := cv[self]
+		for i, a := range sel {
+			r -= g[self*m+a] * ws[i]
+		}
+		sel = append(sel, self)
+		ws = append(ws, max(r/g[self*m+self], 0))
+	}
+	if refit && len(sel) > 0 {
+		k := len(sel)
+		gs, cs := make([]float64, k*k), make([]float64, k)
+		for i, a := range sel {
+			cs[i] = cv[a]
+			for j, b := range sel {
+				gs[i*k+j] = g[a*m+b]
+			}
+		}
+		w, err := NNLS(gs, cs, 0)
+		if err != nil && !errors.Is(err, ErrNotConverged) {
+			return nil, nil, 0, fmt.Errorf("refit: %w", err)
+		}
+		if err == nil {
+			ws = w
+		}
+	}
+	var ids []int
+	var weights []float64
+	for i, a := range sel {
+		if ws[i] > 0 {
+			ids = append(ids, c[a])
+			weights = append(weights, ws[i])
+		}
+	}
+	sortPairs(ids, weights)
+	return ids, weights, kkt, nil
 }
 
 // thetaProducts returns the Gram matrix of all nodes' φ(H) over all

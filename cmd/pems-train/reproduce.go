@@ -36,6 +36,7 @@ func cmdReproduce(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		sEpochs  = fs.Int("sdgnn-epochs", 0, "SDGNN Phase-φ epochs (overrides the schedule's)")
 		thEvery  = fs.Int("theta-every", 0, "epochs between Phase-Θ solves (overrides the schedule's)")
 		bEvery   = fs.Int("budget-every", 0, "epochs per budget decrement (overrides the schedule's)")
+		keepSelf = fs.Bool("keep-self", false, "keep every node in its own SDGNN receptive set, unpenalised, LARS choosing the other budget−1 (off: the paper's plain path)")
 		blEpochs = fs.Int("baseline-epochs", 0, "student epochs of the distilled baselines (default 100, 20 with -quick)")
 		tEpochs  = fs.Int("teacher-epochs", 0, "teachers' (GRU-GCN and GRU) most epochs (default 500, 8 with -quick); a reused teacher must have been trained with the same")
 		patience = fs.Int("patience", 0, "teachers' early-stopping patience in epochs without a better validation MAE (default 30)")
@@ -108,6 +109,7 @@ func cmdReproduce(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		if *sel != "" {
 			cfg.SDGNN.Select, cfg.Baseline.Select = *sel, *sel
 		}
+		cfg.SDGNN.KeepSelf = *keepSelf
 		if err := cfg.SDGNN.Validate(); err != nil {
 			return err
 		}
