@@ -288,3 +288,10 @@ func TestSolveNodeKeepSelf(t *testing.T) {
 		}
 	}
 }
+
+func TestThetaWithoutSelf(t *testing.T) {
+	th := &Theta{Nodes: [][]int{{0, 2}, {0, 2}, {}, {1, 3, 4}}, Weights: [][]float64{{1, 1}, {1, 1}, {}, {1, 1, 1}}}
+	if got := th.WithoutSelf(); !slices.Equal(got, []int{1, 2}) {
+		t.Errorf("WithoutSelf = %v, want [1 2]", got)
+	}
+}

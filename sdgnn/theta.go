@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"slices"
 	"sync"
 
 	"gonum.org/v1/gonum/mat"
@@ -30,6 +31,19 @@ func (t *Theta) MeanReceptive() float64 {
 		s += len(ns)
 	}
 	return float64(s) / float64(max(1, len(t.Nodes)))
+}
+
+// WithoutSelf returns the nodes that are not in their own receptive sets.
+// Their forecasts ignore their own recent readings, and on SZ-taxi they are
+// where a distillation that lost to its teacher lost most (see KeepSelf).
+func (t *Theta) WithoutSelf() []int {
+	var out []int
+	for z, ns := range t.Nodes {
+		if _, found := slices.BinarySearch(ns, z); !found {
+			out = append(out, z)
+		}
+	}
+	return out
 }
 
 // Validate reports what is wrong with t for a graph of n nodes.

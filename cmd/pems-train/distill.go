@@ -141,7 +141,7 @@ func cmdDistill(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	rep.ChannelNames = m.Channels
-	log.Info().Str("bundle", *out).Float64("receptive", res.Student.Theta.MeanReceptive()).Float64("test_mae", rep.Overall.MAE).
+	log.Info().Str("bundle", *out).Float64("receptive", res.Student.Theta.MeanReceptive()).Int("without_self", len(res.Student.Theta.WithoutSelf())).Float64("test_mae", rep.Overall.MAE).
 		Float64("test_mape", rep.Overall.MAPE).Str("took", time.Since(start).Round(time.Second).String()).Msg("done")
 	fmt.Fprintf(stdout, "SDGNN %s on %s (mean receptive field %.2f nodes), test split (%s):\n", *out, m.Dataset, res.Student.Theta.MeanReceptive(), describePart(p.Split.Test, p.Set.Nodes))
 	return rep.Table(stdout)
