@@ -132,6 +132,13 @@ func TestQuickOnRealData(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// By default every node is in its own receptive set (sdgnn.Config.KeepSelf).
+	if !b.Meta.Config.KeepSelf {
+		t.Error("the quick run distilled without KeepSelf, the default")
+	}
+	if out := b.Theta.WithoutSelf(); len(out) > 0 {
+		t.Errorf("nodes %v are outside their own receptive sets", out)
+	}
 	pred, truth, err := sdgnn.Predict(b, prep.Set, prep.Split.Test, 64)
 	if err != nil {
 		t.Fatal(err)

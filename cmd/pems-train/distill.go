@@ -34,7 +34,7 @@ func cmdDistill(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.IntVar(&cfg.PhiHidden, "phi-hidden", cfg.PhiHidden, "hidden width of φ")
 	fs.Float64Var(&cfg.Lambda1, "lambda1", cfg.Lambda1, "L1 weight of Phase Θ")
 	fs.Float64Var(&cfg.Lambda2, "lambda2", cfg.Lambda2, "L2 weight decay of φ")
-	fs.BoolVar(&cfg.KeepSelf, "keep-self", cfg.KeepSelf, "keep every node in its own receptive set, unpenalised, LARS choosing the other budget−1 (off: the paper's plain path)")
+	fs.BoolVar(&cfg.KeepSelf, "keep-self", cfg.KeepSelf, "keep every node in its own receptive set, unpenalised, LARS choosing the other budget−1; -keep-self=false for the paper's plain path, which can leave a node out of its own set")
 	fs.BoolVar(&cfg.Refit, "refit", cfg.Refit, "refit θ on the nodes LARS selects by non-negative least squares, removing the Lasso's shrinkage")
 	fs.Float64Var(&cfg.LR, "lr", cfg.LR, "Adam learning rate of φ")
 	fs.IntVar(&cfg.PhiBatch, "batch", cfg.PhiBatch, "snapshots per Phase-φ batch")
