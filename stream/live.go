@@ -375,6 +375,25 @@ func (l *Live) Summary() LiveSummary {
 	return s
 }
 
+// Inputs returns the LiveInputs of the given sensors and θ weights (one
+// per sensor), with the newest slot read from each. Sensors outside
+// 0..Nodes-1 are refused.
+func (l *Live) Inputs(sensors []int, weights []float64) ([]LiveInput, error) {
+	if len(sensors) != len(weights) {
+		return nil, fmt.Errorf("live inputs: %d sensors, %d weights", len(sensors), len(weights))
+	}
+	out := make([]LiveInput, len(sensors))
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	for i, k := range sensors {
+		if k < 0 || k >= l.n {
+			return nil, fmt.Errorf("live inputs: sensor %d outside 0..%d", k, l.n-1)
+		}
+		out[i] = LiveInput{Sensor: k, Weight: weights[i], LatestReadingTS: l.msOf(l.latestR[k])}
+	}
+	return out, nil
+}
+
 // partMetrics returns sensor z's metrics in the part scope, nil without
 // one; l.mu is held.
 func (l *Live) partMetrics(z int) *evaluation.Metrics {
@@ -407,6 +426,20 @@ type LiveSensor struct {
 	PartMetrics *evaluation.Metrics `json:"part_metrics,omitempty"`
 	PartOverall *evaluation.Metrics `json:"part_overall,omitempty"`
 	Slots       []LiveSlot          `json:"slots"` // the recent slots with a record, oldest first
+	// Inputs are the sensors whose windows the sensor's forecast reads
+	// (its SDGNN receptive set), by sensor id, so that an operator can see
+	// which sensors a poor or late forecast depends on. Set by the service
+	// from its bundle; absent from Live.Sensor alone.
+	Inputs []LiveInput `json:"inputs,omitempty"`
+}
+
+// LiveInput is one sensor that a forecast reads, with its weight θ in the
+// forecast's embedding (Ẑ_z = Σ_k θ_zk φ(H_k)) and the newest slot with a
+// reading from it: a stale input leaves the forecast waiting (see Emitter).
+type LiveInput struct {
+	Sensor          int     `json:"sensor"`
+	Weight          float64 `json:"weight"`
+	LatestReadingTS *int64  `json:"latest_reading_ts"` // Unix ms; nil (null) while none
 }
 
 // LiveSlot is one slot of a sensor: its reading and its forecast, each one

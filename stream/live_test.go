@@ -8,9 +8,12 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/rs/zerolog"
 
 	"github.com/pemsforecast/sdgnn/evaluation"
 )
@@ -366,6 +369,7 @@ func TestLiveHandler(t *testing.T) {
 	live.Forecast(3, 10*testStep, []float64{110, 45})
 	live.Reading(3, 10*testStep, []float64{100, 0.5}) // 0.5 below the bundle's floor
 	live.Forecast(3, 11*testStep, []float64{math.NaN(), 60})
+	live.Reading(4, 9*testStep, []float64{80, 2}) // one of sensor 3's inputs
 	srv := httptest.NewServer(svc.Handler())
 	defer srv.Close()
 	get := func(path string, wantCode int, wantType string) []byte {
@@ -455,9 +459,27 @@ func TestLiveHandler(t *testing.T) {
 			Reading  []*float64 `json:"reading"`
 			Forecast []*float64 `json:"forecast"`
 		} `json:"slots"`
+		Inputs []struct {
+			Sensor          int     `json:"sensor"`
+			Weight          float64 `json:"weight"`
+			LatestReadingTS *int64  `json:"latest_reading_ts"`
+		} `json:"inputs"`
 	}
 	if err := json.Unmarshal(body, &v); err != nil {
 		t.Fatalf("%v: %s", err, body)
+	}
+	// Sensor 3 reads sensors 1, 3 and 4 (testBundle's Θ): 3 and 4 have
+	// readings, 1 none yet.
+	wantTS := map[int]int64{3: 10 * testStep, 4: 9 * testStep}
+	if len(v.Inputs) != len(b.Theta.Nodes[3]) {
+		t.Fatalf("sensor 3 inputs %+v, want Θ's %v", v.Inputs, b.Theta.Nodes[3])
+	}
+	for i, in := range v.Inputs {
+		ts, has := wantTS[in.Sensor]
+		if in.Sensor != b.Theta.Nodes[3][i] || in.Weight != b.Theta.Weights[3][i] ||
+			(in.LatestReadingTS == nil) == has || (has && *in.LatestReadingTS != ts) {
+			t.Errorf("sensor 3 input %d: %+v, want sensor %d weight %g, newest reading %d (0: none)", i, in, b.Theta.Nodes[3][i], b.Theta.Weights[3][i], ts)
+		}
 	}
 	if v.Sensor != 3 || len(v.Channels) != 2 || v.Metrics.MAPE == nil || *v.Metrics.MAPE != 10 || v.Overall.Count != 2 || len(v.Slots) != 2 {
 		t.Fatalf("sensor 3: %s", body)
@@ -519,4 +541,34 @@ func BenchmarkLiveRecord(b *testing.B) {
 		i++
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(2*b.N), "ns/record")
+}
+
+// TestServiceWarnsWithoutSelf checks that a bundle in which some sensors do
+// not read their own windows is served, with a warning naming them.
+func TestServiceWarnsWithoutSelf(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		drop []int // sensors whose own term is removed from Θ
+		want string
+	}{
+		{"every sensor reads itself", nil, ""},
+		{"two do not", []int{2, 4}, `"sensors":2,"first":[2,4]`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := testBundle(t, 5, 4, 1, 3, 1)
+			for _, z := range tc.drop {
+				i := slices.Index(b.Theta.Nodes[z], z)
+				b.Theta.Nodes[z] = slices.Delete(b.Theta.Nodes[z], i, i+1)
+				b.Theta.Weights[z] = slices.Delete(b.Theta.Weights[z], i, i+1)
+			}
+			var logs strings.Builder
+			if _, err := NewService(b, Config{Brokers: []string{"127.0.0.1:1"}, StepMs: testStep, Log: zerolog.New(&logs)}); err != nil {
+				t.Fatal(err)
+			}
+			warned := strings.Contains(logs.String(), "do not read their own readings")
+			if warned != (tc.want != "") || !strings.Contains(logs.String(), tc.want) {
+				t.Errorf("logs %q, want a warning with %q (none: %v)", logs.String(), tc.want, tc.want == "")
+			}
+		})
+	}
 }

@@ -173,6 +173,10 @@ func NewService(b *sdgnn.Bundle, cfg Config) (*Service, error) {
 	if cfg.MaxAgeSlots > 0 || cfg.MaxFutureSlots > 0 {
 		s.valid.Now = cfg.Now
 	}
+	if out := b.Theta.WithoutSelf(); len(out) > 0 {
+		cfg.Log.Warn().Int("sensors", len(out)).Ints("first", out[:min(len(out), 10)]).
+			Msg("these sensors' forecasts do not read their own readings (a bundle distilled with -keep-self=false or before it existed): see /api/sensors/{sensor} inputs")
+	}
 	return s, nil
 }
 
@@ -521,6 +525,13 @@ func (s *Service) Handler() http.Handler {
 			http.Error(w, fmt.Sprintf("unknown sensor %q: want 0..%d", r.PathValue("sensor"), s.live.Nodes()-1), http.StatusNotFound)
 			return
 		}
+		th := s.bundle.Theta
+		in, err := s.live.Inputs(th.Nodes[v.Sensor], th.Weights[v.Sensor])
+		if err != nil {
+			http.Error(w, fmt.Sprintf("sensor %d: %v", v.Sensor, err), http.StatusInternalServerError)
+			return
+		}
+		v.Inputs = in
 		writeJSON(w, v)
 	})
 	return mux

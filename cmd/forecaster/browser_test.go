@@ -122,6 +122,11 @@ func TestLiveViewInBrowser(t *testing.T) {
 			Forecast []*float64 `json:"forecast"`
 			InPart   bool       `json:"in_part"`
 		} `json:"slots"`
+		Inputs []struct {
+			Sensor          int     `json:"sensor"`
+			Weight          float64 `json:"weight"`
+			LatestReadingTS *int64  `json:"latest_reading_ts"`
+		} `json:"inputs"`
 	}
 	if err := liveGetJSON(ctx, fmt.Sprintf("%s/api/sensors/%d", base, sensor), &view); err != nil {
 		t.Fatal(err)
@@ -196,6 +201,34 @@ func TestLiveViewInBrowser(t *testing.T) {
 	if m := regexp.MustCompile(`id="sensor-id"[^>]*>([^<]*)<`).FindStringSubmatch(dom); m == nil || m[1] != strconv.Itoa(sensor) {
 		t.Errorf("#sensor-id shows %v, want %d", m, sensor)
 	}
+	// The sensors the forecast reads: the bundle's Θ, as the API gives it.
+	inputs := liveInputRE.FindAllStringSubmatch(dom, -1)
+	if len(inputs) != len(view.Inputs) || len(inputs) != len(b.Theta.Nodes[sensor]) {
+		t.Errorf("the page lists %d inputs, the API %d, Θ %d", len(inputs), len(view.Inputs), len(b.Theta.Nodes[sensor]))
+	}
+	weightOf := map[int]float64{}
+	for i, k := range b.Theta.Nodes[sensor] {
+		weightOf[k] = b.Theta.Weights[sensor][i]
+	}
+	for _, row := range inputs {
+		k, _ := strconv.Atoi(row[1])
+		w, ok := weightOf[k]
+		cells := map[string]string{}
+		for _, c := range liveCellRE.FindAllStringSubmatch(row[2], -1) {
+			cells[c[1]] = c[2]
+		}
+		got, err := strconv.ParseFloat(cells["weight"], 64)
+		if !ok || err != nil || math.Abs(got-w) > 0.005*w {
+			t.Errorf("input row of sensor %d shows weight %q; Θ has %g (present %v)", k, cells["weight"], w, ok)
+		}
+		if cells["newest"] == "" {
+			t.Errorf("input row of sensor %d shows no newest reading", k)
+		}
+	}
+	_, readsItself := weightOf[sensor]
+	if noted := !regexp.MustCompile(`id="no-self-note"[^>]*hidden`).MatchString(dom); noted == readsItself {
+		t.Errorf("the page notes that sensor %d does not read itself: %v; Θ has it read itself: %v", sensor, noted, readsItself)
+	}
 	if !regexp.MustCompile(`id="chart-forecasts" d="M[-0-9. ML]+"`).MatchString(dom) {
 		t.Error("the chart has no forecast line")
 	}
@@ -211,6 +244,9 @@ func TestLiveViewInBrowser(t *testing.T) {
 var (
 	liveRowRE  = regexp.MustCompile(`<tr class="forecast-row( in-part)?" data-slot="(-?\d+)">(.*?)</tr>`)
 	liveCellRE = regexp.MustCompile(`<td class="([a-z-]+)">([^<]*)</td>`)
+	// liveInputRE matches a row of the sensors a forecast reads; the first
+	// cell holds a link, which liveCellRE skips.
+	liveInputRE = regexp.MustCompile(`<tr class="input-row" data-sensor="(\d+)">(.*?)</tr>`)
 )
 
 // findBrowser returns Debian's chromium (or chromium-browser) from PATH;
