@@ -192,30 +192,22 @@ func solveNode(g, cv []float64, c []int, node int, lambda1 float64, budget int, 
 	m := len(c)
 	self := -1
 	if keepSelf {
-		for i, k := range c {
-			if k == node {
-				self = i
-			}
-		}
+		self = slices.Index(c, node)
 		if self >= 0 && !(g[self*m+self] > 0) {
 			self = -1 // a zero embedding explains nothing: the plain path
 		}
 	}
 	// The path's problem: all candidates, or the others with self
 	// partialled out.
-	pg, pc, idx := g, cv, make([]int, 0, m)
-	maxActive := budget
-	if self < 0 {
-		for i := range c {
+	idx := make([]int, 0, m) // indices into c of the path's columns
+	for i := range c {
+		if i != self {
 			idx = append(idx, i)
 		}
-	} else {
+	}
+	pg, pc, maxActive := g, cv, budget
+	if self >= 0 {
 		gss := g[self*m+self]
-		for i := range c {
-			if i != self {
-				idx = append(idx, i)
-			}
-		}
 		k := len(idx)
 		pg, pc = make([]float64, k*k), make([]float64, k)
 		for a, i := range idx {
