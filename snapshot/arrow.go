@@ -334,20 +334,7 @@ func ReadEmbeddings(path string) (snapshots []int64, nodes []int32, d int, data 
 		if nodes, err = appendInt32(nodes, rec, iN); err != nil {
 			return err
 		}
-		n := int(rec.NumRows())
-		base := len(data)
-		data = append(data, make([]float64, n*len(dims))...)
-		for j, ci := range dims {
-			col := rec.Column(ci).(*array.Float64)
-			vals := col.Float64Values()
-			for k := 0; k < n; k++ {
-				v := vals[k]
-				if col.IsNull(k) {
-					v = math.NaN()
-				}
-				data[base+k*len(dims)+j] = v
-			}
-		}
+		data = appendInterleaved(data, rec, dims)
 		return nil
 	}
 	if err := readTable(path, check, each); err != nil {
