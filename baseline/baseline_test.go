@@ -3,7 +3,6 @@ package baseline
 import (
 	"context"
 	"math"
-	"math/rand/v2"
 	"sync"
 	"testing"
 	"time"
@@ -214,42 +213,6 @@ func TestBaselinesOnRealData(t *testing.T) {
 	bad.Nodes++
 	if _, err := glnn.Forecast(&bad); err == nil {
 		t.Error("targets of another graph accepted")
-	}
-}
-
-// TestFineTuneMatchesSDGNN checks that the package's decoder fine-tuning on
-// precomputed Ẑ, used by GLNN and NOSMOG, is sdgnn.FineTuneDecoder.
-func TestFineTuneMatchesSDGNN(t *testing.T) {
-	f := realData(t)
-	m, set, ds, train, val := f.m, f.set, f.ds, f.train, f.val
-	ctx := context.Background()
-	cfg := quickConfig()
-	theta, err := PPR(ds.Graph.Neighbors(), cfg.Alpha, cfg.TopK)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st := sdgnn.NewStudent(set.Nodes, 16, 16, rand.New(rand.NewPCG(1, 1)))
-	if err := st.SetTheta(theta); err != nil {
-		t.Fatal(err)
-	}
-	a, err := copyMLP("dec", m.Dec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := copyMLP("dec", m.Dec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want, err := sdgnn.FineTuneDecoder(ctx, a, st, set.Norm, train, val, cfg.sdgnnConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := fineTune(ctx, b, st.ZHatAll(train.H), st.ZHatAll(val.H), set.Norm, train, val, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !equalSlices(mat2slice(got.Params()), mat2slice(want.Params())) {
-		t.Error("fineTune and sdgnn.FineTuneDecoder disagree")
 	}
 }
 

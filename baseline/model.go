@@ -1,7 +1,6 @@
 package baseline
 
 import (
-	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -12,7 +11,6 @@ import (
 	"github.com/pemsforecast/sdgnn/nn"
 	"github.com/pemsforecast/sdgnn/sdgnn"
 	"github.com/pemsforecast/sdgnn/snapshot"
-	"github.com/pemsforecast/sdgnn/teacher"
 )
 
 // Names of the baselines, as Model.Name reports them.
@@ -140,7 +138,8 @@ func FromSDGNN(c sdgnn.Config) Config {
 	return b
 }
 
-// sdgnnConfig returns the settings sdgnn.FineTuneDecoder reads.
+// sdgnnConfig returns the settings sdgnn.FineTuneDecoder and
+// sdgnn.FineTuneDecoderZ read.
 func (c Config) sdgnnConfig() sdgnn.Config {
 	s := sdgnn.DefaultConfig()
 	s.PhiBatch, s.FineTuneEpochs, s.FineTuneLR, s.Select, s.Seed = c.Batch, c.FineTuneEpochs, c.FineTuneLR, c.Select, c.Seed
@@ -270,58 +269,4 @@ func mse(a, b *mat.Dense) float64 {
 		s += e * e
 	}
 	return s / float64(max(1, r))
-}
-
-// fineTune trains dec to forecast the ground truth from the student's
-// embeddings zTrain (masked MAE on the normalised scale, Adam) and returns
-// the epoch's decoder with the best validation score on zVal, the starting
-// decoder included. It is sdgnn.FineTuneDecoder on precomputed Ẑ, with the
-// same batches and random stream, for students that are not an
-// sdgnn.Student.
-func fineTune(ctx context.Context, dec *nn.MLP, zTrain, zVal *mat.Dense, norm snapshot.Normalizer, train, val *sdgnn.Targets, cfg Config) (*nn.MLP, error) {
-	n, C := train.Nodes, train.Channels
-	rng := rand.New(rand.NewPCG(cfg.Seed, 0xdec))
-	best := nn.NewMLP("dec", dec.L1.In(), dec.L1.Out(), dec.L2.Out(), rng)
-	if err := nn.Copy(best.Params(), dec.Params()); err != nil {
-		return nil, err
-	}
-	bestScore := selectScore(cfg.Select, decodeMetrics(dec, norm, zVal, val, cfg.MAPEFloor))
-	opt := nn.NewAdam(cfg.FineTuneLR, 0)
-	ps := dec.Params()
-	_, d := zTrain.Dims()
-	var zb, y, raw, dy *mat.Dense
-	for e := 0; e < cfg.FineTuneEpochs; e++ {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		for _, idx := range snapshot.Batches(snapshot.Range{End: train.Snapshots()}, cfg.Batch, rng) {
-			rows := len(idx) * n
-			zb, y, raw, dy = nn.Resize(zb, rows, d), nn.Resize(y, rows, C), nn.Resize(raw, rows, C), nn.Resize(dy, rows, C)
-			yd, rd := y.RawMatrix().Data, raw.RawMatrix().Data
-			for b, si := range idx {
-				zb.Slice(b*n, (b+1)*n, 0, d).(*mat.Dense).Copy(zTrain.Slice(si*n, (si+1)*n, 0, d))
-				for i := 0; i < n*C; i++ {
-					v := train.Truth[si*n*C+i]
-					rd[b*n*C+i] = v
-					yd[b*n*C+i] = norm.Normalize(v, i%C)
-				}
-			}
-			pred := dec.Forward(zb)
-			if _, err := teacher.Loss(teacher.LossMAE, dy, pred, y, raw); err != nil {
-				return nil, err
-			}
-			nn.ZeroGrad(ps)
-			dec.Backward(dy)
-			if err := opt.Step(ps); err != nil {
-				return nil, err
-			}
-		}
-		if s := selectScore(cfg.Select, decodeMetrics(dec, norm, zVal, val, cfg.MAPEFloor)); s < bestScore {
-			bestScore = s
-			if err := nn.Copy(best.Params(), ps); err != nil {
-				return nil, err
-			}
-		}
-	}
-	return best, nil
 }

@@ -269,11 +269,7 @@ func (s *graphlessStudent) epoch(t *sdgnn.Targets, opt *nn.Adam, rng *rand.Rand)
 	var sumMSE, sumSim float64
 	for _, idx := range batches {
 		rows := len(idx) * n
-		h, z, dz = nn.Resize(h, rows, d), nn.Resize(z, rows, d), nn.Resize(dz, rows, d)
-		for b, si := range idx {
-			h.Slice(b*n, (b+1)*n, 0, d).(*mat.Dense).Copy(t.H.Slice(si*n, (si+1)*n, 0, d))
-			z.Slice(b*n, (b+1)*n, 0, d).(*mat.Dense).Copy(t.Z.Slice(si*n, (si+1)*n, 0, d))
-		}
+		h, z, dz = sdgnn.GatherSnapshots(h, t.H, n, idx), sdgnn.GatherSnapshots(z, t.Z, n, idx), nn.Resize(dz, rows, d)
 		x = graphlessInput(x, h, s.pe, n, 0)
 		var subsets [][]int
 		if s.simWeight > 0 {
@@ -437,7 +433,7 @@ func trainGraphless(ctx context.Context, name string, dec *nn.MLP, norm snapshot
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	if cfg.FineTuneEpochs > 0 {
-		if tdec, err = fineTune(ctx, tdec, st.zhat(train.H), st.zhat(val.H), norm, train, val, cfg); err != nil {
+		if tdec, err = sdgnn.FineTuneDecoderZ(ctx, tdec, st.zhat(train.H), st.zhat(val.H), norm, train, val, cfg.sdgnnConfig()); err != nil {
 			return nil, fmt.Errorf("%s: fine-tune decoder: %w", name, err)
 		}
 	}

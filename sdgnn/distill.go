@@ -298,7 +298,17 @@ func decodeMetrics(dec *nn.MLP, norm snapshot.Normalizer, z *mat.Dense, t *Targe
 // and returns the epoch's decoder with the best validation score (the
 // starting decoder included).
 func FineTuneDecoder(ctx context.Context, dec *nn.MLP, st *Student, norm snapshot.Normalizer, train, val *Targets, cfg Config) (*nn.MLP, error) {
-	zTrain, zVal := st.ZHatAll(train.H), st.ZHatAll(val.H)
+	return FineTuneDecoderZ(ctx, dec, st.ZHatAll(train.H), st.ZHatAll(val.H), norm, train, val, cfg)
+}
+
+// FineTuneDecoderZ is FineTuneDecoder on precomputed embeddings: zTrain and
+// zVal hold a student's Ẑ of train's and val's snapshots (rows snapshot by
+// snapshot, node by node, as Student.ZHatAll returns them). It serves
+// students that are not a Student (the graphless baselines), with the same
+// batches (cfg.PhiBatch snapshots), random stream (cfg.Seed), validation
+// score (cfg.Select, cfg.MAPEFloor) and epochs, so that every model's decoder
+// is fine-tuned alike.
+func FineTuneDecoderZ(ctx context.Context, dec *nn.MLP, zTrain, zVal *mat.Dense, norm snapshot.Normalizer, train, val *Targets, cfg Config) (*nn.MLP, error) {
 	n, C := train.Nodes, train.Channels
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0xdec))
 	best := nn.NewMLP("dec", dec.L1.In(), dec.L1.Out(), dec.L2.Out(), rng)
@@ -308,7 +318,6 @@ func FineTuneDecoder(ctx context.Context, dec *nn.MLP, st *Student, norm snapsho
 	bestScore := selectScore(cfg.Select, decodeMetrics(dec, norm, zVal, val, cfg.MAPEFloor))
 	opt := nn.NewAdam(cfg.FineTuneLR, 0)
 	ps := dec.Params()
-	_, d := zTrain.Dims()
 	var zb, y, raw, dy *mat.Dense
 	for e := 0; e < cfg.FineTuneEpochs; e++ {
 		if err := ctx.Err(); err != nil {
@@ -316,9 +325,9 @@ func FineTuneDecoder(ctx context.Context, dec *nn.MLP, st *Student, norm snapsho
 		}
 		for _, idx := range snapshot.Batches(snapshot.Range{End: train.Snapshots()}, cfg.PhiBatch, rng) {
 			rows := len(idx) * n
-			zb, y, raw, dy = nn.Resize(zb, rows, d), nn.Resize(y, rows, C), nn.Resize(raw, rows, C), nn.Resize(dy, rows, C)
+			zb = GatherSnapshots(zb, zTrain, n, idx)
+			y, raw, dy = nn.Resize(y, rows, C), nn.Resize(raw, rows, C), nn.Resize(dy, rows, C)
 			for b, si := range idx {
-				zb.Slice(b*n, (b+1)*n, 0, d).(*mat.Dense).Copy(zTrain.Slice(si*n, (si+1)*n, 0, d))
 				for i := 0; i < n*C; i++ {
 					v := train.Truth[si*n*C+i]
 					raw.RawMatrix().Data[b*n*C+i] = v

@@ -7,10 +7,12 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/pemsforecast/sdgnn/checkpoint"
 	"github.com/pemsforecast/sdgnn/datasets/pems"
+	"github.com/pemsforecast/sdgnn/nn"
 	"github.com/pemsforecast/sdgnn/snapshot"
 	"github.com/pemsforecast/sdgnn/teacher"
 	"gonum.org/v1/gonum/mat"
@@ -59,6 +61,22 @@ func quickTeacher(t *testing.T) (*teacher.Model, *snapshot.Set, snapshot.Split, 
 	return tr.Best, set, split, ds
 }
 
+// quickTargets computes the teacher's targets of the training and
+// validation snapshots.
+func quickTargets(t *testing.T, m *teacher.Model, set *snapshot.Set, split snapshot.Split, ds *pems.Dataset) (train, val *Targets) {
+	t.Helper()
+	adj := ds.Graph.NormalizedAdjacency()
+	train, err := ComputeTargets(context.Background(), m, set, split.Train, adj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	val, err = ComputeTargets(context.Background(), m, set, split.Val, adj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return train, val
+}
+
 func quickConfig() Config {
 	c := DefaultConfig()
 	c.Epochs, c.ThetaEvery, c.BudgetStart, c.BudgetEnd, c.BudgetEvery = 8, 2, 9, 6, 2
@@ -72,16 +90,8 @@ func quickConfig() Config {
 // and after a save and load.
 func TestDistillOnRealData(t *testing.T) {
 	m, set, split, ds := quickTeacher(t)
-	adj := ds.Graph.NormalizedAdjacency()
+	train, val := quickTargets(t, m, set, split, ds)
 	ctx := context.Background()
-	train, err := ComputeTargets(ctx, m, set, split.Train, adj)
-	if err != nil {
-		t.Fatal(err)
-	}
-	val, err := ComputeTargets(ctx, m, set, split.Val, adj)
-	if err != nil {
-		t.Fatal(err)
-	}
 	cfg := quickConfig()
 	cands, err := Candidates(ds.Graph.Neighbors(), cfg.Candidates)
 	if err != nil {
@@ -261,4 +271,87 @@ func TestDistillWarmStart(t *testing.T) {
 			t.Errorf("round %d warmed up again", r.Epoch)
 		}
 	}
+}
+
+// TestFineTuneDecoderKeepsBest fine-tunes the teacher's decoder on the Ẑ of
+// an untrained student (far from the teacher's Z, so that fine-tuning has
+// work to do) for 0 to 4 epochs. With no epoch it must return the starting
+// decoder; with more, a validation score no worse than with one epoch fewer
+// (the best epoch is kept, the starting decoder included), and after four a
+// better one than the start. FineTuneDecoder must equal FineTuneDecoderZ on
+// the student's Ẑ. Validated on the teacher's Z instead, the starting
+// decoder is best and must come back.
+func TestFineTuneDecoderKeepsBest(t *testing.T) {
+	m, set, split, ds := quickTeacher(t)
+	train, val := quickTargets(t, m, set, split, ds)
+	ctx := context.Background()
+	st := NewStudent(set.Nodes, 16, 16, rand.New(rand.NewPCG(7, 7)))
+	if err := st.SetTheta(selfTheta(set.Nodes)); err != nil {
+		t.Fatal(err)
+	}
+	zTrain, zVal := st.ZHatAll(train.H), st.ZHatAll(val.H)
+	cfg := quickConfig()
+	cfg.Select = "mae"
+	cfg.FineTuneLR = 0.05 // large enough that some epochs are worse than the one before
+	score := func(dec *nn.MLP) float64 {
+		return selectScore(cfg.Select, decodeMetrics(dec, set.Norm, zVal, val, cfg.MAPEFloor))
+	}
+	fresh := func() *nn.MLP {
+		d := nn.NewMLP("dec", m.Dec.L1.In(), m.Dec.L1.Out(), m.Dec.L2.Out(), rand.New(rand.NewPCG(1, 1)))
+		if err := nn.Copy(d.Params(), m.Dec.Params()); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	start := score(m.Dec)
+	prev := start
+	for epochs := 0; epochs <= 4; epochs++ {
+		cfg.FineTuneEpochs = epochs
+		got, err := FineTuneDecoderZ(ctx, fresh(), zTrain, zVal, set.Norm, train, val, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := score(got)
+		t.Logf("%d epochs: validation MAE %.4f (start %.4f)", epochs, s, start)
+		switch {
+		case epochs == 0 && !slices.Equal(flatParams(got), flatParams(m.Dec)):
+			t.Error("0 epochs: the decoder changed")
+		case s > prev:
+			t.Errorf("%d epochs: validation MAE %.6f, worse than %.6f with one epoch fewer", epochs, s, prev)
+		}
+		prev = s
+		if epochs == 4 {
+			if !(s < start) {
+				t.Errorf("4 epochs: validation MAE %.6f, not below the start's %.6f", s, start)
+			}
+			viaStudent, err := FineTuneDecoder(ctx, fresh(), st, set.Norm, train, val, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(flatParams(viaStudent), flatParams(got)) {
+				t.Error("FineTuneDecoder and FineTuneDecoderZ on the student's Ẑ disagree")
+			}
+		}
+	}
+
+	// Validated on the teacher's own Z, which its decoder was trained on,
+	// while trained on the untrained student's Ẑ: every epoch makes the
+	// validation worse, so the starting decoder must come back unchanged.
+	cfg.FineTuneEpochs = 2
+	got, err := FineTuneDecoderZ(ctx, fresh(), zTrain, val.Z, set.Norm, train, val, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(flatParams(got), flatParams(m.Dec)) {
+		t.Errorf("validated on the teacher's Z: got a decoder with validation MAE %.4f, not the starting one (%.4f)",
+			selectScore(cfg.Select, decodeMetrics(got, set.Norm, val.Z, val, 0)), selectScore(cfg.Select, decodeMetrics(m.Dec, set.Norm, val.Z, val, 0)))
+	}
+}
+
+func flatParams(m *nn.MLP) []float64 {
+	var out []float64
+	for _, p := range m.Params() {
+		out = append(out, p.W.RawMatrix().Data...)
+	}
+	return out
 }

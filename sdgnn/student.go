@@ -97,11 +97,7 @@ func (s *Student) PhasePhi(t *Targets, opt *nn.Adam, batch int, rng *rand.Rand) 
 	var h, z, dz *mat.Dense
 	for _, idx := range batches {
 		rows := len(idx) * n
-		h, z, dz = nn.Resize(h, rows, d), nn.Resize(z, rows, d), nn.Resize(dz, rows, d)
-		for b, si := range idx {
-			h.Slice(b*n, (b+1)*n, 0, d).(*mat.Dense).Copy(t.H.Slice(si*n, (si+1)*n, 0, d))
-			z.Slice(b*n, (b+1)*n, 0, d).(*mat.Dense).Copy(t.Z.Slice(si*n, (si+1)*n, 0, d))
-		}
+		h, z, dz = GatherSnapshots(h, t.H, n, idx), GatherSnapshots(z, t.Z, n, idx), nn.Resize(dz, rows, d)
 		zhat, err := s.Forward(h)
 		if err != nil {
 			return 0, err

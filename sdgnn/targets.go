@@ -7,6 +7,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/pemsforecast/sdgnn/gcn"
+	"github.com/pemsforecast/sdgnn/nn"
 	"github.com/pemsforecast/sdgnn/snapshot"
 	"github.com/pemsforecast/sdgnn/teacher"
 )
@@ -100,4 +101,17 @@ func PartTargets(ctx context.Context, m *teacher.Model, set *snapshot.Set, a gcn
 		}
 	}
 	return out, nil
+}
+
+// GatherSnapshots copies into dst, resized to len(idx)·n rows, the n-row
+// blocks of src of the snapshots idx, in that order, and returns dst. It
+// assembles a mini-batch from a matrix of n rows per snapshot (Targets.H,
+// Targets.Z, a student's Ẑ); dst is reused when large enough.
+func GatherSnapshots(dst, src *mat.Dense, n int, idx []int) *mat.Dense {
+	_, d := src.Dims()
+	dst = nn.Resize(dst, len(idx)*n, d)
+	for b, si := range idx {
+		dst.Slice(b*n, (b+1)*n, 0, d).(*mat.Dense).Copy(src.Slice(si*n, (si+1)*n, 0, d))
+	}
+	return dst
 }
