@@ -24,6 +24,15 @@
 // have slot t, or, failing that, when the clock passes the end of slot t
 // plus a lateness allowance; a slot is never emitted twice for a node.
 //
+// # Model updates
+//
+// Service.Reload swaps the model between two committed batches: the
+// readings held and the last emitted slots move to a State of the new
+// bundle (through a Snapshot, which holds no embeddings), so a model
+// update neither loses nor repeats a forecast slot, and the service stays
+// in its consumer group (a restart hands its partitions over, and may
+// repeat the forecasts of its last uncommitted batch).
+//
 // # Encoding
 //
 // Messages are JSON, versioned by a "v" field (Version), so that they are

@@ -26,6 +26,7 @@ type Counters struct {
 	Rejected                                               [len(Reasons)]atomic.Uint64
 	Internal                                               atomic.Uint64 // refusals that are not RejectErrors
 	Emitted, Stale, Skipped                                atomic.Uint64
+	Reloads, ReloadFailures                                atomic.Uint64 // Service.Reload
 
 	// ForecastLatency is for the caller to observe the time from a
 	// reading's arrival to its forecasts' hand-off.
@@ -141,6 +142,8 @@ func (c *Counters) WritePrometheus(w io.Writer) error {
 	counter("forecasts_emitted_total", "Forecasts emitted.", c.Emitted.Load())
 	counter("forecasts_stale_total", "Forecasts emitted at the deadline with lagging inputs.", c.Stale.Load())
 	counter("forecast_slots_skipped_total", "Forecast slots never emitted because an input ran more than the history ahead.", c.Skipped.Load())
+	counter("model_reloads_total", "Models replaced while serving (Service.Reload, SIGHUP).", c.Reloads.Load())
+	counter("model_reload_failures_total", "Model reloads refused (unreadable or incompatible bundle); the model served was kept.", c.ReloadFailures.Load())
 	c.ForecastLatency.write(bw, metricPrefix+"forecast_latency_seconds", "Time from a reading's arrival to its forecasts' hand-off.")
 	c.EmitDelay.write(bw, metricPrefix+"emit_delay_seconds", "Emission time after the start of the forecast slot.")
 	if err := bw.Flush(); err != nil {

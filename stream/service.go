@@ -123,8 +123,14 @@ type Service struct {
 
 	reader             *kafka.Reader
 	forecasts, letters *kafka.Writer
+	counters           *Counters // the state's, kept across reloads
 
-	mu     sync.RWMutex
+	// loop is held by Run while it handles a batch (fetch, apply, emit,
+	// flush, commit) and by Reload while it swaps the model, so that a
+	// model changes only between two committed batches.
+	loop sync.Mutex
+
+	mu     sync.RWMutex   // guards what the HTTP handlers read: bundle and below
 	latest map[int][]byte // sensor → last forecast message
 	lag    int64
 	ready  bool
@@ -167,21 +173,94 @@ func NewService(b *sdgnn.Bundle, cfg Config) (*Service, error) {
 	if err != nil {
 		return nil, fmt.Errorf("stream service: %w", err)
 	}
-	s := &Service{cfg: cfg, bundle: b, state: st, emitter: NewEmitter(st, cfg.Lateness), latest: map[int][]byte{}, live: live,
+	s := &Service{cfg: cfg, bundle: b, state: st, emitter: NewEmitter(st, cfg.Lateness), counters: st.Counters, latest: map[int][]byte{}, live: live,
 		valid: Validator{Nodes: b.Meta.Nodes, Channels: len(b.Meta.Norm.Mean), StepMs: cfg.StepMs,
 			MaxAgeSlots: cfg.MaxAgeSlots, MaxFutureSlots: cfg.MaxFutureSlots}}
 	if cfg.MaxAgeSlots > 0 || cfg.MaxFutureSlots > 0 {
 		s.valid.Now = cfg.Now
 	}
-	if out := b.Theta.WithoutSelf(); len(out) > 0 {
-		cfg.Log.Warn().Int("sensors", len(out)).Ints("first", out[:min(len(out), 10)]).
-			Msg("these sensors' forecasts do not read their own readings (a bundle distilled with -keep-self=false or before it existed): see /api/sensors/{sensor} inputs")
-	}
+	warnWithoutSelf(cfg.Log, b)
 	return s, nil
 }
 
+// warnWithoutSelf logs the sensors whose forecasts do not read their own
+// readings under b, if any.
+func warnWithoutSelf(log zerolog.Logger, b *sdgnn.Bundle) {
+	if out := b.Theta.WithoutSelf(); len(out) > 0 {
+		log.Warn().Int("sensors", len(out)).Ints("first", out[:min(len(out), 10)]).
+			Msg("these sensors' forecasts do not read their own readings (a bundle distilled with -keep-self=false or before it existed): see /api/sensors/{sensor} inputs")
+	}
+}
+
+// Reload replaces the service's model by b: a model rolled out without
+// stopping the service. b must be a bundle of the same dataset, sensors,
+// window and channels as the one served (its GRU, φ, Θ, decoder, hidden
+// size and normalisation may differ), and is taken over as by NewState.
+//
+// Reload waits until the batch in hand is written and committed, then
+// moves every sensor's readings held and last emitted slot to a state for
+// b and drops the cached embeddings, which b computes anew. No forecast
+// slot is lost or emitted twice: every forecast emitted after Reload
+// returns is b's, and carries b's version. The live view, the counters and
+// the latest forecasts carry on. On error (naming what does not match)
+// nothing changes and the service goes on with its model. Safe to call
+// from any goroutine, whether Run is running or not.
+func (s *Service) Reload(b *sdgnn.Bundle) error {
+	s.loop.Lock()
+	defer s.loop.Unlock()
+	old := s.state.Bundle()
+	if err := compatible(old, b); err != nil {
+		s.counters.ReloadFailures.Add(1)
+		return fmt.Errorf("reload model: %w", err)
+	}
+	st, err := NewStateHistory(b, s.cfg.StepMs, s.state.History())
+	if err == nil {
+		err = st.Restore(s.state.Snapshot())
+	}
+	if err != nil {
+		s.counters.ReloadFailures.Add(1)
+		return fmt.Errorf("reload model %s: %w", b.Meta.Version, err)
+	}
+	st.Counters = s.counters
+	s.mu.Lock()
+	s.bundle, s.state, s.emitter = b, st, NewEmitter(st, s.cfg.Lateness)
+	s.mu.Unlock()
+	s.counters.Reloads.Add(1)
+	s.cfg.Log.Info().Str("model", b.Meta.Version).Str("was", old.Meta.Version).Msg("model reloaded")
+	warnWithoutSelf(s.cfg.Log, b)
+	return nil
+}
+
+// compatible returns an error naming what differs when b cannot replace
+// old in a running service (see Service.Reload).
+func compatible(old, b *sdgnn.Bundle) error {
+	if b == nil || b.Theta == nil || b.GRU == nil || b.Phi == nil || b.Dec == nil {
+		return errors.New("incomplete bundle")
+	}
+	om, nm := old.Meta, b.Meta
+	switch {
+	case nm.Dataset != om.Dataset:
+		return fmt.Errorf("bundle %s is of dataset %q, the service serves %q", nm.Version, nm.Dataset, om.Dataset)
+	case nm.Nodes != om.Nodes:
+		return fmt.Errorf("bundle %s has %d sensors, the service %d", nm.Version, nm.Nodes, om.Nodes)
+	case nm.Window != om.Window:
+		return fmt.Errorf("bundle %s reads windows of %d slots, the service keeps %d", nm.Version, nm.Window, om.Window)
+	case len(nm.Norm.Mean) != len(om.Norm.Mean):
+		return fmt.Errorf("bundle %s has %d channels, the service %d", nm.Version, len(nm.Norm.Mean), len(om.Norm.Mean))
+	}
+	return nil
+}
+
+// Bundle returns the model the service forecasts with now (it changes at
+// Reload). The bundle is the state's: read it, do not run it.
+func (s *Service) Bundle() *sdgnn.Bundle {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.bundle
+}
+
 // State returns the service's state (for tests and inspection; not safe for
-// use while Run is running).
+// use while Run is running, and replaced by Reload).
 func (s *Service) State() *State { return s.state }
 
 // Live returns the service's live view: recent readings against forecasts
@@ -190,7 +269,7 @@ func (s *Service) State() *State { return s.state }
 func (s *Service) Live() *Live { return s.live }
 
 // Counters returns the service's metrics.
-func (s *Service) Counters() *Counters { return s.state.Counters }
+func (s *Service) Counters() *Counters { return s.counters }
 
 // EnsureTopics creates the service's topics when they do not exist.
 func EnsureTopics(ctx context.Context, brokers []string, partitions int, topics ...string) error {
@@ -271,89 +350,99 @@ func (s *Service) Run(ctx context.Context) error {
 		resumed = map[int]bool{}
 	)
 	for {
-		batch, dead, out, arrived, held = batch[:0], dead[:0], out[:0], arrived[:0], held[:0]
-		// Block for the first reading until the next forecast deadline.
-		wait := cfg.CommitEvery
-		if at, ok := s.emitter.NextDeadline(); ok {
-			wait = min(wait, max(time.Millisecond, at.Sub(cfg.Now())))
-		}
-		if align.Len() > 0 {
-			wait = min(wait, 50*time.Millisecond) // held readings wait for other partitions
-		}
-		deadline := time.Now().Add(wait)
-		for fetched := 0; fetched < cfg.BatchSize; fetched++ {
-			fctx, cancel := context.WithDeadline(ctx, deadline)
-			m, err := s.reader.FetchMessage(fctx)
+		// One batch, with the model held (see Reload).
+		stop, err := func() (bool, error) {
+			s.loop.Lock()
+			defer s.loop.Unlock()
+			var err error
+			batch, dead, out, arrived, held = batch[:0], dead[:0], out[:0], arrived[:0], held[:0]
+			// Block for the first reading until the next forecast deadline.
+			wait := cfg.CommitEvery
+			if at, ok := s.emitter.NextDeadline(); ok {
+				wait = min(wait, max(time.Millisecond, at.Sub(cfg.Now())))
+			}
+			if align.Len() > 0 {
+				wait = min(wait, 50*time.Millisecond) // held readings wait for other partitions
+			}
+			deadline := time.Now().Add(wait)
+			for fetched := 0; fetched < cfg.BatchSize; fetched++ {
+				fctx, cancel := context.WithDeadline(ctx, deadline)
+				m, err := s.reader.FetchMessage(fctx)
+				cancel()
+				if err != nil {
+					if ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) {
+						break
+					}
+					return false, fmt.Errorf("fetch readings: %w", err)
+				}
+				if !resumed[m.Partition] {
+					resumed[m.Partition] = true
+					cfg.Log.Info().Int("partition", m.Partition).Int64("offset", m.Offset).Msg("first reading of partition")
+				}
+				h := Held{Msg: m, Arrived: time.Now()}
+				if DecodeReadingInto(&r, m.Key, m.Value) == nil && r.TS%cfg.StepMs == 0 {
+					h.Slot, h.OK = r.TS/cfg.StepMs, true
+				}
+				align.Add(h)
+				if fetched == 0 {
+					deadline = time.Now().Add(2 * time.Millisecond) // gather what is already buffered
+				}
+			}
+			overflows := align.Overflows
+			held = align.Release(time.Now(), held)
+			if align.Overflows != overflows {
+				cfg.Log.Warn().Int("released", len(held)).Msg("more readings held for slower partitions than allowed: released all")
+			}
+			// In slot order, emitting at every new slot, so that no input runs
+			// ahead of a pending forecast by more than the partitions' slack.
+			slices.SortStableFunc(held, func(a, b Held) int { return cmp.Compare(a.Slot, b.Slot) })
+			now := cfg.Now()
+			for i, h := range held {
+				if i > 0 && h.OK && held[i-1].OK && h.Slot != held[i-1].Slot {
+					if out, err = s.emitDue(out, &f); err != nil {
+						return false, err
+					}
+				}
+				m := h.Msg
+				batch = append(batch, m)
+				arrived = append(arrived, h.Arrived)
+				err := DecodeReadingInto(&r, m.Key, m.Value)
+				if err == nil {
+					err = s.valid.Check(r)
+				}
+				if err == nil {
+					var res ApplyResult
+					if res, err = s.state.Apply(r); err == nil {
+						s.emitter.OnApply(res, now)
+						if res.Changed() || res.Kind == Duplicate { // the values the state holds
+							s.live.Reading(r.Sensor, r.TS, r.Values)
+						}
+						continue
+					}
+				}
+				s.state.Counters.Reject(err)
+				dl := NewDeadLetter(err, m.Key, m.Value, m.Topic, int32(m.Partition), m.Offset)
+				dead = append(dead, kafka.Message{Key: m.Key, Value: EncodeDeadLetter(nil, &dl)})
+			}
+			if out, err = s.emitDue(out, &f); err != nil { // fresh and past deadline
+				return false, err
+			}
+			// Writes and commits use a context that outlives a shutdown request,
+			// so that the batch in hand is finished.
+			wctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			err = s.flush(wctx, batch, out, dead, arrived)
 			cancel()
 			if err != nil {
-				if ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) {
-					break
-				}
-				return fmt.Errorf("fetch readings: %w", err)
+				return false, err
 			}
-			if !resumed[m.Partition] {
-				resumed[m.Partition] = true
-				cfg.Log.Info().Int("partition", m.Partition).Int64("offset", m.Offset).Msg("first reading of partition")
+			if ctx.Err() != nil {
+				cfg.Log.Info().Int("held", align.Len()).Msg("shutting down: batch committed (held readings are read again at restart)")
+				return true, nil
 			}
-			h := Held{Msg: m, Arrived: time.Now()}
-			if DecodeReadingInto(&r, m.Key, m.Value) == nil && r.TS%cfg.StepMs == 0 {
-				h.Slot, h.OK = r.TS/cfg.StepMs, true
-			}
-			align.Add(h)
-			if fetched == 0 {
-				deadline = time.Now().Add(2 * time.Millisecond) // gather what is already buffered
-			}
-		}
-		overflows := align.Overflows
-		held = align.Release(time.Now(), held)
-		if align.Overflows != overflows {
-			cfg.Log.Warn().Int("released", len(held)).Msg("more readings held for slower partitions than allowed: released all")
-		}
-		// In slot order, emitting at every new slot, so that no input runs
-		// ahead of a pending forecast by more than the partitions' slack.
-		slices.SortStableFunc(held, func(a, b Held) int { return cmp.Compare(a.Slot, b.Slot) })
-		now := cfg.Now()
-		for i, h := range held {
-			if i > 0 && h.OK && held[i-1].OK && h.Slot != held[i-1].Slot {
-				if out, err = s.emitDue(out, &f); err != nil {
-					return err
-				}
-			}
-			m := h.Msg
-			batch = append(batch, m)
-			arrived = append(arrived, h.Arrived)
-			err := DecodeReadingInto(&r, m.Key, m.Value)
-			if err == nil {
-				err = s.valid.Check(r)
-			}
-			if err == nil {
-				var res ApplyResult
-				if res, err = s.state.Apply(r); err == nil {
-					s.emitter.OnApply(res, now)
-					if res.Changed() || res.Kind == Duplicate { // the values the state holds
-						s.live.Reading(r.Sensor, r.TS, r.Values)
-					}
-					continue
-				}
-			}
-			s.state.Counters.Reject(err)
-			dl := NewDeadLetter(err, m.Key, m.Value, m.Topic, int32(m.Partition), m.Offset)
-			dead = append(dead, kafka.Message{Key: m.Key, Value: EncodeDeadLetter(nil, &dl)})
-		}
-		if out, err = s.emitDue(out, &f); err != nil { // fresh and past deadline
+			return false, nil
+		}()
+		if stop || err != nil {
 			return err
-		}
-		// Writes and commits use a context that outlives a shutdown request,
-		// so that the batch in hand is finished.
-		wctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		err = s.flush(wctx, batch, out, dead, arrived)
-		cancel()
-		if err != nil {
-			return err
-		}
-		if ctx.Err() != nil {
-			cfg.Log.Info().Int("held", align.Len()).Msg("shutting down: batch committed (held readings are read again at restart)")
-			return nil
 		}
 	}
 }
@@ -466,7 +555,7 @@ func (s *Service) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
-		if err := s.state.Counters.WritePrometheus(w); err != nil {
+		if err := s.counters.WritePrometheus(w); err != nil {
 			s.cfg.Log.Debug().Err(err).Msg("/metrics")
 			return
 		}
@@ -475,9 +564,10 @@ func (s *Service) Handler() http.Handler {
 			return
 		}
 		s.mu.RLock()
-		lag := s.lag
+		lag, meta := s.lag, s.bundle.Meta
 		s.mu.RUnlock()
 		fmt.Fprintf(w, "# HELP sdgnn_consumer_lag Readings not yet consumed, as last reported by the consumer.\n# TYPE sdgnn_consumer_lag gauge\nsdgnn_consumer_lag %d\n", lag)
+		fmt.Fprintf(w, "# HELP sdgnn_model_info The model being served (1), by version and dataset.\n# TYPE sdgnn_model_info gauge\nsdgnn_model_info{version=%q,dataset=%q} 1\n", meta.Version, meta.Dataset)
 	})
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		s.mu.RLock()
@@ -491,8 +581,8 @@ func (s *Service) Handler() http.Handler {
 	})
 	mux.HandleFunc("GET /forecast/{sensor}", func(w http.ResponseWriter, r *http.Request) {
 		id, err := strconv.Atoi(r.PathValue("sensor"))
-		if err != nil || id < 0 || id >= s.bundle.Meta.Nodes {
-			http.Error(w, fmt.Sprintf("unknown sensor %q: want 0..%d", r.PathValue("sensor"), s.bundle.Meta.Nodes-1), http.StatusNotFound)
+		if n := s.live.Nodes(); err != nil || id < 0 || id >= n {
+			http.Error(w, fmt.Sprintf("unknown sensor %q: want 0..%d", r.PathValue("sensor"), n-1), http.StatusNotFound)
 			return
 		}
 		s.mu.RLock()
@@ -525,7 +615,7 @@ func (s *Service) Handler() http.Handler {
 			http.Error(w, fmt.Sprintf("unknown sensor %q: want 0..%d", r.PathValue("sensor"), s.live.Nodes()-1), http.StatusNotFound)
 			return
 		}
-		th := s.bundle.Theta
+		th := s.Bundle().Theta
 		in, err := s.live.Inputs(th.Nodes[v.Sensor], th.Weights[v.Sensor])
 		if err != nil {
 			http.Error(w, fmt.Sprintf("sensor %d: %v", v.Sensor, err), http.StatusInternalServerError)

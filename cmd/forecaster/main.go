@@ -5,7 +5,9 @@
 //	forecaster demo    [-model B.sdgnn] [-dataset sz-taxi]       embedded broker + publisher + service + live line
 //
 // Without -brokers, serve and demo start an embedded Kafka-protocol broker
-// (kfake) on 127.0.0.1; with it they talk to any Kafka cluster.
+// (kfake) on 127.0.0.1; with it they talk to any Kafka cluster. SIGHUP has
+// serve read its -model file again and forecast with it from the next
+// batch on, without losing or repeating a forecast slot.
 package main
 
 import (
@@ -31,7 +33,8 @@ import (
 const usage = `forecaster: SDGNN next-slot traffic forecasts over Kafka
 
 commands:
-  serve    consume the readings topic, keep per-sensor windows, publish forecasts (-model B.sdgnn)
+  serve    consume the readings topic, keep per-sensor windows, publish forecasts (-model B.sdgnn;
+           SIGHUP reloads B.sdgnn without a restart)
   publish  replay a part of a dataset (of -model's split) into the readings topic, keyed by sensor
   demo     the whole loop on one machine: embedded broker, publisher, service, live line
 
@@ -127,7 +130,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.SetOutput(stderr)
 	bf := addBrokerFlags(fs)
 	var (
-		model    = fs.String("model", "", "SDGNN bundle written by pems-train distill (required)")
+		model    = fs.String("model", "", "SDGNN bundle written by pems-train distill (required); SIGHUP reads it again and serves it if it fits")
 		httpAddr = fs.String("http", "127.0.0.1:8080", "address of /metrics, /healthz and /forecast/{sensor}; empty: none")
 		state    = fs.String("state", "", "state snapshot file: kill -9 loses nothing when set")
 		lateness = fs.Duration("lateness", 2*time.Minute, "how long after a slot ends a forecast waits for missing inputs")
@@ -184,7 +187,36 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+				reloadModel(svc, *model, log)
+			}
+		}
+	}()
 	return svc.Run(ctx)
+}
+
+// reloadModel reads the bundle at path again and has svc forecast with it
+// (SIGHUP): a model rolled out without a restart. An unreadable or
+// incompatible file is logged and counted, and the model served is kept.
+func reloadModel(svc *stream.Service, path string, log zerolog.Logger) {
+	log.Info().Str("model", path).Msg("SIGHUP: reloading the model")
+	b, err := sdgnn.LoadBundle(path)
+	if err != nil {
+		svc.Counters().ReloadFailures.Add(1)
+	} else {
+		err = svc.Reload(b)
+	}
+	if err != nil {
+		log.Error().Err(err).Str("model", path).Str("serving", svc.Bundle().Meta.Version).Msg("reload refused: the model served is kept")
+	}
 }
 
 func cmdPublish(ctx context.Context, args []string, stdout, stderr io.Writer) error {

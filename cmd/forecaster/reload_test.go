@@ -1,0 +1,143 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+
+	"github.com/pemsforecast/sdgnn/stream"
+)
+
+// TestSIGHUPReloadsModel runs the real forecaster binary, replaces its model
+// file first by a truncated copy and then by another model, sending SIGHUP
+// after each: the truncated file must be refused with a log line naming it,
+// the service must keep running, and the forecasts of readings published
+// after the second SIGHUP must carry the new model's version.
+func TestSIGHUPReloadsModel(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs a process")
+	}
+	const T = 12
+	_, ds, split, first := szTaxiBundle(t, T, 8)
+	tmp := t.TempDir()
+	path := filepath.Join(tmp, "b.sdgnn")
+	if err := first.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	good, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second := randomBundle(t, ds, split, first.Meta.Norm, T, 8)
+	second.Meta.Version = "reloaded"
+	bin := filepath.Join(tmp, "forecaster")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	emb, err := stream.StartEmbedded(0, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer emb.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	if err := stream.EnsureTopics(ctx, []string{emb.Addr}, 4, "readings", "forecasts", "readings-dead-letter"); err != nil {
+		t.Fatal(err)
+	}
+
+	cmd := exec.Command(bin, "serve", "-model", path, "-brokers", emb.Addr, "-http", "", "-lateness", "1000h", "-log-json")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Signal(syscall.SIGKILL); cmd.Wait() }()
+	lines := make(chan map[string]any, 256)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			var m map[string]any
+			if json.Unmarshal(sc.Bytes(), &m) == nil {
+				lines <- m
+			}
+		}
+		close(lines)
+	}()
+	waitLog := func(msg string) map[string]any {
+		t.Helper()
+		for {
+			select {
+			case m, ok := <-lines:
+				if !ok {
+					t.Fatalf("the service exited before logging %q", msg)
+				}
+				if m["message"] == msg {
+					return m
+				}
+			case <-ctx.Done():
+				t.Fatalf("no log line %q", msg)
+			}
+		}
+	}
+	waitLog("consuming")
+
+	// A truncated file (a copy cut short, as by a full disk) is refused.
+	if err := os.WriteFile(path, good[:len(good)/2], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Process.Signal(syscall.SIGHUP)
+	refused := waitLog("reload refused: the model served is kept")
+	if e, _ := refused["error"].(string); !strings.Contains(e, path) || refused["serving"] != "crash-test" {
+		t.Errorf("refusal %v: want the error to name %s and the model served crash-test", refused, path)
+	}
+
+	// The new model (Save writes atomically, as distill does) is taken.
+	if err := second.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Process.Signal(syscall.SIGHUP)
+	if m := waitLog("model reloaded"); m["model"] != "reloaded" || m["was"] != "crash-test" {
+		t.Errorf("reload logged %v", m)
+	}
+
+	const stepMs = 15 * 60 * 1000
+	from := split.Test.Start
+	t0 := time.Now().UTC().Truncate(stepMs * time.Millisecond).Add(-time.Duration(from) * stepMs * time.Millisecond)
+	s := ds.Series
+	if _, err := stream.Publish(ctx, stream.Series{Steps: s.Steps, Nodes: s.Nodes, Channels: s.Channels, Data: s.Data},
+		stream.PublishConfig{Brokers: []string{emb.Addr}, Topic: "readings", From: from, To: from + T + 2, Start: t0, StepMs: stepMs}); err != nil {
+		t.Fatal(err)
+	}
+	r := kafka.NewReader(kafka.ReaderConfig{Brokers: []string{emb.Addr}, GroupID: "reload-check", Topic: "forecasts", StartOffset: kafka.FirstOffset, MaxWait: 50 * time.Millisecond})
+	defer r.Close()
+	for i := 0; i < s.Nodes; i++ {
+		m, err := r.ReadMessage(ctx)
+		if err != nil {
+			t.Fatalf("after %d forecasts: %v", i, err)
+		}
+		f, err := stream.DecodeForecast(m.Value)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f.Model != "reloaded" {
+			t.Fatalf("forecast of sensor %d by model %q after the reload, want %q", f.Sensor, f.Model, "reloaded")
+		}
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("serve after SIGTERM: %v", err)
+	}
+}

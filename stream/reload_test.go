@@ -1,0 +1,258 @@
+package stream
+
+import (
+	"bytes"
+	"context"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/segmentio/kafka-go"
+
+	"github.com/pemsforecast/sdgnn/sdgnn"
+	"github.com/pemsforecast/sdgnn/snapshot"
+)
+
+// TestServiceReloadRefuses checks that Reload refuses, naming what
+// differs, a bundle the running state cannot take over, and then keeps the
+// model; and that a compatible bundle takes over the readings held and the
+// last emitted slots (the state snapshot is the same to the byte) and
+// forecasts as a fresh state of it fed the same readings.
+func TestServiceReloadRefuses(t *testing.T) {
+	const n, T, C, d = 10, 4, 2, 5
+	served := testBundle(t, n, T, C, d, 1)
+	svc, err := NewService(served, Config{Brokers: []string{"127.0.0.1:1"}, StepMs: testStep, Log: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := streamOf(testSeries(3*T, n, C, 2), 3*T, n, C, 100)
+	mustApply(t, svc.State(), rs)
+	// Emit what is due, so that the state records last emitted slots.
+	em, now := NewEmitter(svc.State(), 0), time.UnixMilli(200*testStep)
+	var f Forecast
+	emitted := 0
+	for _, z := range em.Due(now) {
+		if ok, err := em.Emit(z, now, &f); err != nil {
+			t.Fatal(err)
+		} else if ok {
+			emitted++
+		}
+	}
+	if emitted == 0 {
+		t.Fatal("nothing emitted before the reload")
+	}
+	before := svc.State().Snapshot()
+
+	other := func(edit func(b *sdgnn.Bundle)) *sdgnn.Bundle {
+		b := testBundle(t, n, T, C, d, 9)
+		edit(b)
+		return b
+	}
+	for _, tc := range []struct {
+		name, want string
+		b          *sdgnn.Bundle
+	}{
+		{"no bundle", "incomplete bundle", nil},
+		{"no Θ", "incomplete bundle", other(func(b *sdgnn.Bundle) { b.Theta = nil })},
+		{"other dataset", `dataset "pems08", the service serves "test"`, other(func(b *sdgnn.Bundle) { b.Meta.Dataset = "pems08" })},
+		{"other sensors", "has 11 sensors, the service 10", testBundle(t, n+1, T, C, d, 9)},
+		{"other window", "windows of 5 slots, the service keeps 4", testBundle(t, n, T+1, C, d, 9)},
+		{"other channels", "has 3 channels, the service 2", testBundle(t, n, T, C+1, d, 9)},
+	} {
+		err := svc.Reload(tc.b)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want one containing %q", tc.name, err, tc.want)
+		}
+		if svc.Bundle() != served {
+			t.Fatalf("%s: the model changed after a refused reload", tc.name)
+		}
+	}
+	if got := svc.Counters().ReloadFailures.Load(); got != 6 {
+		t.Errorf("%d reload failures counted, want 6", got)
+	}
+
+	next := testBundle6(t, n, T, C, d+2, 5) // other receptive sets and hidden size
+	next.Meta.Version = "test-v2"
+	if err := svc.Reload(next); err != nil {
+		t.Fatal(err)
+	}
+	if svc.Bundle() != next || svc.Counters().Reloads.Load() != 1 {
+		t.Fatalf("after a reload: bundle %s, %d reloads", svc.Bundle().Meta.Version, svc.Counters().Reloads.Load())
+	}
+	if !bytes.Equal(svc.State().Snapshot(), before) {
+		t.Error("the reloaded state does not hold the readings and emitted slots of the old one")
+	}
+	fresh, err := NewState(testBundle6(t, n, T, C, d+2, 5), testStep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustApply(t, fresh, rs)
+	for z := range n {
+		var got, want Forecast
+		if err := svc.State().Forecast(z, &got); err != nil {
+			t.Fatal(err)
+		}
+		if err := fresh.Forecast(z, &want); err != nil {
+			t.Fatal(err)
+		}
+		if got.Model != "test-v2" || got.TS != want.TS {
+			t.Fatalf("sensor %d: forecast of %s for %d, want test-v2 for %d", z, got.Model, got.TS, want.TS)
+		}
+		for c := range want.Values {
+			if math.Abs(got.Values[c]-want.Values[c]) > 1e-12 {
+				t.Fatalf("sensor %d: reloaded %v, fresh state %v", z, got.Values, want.Values)
+			}
+		}
+	}
+}
+
+// TestServiceReloadMidStream replays real SZ-taxi readings through the
+// embedded broker into the service, reloads another model between two
+// halves of the replay, and checks every forecast: those of slots whose
+// inputs all came before the reload equal the first model's offline
+// inference and carry its version, all later ones the second model's; no
+// slot is missing or doubled.
+func TestServiceReloadMidStream(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a broker")
+	}
+	ds := szTaxi(t)
+	s := ds.Series
+	const T, d = 12, 16
+	split, err := snapshot.ChronoSplit(s.Steps-T, [3]float64{6, 2, 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	norm, err := snapshot.FitNormalizer(s.Data, s.Nodes, s.Channels, split.TrainSteps(T))
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := snapshot.NewSet(s.Data, s.Steps, s.Nodes, s.Channels, T, norm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bundle := func(six bool, seed uint64, version string) *sdgnn.Bundle {
+		b := testBundle(t, s.Nodes, T, s.Channels, d, seed)
+		if six {
+			b = testBundle6(t, s.Nodes, T, s.Channels, d, seed)
+		}
+		b.Meta.Norm, b.Meta.Version = norm, version
+		return b
+	}
+
+	emb, err := StartEmbedded(0, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer emb.Close()
+	const stepMs = 15 * 60 * 1000
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	from := split.Test.Start + T
+	mid, to := from+T+8, from+T+16
+	svc, err := NewService(bundle(false, 3, "first"), Config{Brokers: []string{emb.Addr}, StepMs: stepMs, Lateness: time.Hour,
+		Now: func() time.Time { return start }, Log: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- svc.Run(runCtx) }()
+	if err := EnsureTopics(ctx, []string{emb.Addr}, 4, "readings", "forecasts", "readings-dead-letter"); err != nil {
+		t.Fatal(err)
+	}
+	series := Series{Steps: s.Steps, Nodes: s.Nodes, Channels: s.Channels, Data: s.Data}
+	publish := func(lo, hi int) {
+		t.Helper()
+		if _, err := Publish(ctx, series, PublishConfig{Brokers: []string{emb.Addr}, Topic: "readings", From: lo, To: hi,
+			Start: start, StepMs: stepMs, SlotPause: 10 * time.Millisecond}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := kafka.NewReader(kafka.ReaderConfig{Brokers: []string{emb.Addr}, GroupID: "reload-check", Topic: "forecasts", StartOffset: kafka.FirstOffset, MaxWait: 50 * time.Millisecond})
+	defer r.Close()
+	got := map[[2]int64]Forecast{}
+	// collect reads forecasts until every sensor has one for every slot of
+	// from+T … upTo.
+	collect := func(upTo int) {
+		t.Helper()
+		for want := (upTo - (from + T) + 1) * s.Nodes; len(got) < want; {
+			m, err := r.ReadMessage(ctx)
+			if err != nil {
+				t.Fatalf("after %d of %d forecasts: %v", len(got), want, err)
+			}
+			f, err := DecodeForecast(m.Value)
+			if err != nil {
+				t.Fatal(err)
+			}
+			slot := (f.TS - start.UnixMilli()) / stepMs
+			if slot < int64(from+T) {
+				continue
+			}
+			key := [2]int64{int64(f.Sensor), slot}
+			if _, dup := got[key]; dup {
+				t.Fatalf("sensor %d slot %d forecast twice", f.Sensor, slot)
+			}
+			got[key] = f
+		}
+	}
+	publish(from, mid)
+	collect(mid)
+	wrong := bundle(false, 3, "wrong")
+	wrong.Meta.Dataset = "pems04"
+	if err := svc.Reload(wrong); err == nil {
+		t.Fatal("a bundle of another dataset was taken")
+	}
+	if err := svc.Reload(bundle(true, 4, "second")); err != nil {
+		t.Fatal(err)
+	}
+	publish(mid, to)
+	collect(to)
+	stop()
+	if err := <-done; err != nil {
+		t.Fatalf("service: %v", err)
+	}
+
+	whole := snapshot.Part{Range: snapshot.Range{Start: from, End: to - T + 1}}
+	first, _, err := sdgnn.Predict(bundle(false, 3, "first"), set, whole, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, _, err := sdgnn.Predict(bundle(true, 4, "second"), set, whole, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	C := s.Channels
+	differ := 0
+	for slot := from + T; slot <= to; slot++ {
+		want, version := first, "first"
+		if slot > mid {
+			want, version = second, "second"
+		}
+		row := (slot - T - from) * s.Nodes * C
+		for z := 0; z < s.Nodes; z++ {
+			f := got[[2]int64{int64(z), int64(slot)}]
+			if f.Model != version {
+				t.Fatalf("sensor %d slot %d: forecast of model %q, want %q", z, slot, f.Model, version)
+			}
+			for c := 0; c < C; c++ {
+				if dv := math.Abs(f.Values[c] - want[row+z*C+c]); dv > 1e-9 {
+					t.Fatalf("sensor %d slot %d: streamed %.12g, offline (%s) %.12g", z, slot, f.Values[c], version, want[row+z*C+c])
+				}
+				if math.Abs(first[row+z*C+c]-second[row+z*C+c]) > 1e-6 {
+					differ++
+				}
+			}
+		}
+	}
+	if differ == 0 {
+		t.Fatal("the two models forecast alike: the test cannot tell them apart")
+	}
+	if svc.Counters().Reloads.Load() != 1 || svc.Counters().ReloadFailures.Load() != 1 {
+		t.Errorf("reloads %d, failures %d; want 1 and 1", svc.Counters().Reloads.Load(), svc.Counters().ReloadFailures.Load())
+	}
+	t.Logf("%d forecasts: slots up to %d of the first model, after it of the second", len(got), mid)
+}
