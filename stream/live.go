@@ -325,7 +325,10 @@ type LiveSummary struct {
 	Overall    evaluation.Metrics   `json:"overall"`
 	PerChannel []evaluation.Metrics `json:"per_channel"` // over all sensors, by channel
 	// Part is the part scope's own running error; nil (absent) without one.
-	Part    *LivePart           `json:"part,omitempty"`
+	Part *LivePart `json:"part,omitempty"`
+	// Model is the version of the model served, which Service.Handler
+	// sets (it changes at Service.Reload); absent from Live.Summary alone.
+	Model   string              `json:"model,omitempty"`
 	Sensors []LiveSensorSummary `json:"sensors"` // by sensor id
 }
 

@@ -408,6 +408,7 @@ func TestLiveHandler(t *testing.T) {
 	}
 
 	var sum struct {
+		Model     string   `json:"model"`
 		StepMs    int64    `json:"step_ms"`
 		Channels  []string `json:"channels"`
 		MAPEFloor float64  `json:"mape_floor"`
@@ -429,7 +430,7 @@ func TestLiveHandler(t *testing.T) {
 	if err := json.Unmarshal(get("/api/sensors", 200, "application/json"), &sum); err != nil {
 		t.Fatal(err)
 	}
-	if sum.StepMs != testStep || strings.Join(sum.Channels, ",") != "flow,speed" || sum.MAPEFloor != 1 || len(sum.Sensors) != 5 {
+	if sum.Model != "test-v1" || sum.StepMs != testStep || strings.Join(sum.Channels, ",") != "flow,speed" || sum.MAPEFloor != 1 || len(sum.Sensors) != 5 {
 		t.Errorf("summary %+v", sum)
 	}
 	if o := sum.Overall; o.Count != 2 || o.MAPECount != 1 || o.MAPE == nil || *o.MAPE != 10 || o.MAE == nil || *o.MAE != 27.25 {
@@ -515,6 +516,8 @@ func TestLiveHandler(t *testing.T) {
 		`sdgnn_stream_live_invalid_values_total{scope="all"} 0`,
 		`# TYPE sdgnn_stream_live_abs_error_total counter`,
 		`sdgnn_stream_forecasts_emitted_total 0`,
+		`sdgnn_model_info{version="test-v1",dataset="test"} 1`,
+		`sdgnn_stream_model_reloads_total 0`,
 	} {
 		if !strings.Contains(metrics, line+"\n") {
 			t.Errorf("/metrics lacks %q", line)
@@ -522,6 +525,34 @@ func TestLiveHandler(t *testing.T) {
 	}
 	if strings.Contains(metrics, `scope="part"`) {
 		t.Error(`/metrics has scope="part" without a part scope`)
+	}
+
+	// After a reload the routes describe the new model: its version, its
+	// receptive sets; the live figures carry on.
+	next := testBundle6(t, 5, 4, 2, 3, 2)
+	next.Meta.Version = "test-v2"
+	if err := svc.Reload(next); err != nil {
+		t.Fatal(err)
+	}
+	sum.Model = ""
+	if err := json.Unmarshal(get("/api/sensors", 200, "application/json"), &sum); err != nil {
+		t.Fatal(err)
+	}
+	if sum.Model != "test-v2" || sum.Overall.Count != 2 {
+		t.Errorf("after the reload: model %q, %d values scored; want test-v2, 2", sum.Model, sum.Overall.Count)
+	}
+	v.Inputs = nil
+	if err := json.Unmarshal(get("/api/sensors/3", 200, "application/json"), &v); err != nil {
+		t.Fatal(err)
+	}
+	if len(v.Inputs) != len(next.Theta.Nodes[3]) || len(v.Inputs) == len(b.Theta.Nodes[3]) {
+		t.Errorf("after the reload sensor 3 has %d inputs, want the new Θ's %d", len(v.Inputs), len(next.Theta.Nodes[3]))
+	}
+	metrics = string(get("/metrics", 200, "text/plain"))
+	for _, line := range []string{`sdgnn_model_info{version="test-v2",dataset="test"} 1`, `sdgnn_stream_model_reloads_total 1`} {
+		if !strings.Contains(metrics, line+"\n") {
+			t.Errorf("/metrics after the reload lacks %q", line)
+		}
 	}
 }
 

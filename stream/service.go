@@ -601,7 +601,9 @@ func (s *Service) Handler() http.Handler {
 		w.Write(livePage)
 	})
 	mux.HandleFunc("GET /api/sensors", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, s.live.Summary())
+		sum := s.live.Summary()
+		sum.Model = s.Bundle().Meta.Version
+		writeJSON(w, sum)
 	})
 	mux.HandleFunc("GET /api/sensors/{sensor}", func(w http.ResponseWriter, r *http.Request) {
 		var (

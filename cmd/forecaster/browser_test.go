@@ -201,6 +201,9 @@ func TestLiveViewInBrowser(t *testing.T) {
 	if m := regexp.MustCompile(`id="sensor-id"[^>]*>([^<]*)<`).FindStringSubmatch(dom); m == nil || m[1] != strconv.Itoa(sensor) {
 		t.Errorf("#sensor-id shows %v, want %d", m, sensor)
 	}
+	if m := regexp.MustCompile(`id="model"[^>]*>([^<]*)<`).FindStringSubmatch(dom); m == nil || m[1] != b.Meta.Version {
+		t.Errorf("#model shows %v, want the bundle's version %q", m, b.Meta.Version)
+	}
 	// The sensors the forecast reads: the bundle's Θ, as the API gives it.
 	inputs := liveInputRE.FindAllStringSubmatch(dom, -1)
 	if len(inputs) != len(view.Inputs) || len(inputs) != len(b.Theta.Nodes[sensor]) {
