@@ -110,3 +110,37 @@ func ExamplePartScope() {
 	// step 20 in the part: true
 	// every forecast: MAE 7.5 over 2; test part: MAE 5.0 over 1
 }
+
+// ExampleService_Reload swaps the model of a service for a newly distilled
+// one; a running service (Run) does it between two committed batches, and
+// forecaster serve on SIGHUP. A bundle of another shape is refused and the
+// model served is kept.
+func ExampleService_Reload() {
+	toy := func(version string, nodes int, seed uint64) *sdgnn.Bundle {
+		rng := rand.New(rand.NewPCG(seed, 2))
+		theta := &sdgnn.Theta{Nodes: make([][]int, nodes), Weights: make([][]float64, nodes)}
+		for z := range nodes {
+			theta.Nodes[z], theta.Weights[z] = []int{z}, []float64{1}
+		}
+		meta := sdgnn.BundleMeta{Dataset: "toy", Nodes: nodes, Window: 2, Hidden: 4, Version: version,
+			Norm: snapshot.Normalizer{Mean: []float64{100}, Std: []float64{10}}}
+		b, err := sdgnn.NewBundle(meta, gru.New(1, 4, rng), nn.NewMLP("phi", 4, 4, 4, rng), theta, nn.NewMLP("dec", 4, 4, 1, rng))
+		if err != nil {
+			panic(err)
+		}
+		return b
+	}
+	// No connection is made before Run.
+	svc, err := stream.NewService(toy("toy-1", 3, 1), stream.Config{Brokers: []string{"127.0.0.1:9092"}, StepMs: 5 * 60000})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(svc.Reload(toy("toy-4-sensors", 4, 2)))
+	fmt.Println(svc.Reload(toy("toy-2", 3, 3)))
+	fmt.Println("serving", svc.Bundle().Meta.Version, "after", svc.Counters().Reloads.Load(), "reload and", svc.Counters().ReloadFailures.Load(), "refusal")
+	// Output:
+	// reload model: bundle toy-4-sensors has 4 sensors, the service 3
+	// <nil>
+	// serving toy-2 after 1 reload and 1 refusal
+}
