@@ -18,6 +18,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"reflect"
 	"strings"
 	"syscall"
 	"time"
@@ -196,7 +197,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			case <-ctx.Done():
 				return
 			case <-hup:
-				reloadModel(svc, *model, log)
+				reloadModel(svc, *model, scope != nil, log)
 			}
 		}
 	}()
@@ -206,8 +207,12 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 // reloadModel reads the bundle at path again and has svc forecast with it
 // (SIGHUP): a model rolled out without a restart. An unreadable or
 // incompatible file is logged and counted, and the model served is kept.
-func reloadModel(svc *stream.Service, path string, log zerolog.Logger) {
+// With a scored part (-score-part), a new model of another split is
+// warned about: the part scored stays the first model's, which the new
+// one may have trained on.
+func reloadModel(svc *stream.Service, path string, scored bool, log zerolog.Logger) {
 	log.Info().Str("model", path).Msg("SIGHUP: reloading the model")
+	old := svc.Bundle().Meta
 	b, err := sdgnn.LoadBundle(path)
 	if err != nil {
 		svc.Counters().ReloadFailures.Add(1)
@@ -215,7 +220,12 @@ func reloadModel(svc *stream.Service, path string, log zerolog.Logger) {
 		err = svc.Reload(b)
 	}
 	if err != nil {
-		log.Error().Err(err).Str("model", path).Str("serving", svc.Bundle().Meta.Version).Msg("reload refused: the model served is kept")
+		log.Error().Err(err).Str("model", path).Str("serving", old.Version).Msg("reload refused: the model served is kept")
+		return
+	}
+	if scored && !reflect.DeepEqual(b.Meta.Split, old.Split) {
+		log.Warn().Str("model", b.Meta.Version).Str("was", old.Version).
+			Msg("the new model was trained on another split: the live view still scores the part of the first model's split, which the new model may have trained on")
 	}
 }
 

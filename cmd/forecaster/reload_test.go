@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/segmentio/kafka-go"
 
 	"github.com/pemsforecast/sdgnn/stream"
@@ -139,5 +140,57 @@ func TestSIGHUPReloadsModel(t *testing.T) {
 	}
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("serve after SIGTERM: %v", err)
+	}
+}
+
+// TestReloadModel checks reloadModel's log lines and counters in process: a
+// missing file is refused naming it, and a model of another split is
+// warned about only when the live view scores a part.
+func TestReloadModel(t *testing.T) {
+	const T = 12
+	_, ds, split, first := szTaxiBundle(t, T, 8)
+	tmp := t.TempDir()
+	same := filepath.Join(tmp, "same.sdgnn")
+	b := randomBundle(t, ds, split, first.Meta.Norm, T, 8)
+	b.Meta.Version = "same-split"
+	if err := b.Save(same); err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(tmp, "other.sdgnn")
+	b = randomBundle(t, ds, split, first.Meta.Norm, T, 8)
+	b.Meta.Version, b.Meta.Split.Ratios = "other-split", [3]float64{7, 1, 2}
+	if err := b.Save(other); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, path string
+		scored     bool
+		want, not  string
+		failures   uint64
+	}{
+		{"missing file", filepath.Join(tmp, "gone.sdgnn"), false, "gone.sdgnn", "model reloaded", 1},
+		{"same split, scored", same, true, "model reloaded", "another split", 0},
+		{"other split, not scored", other, false, "model reloaded", "another split", 0},
+		{"other split, scored", other, true, "another split", "reload refused", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var logs strings.Builder
+			log := zerolog.New(&logs)
+			served, err := first.Clone()
+			if err != nil {
+				t.Fatal(err)
+			}
+			svc, err := stream.NewService(served, stream.Config{Brokers: []string{"127.0.0.1:1"}, StepMs: 15 * 60 * 1000, Log: log})
+			if err != nil {
+				t.Fatal(err)
+			}
+			reloadModel(svc, tc.path, tc.scored, log)
+			if !strings.Contains(logs.String(), tc.want) || strings.Contains(logs.String(), tc.not) {
+				t.Errorf("logs %s: want %q and not %q", logs.String(), tc.want, tc.not)
+			}
+			if got := svc.Counters().ReloadFailures.Load(); got != tc.failures {
+				t.Errorf("%d failures counted, want %d", got, tc.failures)
+			}
+		})
 	}
 }
