@@ -127,3 +127,25 @@ func szTaxi(tb testing.TB) *pems.Dataset {
 	}
 	return ds
 }
+
+// szTaxiSet loads SZ-taxi (as szTaxi), splits its windows of T steps 6:2:2
+// in time and returns the split and the snapshots, normalised on the
+// training steps.
+func szTaxiSet(tb testing.TB, T int) (*pems.Dataset, snapshot.Split, *snapshot.Set) {
+	tb.Helper()
+	ds := szTaxi(tb)
+	s := ds.Series
+	split, err := snapshot.ChronoSplit(s.Steps-T, [3]float64{6, 2, 2})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	norm, err := snapshot.FitNormalizer(s.Data, s.Nodes, s.Channels, split.TrainSteps(T))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	set, err := snapshot.NewSet(s.Data, s.Steps, s.Nodes, s.Channels, T, norm)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return ds, split, set
+}

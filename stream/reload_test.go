@@ -118,21 +118,9 @@ func TestServiceReloadMidStream(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a broker")
 	}
-	ds := szTaxi(t)
-	s := ds.Series
 	const T, d = 12, 16
-	split, err := snapshot.ChronoSplit(s.Steps-T, [3]float64{6, 2, 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	norm, err := snapshot.FitNormalizer(s.Data, s.Nodes, s.Channels, split.TrainSteps(T))
-	if err != nil {
-		t.Fatal(err)
-	}
-	set, err := snapshot.NewSet(s.Data, s.Steps, s.Nodes, s.Channels, T, norm)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ds, split, set := szTaxiSet(t, T)
+	s, norm := ds.Series, set.Norm
 	bundle := func(six bool, seed uint64, version string) *sdgnn.Bundle {
 		b := testBundle(t, s.Nodes, T, s.Channels, d, seed)
 		if six {

@@ -28,23 +28,11 @@ func TestEndToEndMatchesOffline(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a broker")
 	}
-	ds := szTaxi(t)
-	s := ds.Series
 	const T, d = 12, 16
-	split, err := snapshot.ChronoSplit(s.Steps-T, [3]float64{6, 2, 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	norm, err := snapshot.FitNormalizer(s.Data, s.Nodes, s.Channels, split.TrainSteps(T))
-	if err != nil {
-		t.Fatal(err)
-	}
+	ds, split, set := szTaxiSet(t, T)
+	s := ds.Series
 	b := testBundle(t, s.Nodes, T, s.Channels, d, 3)
-	b.Meta.Norm = norm
-	set, err := snapshot.NewSet(s.Data, s.Steps, s.Nodes, s.Channels, T, norm)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b.Meta.Norm = set.Norm
 
 	emb, err := StartEmbedded(0, "")
 	if err != nil {
