@@ -28,6 +28,7 @@ import (
 
 	"github.com/pemsforecast/sdgnn/datasets/pems"
 	"github.com/pemsforecast/sdgnn/sdgnn"
+	"github.com/pemsforecast/sdgnn/snapshot"
 	"github.com/pemsforecast/sdgnn/stream"
 )
 
@@ -44,6 +45,16 @@ run "forecaster COMMAND -h" for its flags
 `
 
 var errUsage = errors.New("usage")
+
+// usageError is a flag value found wrong after parsing: exit code 2 (it
+// is errUsage), with a message naming the flag and what it wants.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string        { return e.msg }
+func (e *usageError) Is(target error) bool { return target == errUsage }
+
+// usagef returns a usageError with the formatted message.
+func usagef(format string, a ...any) error { return &usageError{fmt.Sprintf(format, a...)} }
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
@@ -73,6 +84,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case err == nil || errors.Is(err, context.Canceled):
 		return 0
 	case errors.Is(err, errUsage):
+		var ue *usageError
+		if errors.As(err, &ue) { // the flag set has not printed it
+			fmt.Fprintf(stderr, "forecaster %s: %v\n", args[0], err)
+		}
 		return 2
 	default:
 		fmt.Fprintf(stderr, "forecaster %s: %v\n", args[0], err)
@@ -156,6 +171,18 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if *history < 1 {
 		fmt.Fprintf(stderr, "serve: -history %d: want at least 1 slot\n", *history)
+		return errUsage
+	}
+	if *lateness < 0 {
+		fmt.Fprintf(stderr, "serve: -lateness %v: want 0 or more\n", *lateness)
+		return errUsage
+	}
+	if strings.TrimSpace(*group) == "" {
+		fmt.Fprintln(stderr, "serve: -group is empty: want a consumer group name")
+		return errUsage
+	}
+	if _, err := (snapshot.Split{}).Part(*scorePart); *scorePart != "" && err != nil {
+		fmt.Fprintf(stderr, "serve: -score-part %q: want train, val or test\n", *scorePart)
 		return errUsage
 	}
 	log := newLogger(stderr, *jsonLogs)

@@ -52,10 +52,10 @@ type replayPlan struct {
 func (r replay) plan() (replayPlan, error) {
 	// The request is checked before any data is read.
 	if r.limit < 0 {
-		return replayPlan{}, fmt.Errorf("-steps %d: want 0 (all) or more", r.limit)
+		return replayPlan{}, usagef("-steps %d: want 0 (all) or more", r.limit)
 	}
 	if r.speedup < 0 {
-		return replayPlan{}, fmt.Errorf("-speedup %g: want 0 (as fast as possible) or more", r.speedup)
+		return replayPlan{}, usagef("-speedup %g: want 0 (as fast as possible) or more", r.speedup)
 	}
 	var (
 		p   *snapshot.Prepared
@@ -78,7 +78,7 @@ func (r replay) plan() (replayPlan, error) {
 	}
 	pt, err := p.Split.Part(r.part)
 	if err != nil {
-		return replayPlan{}, fmt.Errorf("-split-part: %w", err)
+		return replayPlan{}, usagef("-split-part: %v", err)
 	}
 	if pt.Len() == 0 {
 		return replayPlan{}, fmt.Errorf("-split-part %s: the part is empty", r.part)

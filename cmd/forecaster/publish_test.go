@@ -125,7 +125,7 @@ func TestServeScorePart(t *testing.T) {
 	}{
 		{[]string{"-data", dir}, "-data and -start only serve -score-part"},
 		{[]string{"-start", "2015-01-01T00:00:00Z"}, "-data and -start only serve -score-part"},
-		{[]string{"-score-part", "tests", "-data", dir}, `split part "tests"`},
+		{[]string{"-score-part", "tests", "-data", dir}, `-score-part "tests": want train, val or test`},
 		{[]string{"-score-part", "test", "-data", dir, "-start", "yesterday"}, `-start "yesterday"`},
 		{[]string{"-score-part", "test", "-data", filepath.Join(dir, "nowhere")}, "-score-part"},
 	} {

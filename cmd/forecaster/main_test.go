@@ -1,0 +1,49 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestBadInvocations checks that wrong commands, flags and model files are
+// refused before anything connects, with the exit code (2: usage, 1:
+// failure) and a message naming what is wrong.
+func TestBadInvocations(t *testing.T) {
+	tmp := t.TempDir()
+	truncated := filepath.Join(tmp, "cut.sdgnn")
+	if err := os.WriteFile(truncated, []byte("PEMSMODL\x01\x00"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(tmp, "gone.sdgnn")
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"no command", nil, 2, "commands:"},
+		{"unknown command", []string{"fly"}, 2, `unknown command "fly"`},
+		{"unknown flag", []string{"serve", "-bogus"}, 2, "flag provided but not defined: -bogus"},
+		{"serve without model", []string{"serve"}, 2, "-model B.sdgnn is required"},
+		{"zero history", []string{"serve", "-model", missing, "-history", "0"}, 2, "-history 0: want at least 1 slot"},
+		{"negative lateness", []string{"serve", "-model", missing, "-lateness", "-5m"}, 2, "-lateness -5m0s: want 0 or more"},
+		{"empty group", []string{"serve", "-model", missing, "-group", " "}, 2, "-group is empty"},
+		{"unknown scored part", []string{"serve", "-model", missing, "-score-part", "bogus"}, 2, `-score-part "bogus": want train, val or test`},
+		{"data without scored part", []string{"serve", "-model", missing, "-data", tmp}, 2, "-data and -start only serve -score-part"},
+		{"missing model", []string{"serve", "-model", missing}, 1, missing},
+		{"truncated model", []string{"serve", "-model", truncated}, 1, truncated},
+		{"negative speed-up", []string{"publish", "-brokers", "127.0.0.1:1", "-speedup", "-2"}, 2, "-speedup -2: want 0"},
+		{"negative steps", []string{"publish", "-brokers", "127.0.0.1:1", "-steps", "-3"}, 2, "-steps -3: want 0"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			code := run(tc.args, &out, &errb)
+			if code != tc.code || !strings.Contains(errb.String(), tc.want) {
+				t.Fatalf("exit %d (want %d), stderr:\n%s\nwant it to contain %q", code, tc.code, errb.String(), tc.want)
+			}
+		})
+	}
+}
