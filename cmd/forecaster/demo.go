@@ -15,6 +15,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/segmentio/kafka-go"
 
+	"github.com/pemsforecast/sdgnn/datasets/pems"
 	"github.com/pemsforecast/sdgnn/evaluation"
 	"github.com/pemsforecast/sdgnn/sdgnn"
 	"github.com/pemsforecast/sdgnn/snapshot"
@@ -38,6 +39,9 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	)
 	if err := fs.Parse(args); err != nil {
 		return errUsage
+	}
+	if _, err := pems.Lookup(*dataset); err != nil {
+		return usagef("-dataset: %v", err)
 	}
 	log := newLogger(stderr, *jsonLogs)
 	path := *model
