@@ -85,7 +85,9 @@ func (c Config) Validate() error {
 			c.PhiHidden, c.PhiBatch, c.Epochs, c.ThetaEvery, c.BudgetEvery)
 	case c.BudgetEnd < 1 || c.BudgetStart < c.BudgetEnd:
 		return fmt.Errorf("sdgnn config: budget %d → %d: need start ≥ end ≥ 1", c.BudgetStart, c.BudgetEnd)
-	case c.Lambda1 < 0 || c.Lambda2 < 0 || !(c.LR > 0) || c.FineTuneEpochs < 0 || (c.FineTuneEpochs > 0 && !(c.FineTuneLR > 0)):
+	case c.FineTuneEpochs < 0:
+		return fmt.Errorf("sdgnn config: fine-tune epochs %d: must be ≥ 0", c.FineTuneEpochs)
+	case c.Lambda1 < 0 || c.Lambda2 < 0 || !(c.LR > 0) || (c.FineTuneEpochs > 0 && !(c.FineTuneLR > 0)):
 		return fmt.Errorf("sdgnn config: λ1 %g, λ2 %g, lr %g, fine-tune lr %g: need λ ≥ 0 and positive learning rates", c.Lambda1, c.Lambda2, c.LR, c.FineTuneLR)
 	case c.MAPEFloor < 0 || math.IsNaN(c.MAPEFloor):
 		return fmt.Errorf("sdgnn config: MAPE floor %g: must be ≥ 0", c.MAPEFloor)

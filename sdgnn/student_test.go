@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"gonum.org/v1/gonum/floats"
@@ -209,10 +210,34 @@ func TestScheduleBudget(t *testing.T) {
 	if sc.Epochs != 410 || sc.ThetaEvery != 4 || sc.BudgetEvery != 10 || sc.Budget(400) != 6 || sc.Budget(399) != 7 {
 		t.Errorf("Scaled(10): %+v", sc)
 	}
-	bad := c
-	bad.BudgetEnd = 50
-	if bad.Validate() == nil {
-		t.Error("budget end above start accepted")
+}
+
+// TestConfigValidate checks that each wrong setting is refused with a
+// message naming it, and that the defaults pass.
+func TestConfigValidate(t *testing.T) {
+	if err := DefaultConfig().Validate(); err != nil {
+		t.Fatalf("defaults refused: %v", err)
+	}
+	for _, tc := range []struct {
+		name string
+		edit func(c *Config)
+		want string
+	}{
+		{"budget end above start", func(c *Config) { c.BudgetEnd = c.BudgetStart + 1 }, "need start ≥ end ≥ 1"},
+		{"zero budget", func(c *Config) { c.BudgetEnd = 0 }, "budget 46 → 0"},
+		{"negative epochs", func(c *Config) { c.Epochs = -1 }, "epochs -1"},
+		{"zero theta period", func(c *Config) { c.ThetaEvery = 0 }, "theta every 0"},
+		{"negative fine-tuning", func(c *Config) { c.FineTuneEpochs = -3 }, "fine-tune epochs -3: must be ≥ 0"},
+		{"fine-tuning without a rate", func(c *Config) { c.FineTuneLR = 0 }, "fine-tune lr 0"},
+		{"negative λ1", func(c *Config) { c.Lambda1 = -1 }, "λ1 -1"},
+		{"NaN MAPE floor", func(c *Config) { c.MAPEFloor = math.NaN() }, "MAPE floor NaN"},
+		{"unknown selection", func(c *Config) { c.Select = "rmse" }, `select "rmse"`},
+	} {
+		c := DefaultConfig()
+		tc.edit(&c)
+		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want an error containing %q", tc.name, err, tc.want)
+		}
 	}
 }
 
