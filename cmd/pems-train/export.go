@@ -34,6 +34,12 @@ func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		fmt.Fprintln(stderr, "export: -out FILE is required and takes no other arguments")
 		return errUsage
 	}
+	switch *what {
+	case "snapshots", "embeddings", "predictions":
+	default:
+		fmt.Fprintf(stderr, "export: -what %q: want snapshots, embeddings or predictions\n", *what)
+		return errUsage
+	}
 	var (
 		p     *snapshot.Prepared
 		saved *teacher.Saved

@@ -175,6 +175,7 @@ func TestBadInvocations(t *testing.T) {
 		{"truncated model", []string{"eval", "-data", dir, "-model", bad}, 1, "truncated"},
 		{"missing model", []string{"eval", "-data", dir, "-model", filepath.Join(dir, "nope.model")}, 1, "nope.model"},
 		{"eval without model", []string{"eval"}, 2, "-model FILE is required"},
+		{"unknown export", []string{"export", "-what", "graphs", "-model", bad, "-out", filepath.Join(dir, "x.arrow")}, 2, `-what "graphs": want snapshots, embeddings or predictions`},
 		{"bad data dir", []string{"teacher", "-data", filepath.Join(dir, "nowhere"), "-dataset", "pems08"}, 1, "nowhere"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
