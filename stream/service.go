@@ -232,10 +232,11 @@ func (s *Service) Reload(b *sdgnn.Bundle) error {
 }
 
 // compatible returns an error naming what differs when b cannot replace
-// old in a running service (see Service.Reload).
+// old in a running service (see Service.Reload); NewStateHistory checks
+// that b is complete.
 func compatible(old, b *sdgnn.Bundle) error {
-	if b == nil || b.Theta == nil || b.GRU == nil || b.Phi == nil || b.Dec == nil {
-		return errors.New("incomplete bundle")
+	if b == nil {
+		return errors.New("incomplete bundle: none given")
 	}
 	om, nm := old.Meta, b.Meta
 	switch {

@@ -40,20 +40,10 @@ func TestKill9LosesNothing(t *testing.T) {
 	if err := b.Save(bundlePath); err != nil {
 		t.Fatal(err)
 	}
-	bin := filepath.Join(tmp, "forecaster")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	emb, err := stream.StartEmbedded(0, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer emb.Close()
+	bin := buildForecaster(t, tmp)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	if err := stream.EnsureTopics(ctx, []string{emb.Addr}, 4, "readings", "forecasts", "readings-dead-letter"); err != nil {
-		t.Fatal(err)
-	}
+	emb := startBroker(ctx, t)
 	state := filepath.Join(tmp, "state.bin")
 	start := func() (*exec.Cmd, chan struct{}) {
 		cmd := exec.Command(bin, "serve", "-model", bundlePath, "-brokers", emb.Addr, "-state", state, "-http", "", "-lateness", "1000h", "-log-json")
@@ -231,4 +221,29 @@ func randomBundle(t *testing.T, ds *pems.Dataset, split snapshot.Split, norm sna
 		t.Fatal(err)
 	}
 	return b
+}
+
+// buildForecaster builds this command into dir and returns the binary.
+func buildForecaster(t *testing.T, dir string) string {
+	t.Helper()
+	bin := filepath.Join(dir, "forecaster")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// startBroker starts the embedded broker with the service's topics; it is
+// closed when the test ends.
+func startBroker(ctx context.Context, t *testing.T) *stream.Embedded {
+	t.Helper()
+	emb, err := stream.StartEmbedded(0, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(emb.Close)
+	if err := stream.EnsureTopics(ctx, []string{emb.Addr}, 4, "readings", "forecasts", "readings-dead-letter"); err != nil {
+		t.Fatal(err)
+	}
+	return emb
 }

@@ -40,20 +40,10 @@ func TestSIGHUPReloadsModel(t *testing.T) {
 	}
 	second := randomBundle(t, ds, split, first.Meta.Norm, T, 8)
 	second.Meta.Version = "reloaded"
-	bin := filepath.Join(tmp, "forecaster")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	emb, err := stream.StartEmbedded(0, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer emb.Close()
+	bin := buildForecaster(t, tmp)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	if err := stream.EnsureTopics(ctx, []string{emb.Addr}, 4, "readings", "forecasts", "readings-dead-letter"); err != nil {
-		t.Fatal(err)
-	}
+	emb := startBroker(ctx, t)
 
 	cmd := exec.Command(bin, "serve", "-model", path, "-brokers", emb.Addr, "-http", "", "-lateness", "1000h", "-log-json")
 	stderr, err := cmd.StderrPipe()
