@@ -3,7 +3,11 @@ package stream
 import (
 	"bytes"
 	"context"
+	"errors"
 	"math"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +15,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/segmentio/kafka-go"
 
+	"github.com/pemsforecast/sdgnn/gru"
 	"github.com/pemsforecast/sdgnn/sdgnn"
 	"github.com/pemsforecast/sdgnn/snapshot"
 )
@@ -109,8 +114,9 @@ func TestServiceReloadRefuses(t *testing.T) {
 }
 
 // TestServiceReloadMidStream replays real SZ-taxi readings through the
-// embedded broker into the service, reloads another model between two
-// halves of the replay, and checks every forecast: those of slots whose
+// embedded broker into the service, reloads another model (other Θ, other
+// preprocessing) between two halves of the replay, and checks every
+// forecast: those of slots whose
 // inputs all came before the reload equal the first model's offline
 // inference and carry its version, all later ones the second model's; no
 // slot is missing or doubled.
@@ -121,13 +127,31 @@ func TestServiceReloadMidStream(t *testing.T) {
 	const T, d = 12, 16
 	ds, split, set := szTaxiSet(t, T)
 	s, norm := ds.Series, set.Norm
+	const stepMs = 15 * 60 * 1000
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	// The second model has the paper's preprocessing (per-node min-max
+	// scaling and calendar inputs, from the replay's clock), so that the
+	// reload also changes how the readings held become model inputs.
+	paper, err := snapshot.FitPaper(s.Data, s.Nodes, s.Channels, split.TrainSteps(T), start.UnixMilli(), stepMs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	paperSet, err := snapshot.NewSet(s.Data, s.Steps, s.Nodes, s.Channels, T, paper)
+	if err != nil {
+		t.Fatal(err)
+	}
 	bundle := func(six bool, seed uint64, version string) *sdgnn.Bundle {
 		b := testBundle(t, s.Nodes, T, s.Channels, d, seed)
+		b.Meta.Norm = norm
 		if six {
 			b = testBundle6(t, s.Nodes, T, s.Channels, d, seed)
+			b.Meta.Norm, b.GRU = paper, gru.New(paper.Inputs(), d, rand.New(rand.NewPCG(seed, 9)))
 		}
-		b.Meta.Norm, b.Meta.Version = norm, version
+		b.Meta.Version = version
 		return b
+	}
+	if paper.Inputs() == norm.Inputs() || paper.Prep() == norm.Prep() {
+		t.Fatalf("preprocessings %s (%d inputs) and %s (%d inputs): want them to differ", norm.Prep(), norm.Inputs(), paper.Prep(), paper.Inputs())
 	}
 
 	emb, err := StartEmbedded(0, "")
@@ -135,8 +159,6 @@ func TestServiceReloadMidStream(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer emb.Close()
-	const stepMs = 15 * 60 * 1000
-	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	from := split.Test.Start + T
 	mid, to := from+T+8, from+T+16
 	svc, err := NewService(bundle(false, 3, "first"), Config{Brokers: []string{emb.Addr}, StepMs: stepMs, Lateness: time.Hour,
@@ -209,7 +231,7 @@ func TestServiceReloadMidStream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	second, _, err := sdgnn.Predict(bundle(true, 4, "second"), set, whole, 64)
+	second, _, err := sdgnn.Predict(bundle(true, 4, "second"), paperSet, whole, 64)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,4 +265,47 @@ func TestServiceReloadMidStream(t *testing.T) {
 		t.Errorf("reloads %d, failures %d; want 1 and 1", svc.Counters().Reloads.Load(), svc.Counters().ReloadFailures.Load())
 	}
 	t.Logf("%d forecasts: slots up to %d of the first model, after it of the second", len(got), mid)
+}
+
+// TestReloadEndpoint checks POST /-/reload: absent without
+// Config.ReloadModel, and with it 200 and the version served, or 409 and
+// why the model served was kept; other methods are refused.
+func TestReloadEndpoint(t *testing.T) {
+	const n, T, C, d = 4, 3, 2, 5
+	for _, tc := range []struct {
+		name, method string
+		hook         func() (string, error)
+		code         int
+		body         string
+	}{
+		{"no hook", http.MethodPost, nil, http.StatusNotFound, "404 page not found\n"},
+		{"taken", http.MethodPost, func() (string, error) { return "v2", nil }, http.StatusOK, "serving v2\n"},
+		{"refused", http.MethodPost, func() (string, error) { return "test-v1", errors.New("bundle b.sdgnn truncated") }, http.StatusConflict,
+			"reload refused: bundle b.sdgnn truncated; serving test-v1\n"},
+		{"GET", http.MethodGet, func() (string, error) { return "v2", nil }, http.StatusMethodNotAllowed, "Method Not Allowed\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			calls := 0
+			cfg := Config{Brokers: []string{"127.0.0.1:1"}, StepMs: testStep, Log: zerolog.Nop()}
+			if tc.hook != nil {
+				cfg.ReloadModel = func() (string, error) { calls++; return tc.hook() }
+			}
+			svc, err := NewService(testBundle(t, n, T, C, d, 1), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w := httptest.NewRecorder()
+			svc.Handler().ServeHTTP(w, httptest.NewRequest(tc.method, "/-/reload", nil))
+			if w.Code != tc.code || w.Body.String() != tc.body {
+				t.Errorf("%s /-/reload: %d %q, want %d %q", tc.method, w.Code, w.Body.String(), tc.code, tc.body)
+			}
+			want := 0
+			if tc.code == http.StatusOK || tc.code == http.StatusConflict {
+				want = 1
+			}
+			if calls != want {
+				t.Errorf("hook called %d times, want %d", calls, want)
+			}
+		})
+	}
 }

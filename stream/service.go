@@ -60,6 +60,12 @@ type Config struct {
 
 	HTTPAddr string // metrics, health, latest forecasts and the live view; empty: none
 	Log      zerolog.Logger
+	// ReloadModel, when set, is served as POST /-/reload on HTTPAddr, for
+	// orchestrators that can call a URL but not send a signal (a sidecar
+	// that watches a mounted model file). It should read the model again
+	// and Reload it, returning the version served afterwards, or why the
+	// model served was kept. Calls are not serialised here.
+	ReloadModel func() (version string, err error)
 
 	// LiveSlots is the number of recent slots per sensor in the live view
 	// (/live, /api/sensors); 0 means DefaultLiveSlots.
@@ -551,9 +557,22 @@ func writeAtomic(path string, data []byte) error {
 // (the latest forecast message of the sensor), and the live view: /live
 // (an HTML page for operators), /api/sensors (every sensor's running error,
 // a LiveSummary) and /api/sensors/{sensor} (the sensor's recent readings
-// and forecasts, a LiveSensor).
+// and forecasts, a LiveSensor). With Config.ReloadModel, POST /-/reload
+// calls it: 200 and the version now served, or 409 Conflict and why the
+// model served was kept.
 func (s *Service) Handler() http.Handler {
 	mux := http.NewServeMux()
+	if reload := s.cfg.ReloadModel; reload != nil {
+		mux.HandleFunc("POST /-/reload", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			version, err := reload()
+			if err != nil {
+				http.Error(w, fmt.Sprintf("reload refused: %v; serving %s", err, s.Bundle().Meta.Version), http.StatusConflict)
+				return
+			}
+			fmt.Fprintf(w, "serving %s\n", version)
+		})
+	}
 	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
 		if err := s.counters.WritePrometheus(w); err != nil {

@@ -7,7 +7,8 @@
 // Without -brokers, serve and demo start an embedded Kafka-protocol broker
 // (kfake) on 127.0.0.1; with it they talk to any Kafka cluster. SIGHUP has
 // serve read its -model file again and forecast with it from the next
-// batch on, without losing or repeating a forecast slot.
+// batch on, without losing or repeating a forecast slot; so does POST
+// /-/reload on the -http address when serve is started with -http-reload.
 package main
 
 import (
@@ -20,6 +21,7 @@ import (
 	"os/signal"
 	"reflect"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -36,7 +38,7 @@ const usage = `forecaster: SDGNN next-slot traffic forecasts over Kafka
 
 commands:
   serve    consume the readings topic, keep per-sensor windows, publish forecasts (-model B.sdgnn;
-           SIGHUP reloads B.sdgnn without a restart)
+           SIGHUP, or POST /-/reload with -http-reload, reloads B.sdgnn without a restart)
   publish  replay a part of a dataset (of -model's split) into the readings topic, keyed by sensor
   demo     the whole loop on one machine: embedded broker, publisher, service, live line
 
@@ -148,11 +150,14 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	var (
 		model    = fs.String("model", "", "SDGNN bundle written by pems-train distill (required); SIGHUP reads it again and serves it if it fits")
 		httpAddr = fs.String("http", "127.0.0.1:8080", "address of /metrics, /healthz and /forecast/{sensor}; empty: none")
-		state    = fs.String("state", "", "state snapshot file: kill -9 loses nothing when set")
-		lateness = fs.Duration("lateness", 2*time.Minute, "how long after a slot ends a forecast waits for missing inputs")
-		group    = fs.String("group", "sdgnn-forecaster", "consumer group")
-		history  = fs.Int("history", stream.DefaultHistory, "slots of readings kept beyond the window, so that inputs up to this far apart (catching up) still give exact forecasts")
-		jsonLogs = fs.Bool("log-json", false, "JSON log lines")
+		// Off by default, as Prometheus's --web.enable-lifecycle: whoever
+		// reaches -http could otherwise make the service reread its model.
+		httpReload = fs.Bool("http-reload", false, "also serve POST /-/reload on -http: reloads -model as SIGHUP does, answering 200 and the version served or 409 and why the model was kept")
+		state      = fs.String("state", "", "state snapshot file: kill -9 loses nothing when set")
+		lateness   = fs.Duration("lateness", 2*time.Minute, "how long after a slot ends a forecast waits for missing inputs")
+		group      = fs.String("group", "sdgnn-forecaster", "consumer group")
+		history    = fs.Int("history", stream.DefaultHistory, "slots of readings kept beyond the window, so that inputs up to this far apart (catching up) still give exact forecasts")
+		jsonLogs   = fs.Bool("log-json", false, "JSON log lines")
 		// For a replay of the model's own data (forecaster publish -model).
 		scorePart = fs.String("score-part", "", "train, val or test: for a replay of the model's data (forecaster publish -model), the live view also scores that part of the model's split on its own; reads the data")
 		dataDir   = fs.String("data", "", "with -score-part: data directory (default $PEMS_DATA, then ../shared/datasets)")
@@ -167,6 +172,10 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if *scorePart == "" && (flagSet(fs, "data") || flagSet(fs, "start")) {
 		fmt.Fprintln(stderr, "serve: -data and -start only serve -score-part")
+		return errUsage
+	}
+	if *httpReload && *httpAddr == "" {
+		fmt.Fprintln(stderr, "serve: -http-reload needs an -http address")
 		return errUsage
 	}
 	if *history < 1 {
@@ -210,11 +219,17 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer closeBroker()
-	svc, err := stream.NewService(b, stream.Config{Brokers: brokers, GroupID: *group, StepMs: step, Lateness: *lateness,
-		History: *history, StateFile: *state, HTTPAddr: *httpAddr, Log: log, LivePart: scope})
+	rl := &reloader{path: *model, scored: scope != nil, log: log}
+	cfg := stream.Config{Brokers: brokers, GroupID: *group, StepMs: step, Lateness: *lateness,
+		History: *history, StateFile: *state, HTTPAddr: *httpAddr, Log: log, LivePart: scope}
+	if *httpReload {
+		cfg.ReloadModel = func() (string, error) { return rl.reload("POST /-/reload") }
+	}
+	svc, err := stream.NewService(b, cfg)
 	if err != nil {
 		return err
 	}
+	rl.svc = svc
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
@@ -224,36 +239,50 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			case <-ctx.Done():
 				return
 			case <-hup:
-				reloadModel(svc, *model, scope != nil, log)
+				rl.reload("SIGHUP")
 			}
 		}
 	}()
 	return svc.Run(ctx)
 }
 
-// reloadModel reads the bundle at path again and has svc forecast with it
-// (SIGHUP): a model rolled out without a restart. An unreadable or
-// incompatible file is logged and counted, and the model served is kept.
-// With a scored part (-score-part), a new model of another split is
-// warned about: the part scored stays the first model's, which the new
-// one may have trained on.
-func reloadModel(svc *stream.Service, path string, scored bool, log zerolog.Logger) {
-	log.Info().Str("model", path).Msg("SIGHUP: reloading the model")
-	old := svc.Bundle().Meta
-	b, err := sdgnn.LoadBundle(path)
+// reloader reads the -model file again and has the service forecast with
+// it (on SIGHUP, or POST /-/reload with -http-reload): a model rolled out
+// without a restart, one reload at a time. An unreadable or incompatible
+// file is logged and counted, and the model served is kept. With a scored
+// part (-score-part), a new model of another split is warned about: the
+// part scored stays the first model's, which the new one may have trained
+// on.
+type reloader struct {
+	mu     sync.Mutex
+	svc    *stream.Service
+	path   string
+	scored bool
+	log    zerolog.Logger
+}
+
+// reload reloads the model on behalf of trigger (named in the log) and
+// returns the version served afterwards, or why the model served was kept.
+func (r *reloader) reload(trigger string) (string, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.log.Info().Str("model", r.path).Str("by", trigger).Msg("reloading the model")
+	old := r.svc.Bundle().Meta
+	b, err := sdgnn.LoadBundle(r.path)
 	if err != nil {
-		svc.Counters().ReloadFailures.Add(1)
+		r.svc.Counters().ReloadFailures.Add(1)
 	} else {
-		err = svc.Reload(b)
+		err = r.svc.Reload(b)
 	}
 	if err != nil {
-		log.Error().Err(err).Str("model", path).Str("serving", old.Version).Msg("reload refused: the model served is kept")
-		return
+		r.log.Error().Err(err).Str("model", r.path).Str("serving", old.Version).Msg("reload refused: the model served is kept")
+		return old.Version, err
 	}
-	if scored && !reflect.DeepEqual(b.Meta.Split, old.Split) {
-		log.Warn().Str("model", b.Meta.Version).Str("was", old.Version).
+	if r.scored && !reflect.DeepEqual(b.Meta.Split, old.Split) {
+		r.log.Warn().Str("model", b.Meta.Version).Str("was", old.Version).
 			Msg("the new model was trained on another split: the live view still scores the part of the first model's split, which the new model may have trained on")
 	}
+	return b.Meta.Version, nil
 }
 
 func cmdPublish(ctx context.Context, args []string, stdout, stderr io.Writer) error {

@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,20 +17,33 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/segmentio/kafka-go"
 
+	"github.com/pemsforecast/sdgnn/datasets/pems"
+	"github.com/pemsforecast/sdgnn/sdgnn"
+	"github.com/pemsforecast/sdgnn/snapshot"
 	"github.com/pemsforecast/sdgnn/stream"
 )
 
-// TestSIGHUPReloadsModel runs the real forecaster binary, replaces its model
-// file first by a truncated copy and then by another model, sending SIGHUP
-// after each: the truncated file must be refused with a log line naming it,
-// the service must keep running, and the forecasts of readings published
-// after the second SIGHUP must carry the new model's version.
-func TestSIGHUPReloadsModel(t *testing.T) {
+// TestReloadsModel runs the real forecaster binary, replaces its model file
+// first by a truncated copy and then by another model, asking for a reload
+// after each, by SIGHUP or by POST /-/reload (-http-reload): the truncated
+// file must be refused with a log line naming it (and, over HTTP, a 409
+// that names it), the service must keep running, and the forecasts of
+// readings published after the second reload must carry the new model's
+// version.
+func TestReloadsModel(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs a process")
 	}
 	const T = 12
 	_, ds, split, first := szTaxiBundle(t, T, 8)
+	bin := buildForecaster(t, t.TempDir())
+	for _, by := range []string{"SIGHUP", "POST /-/reload"} {
+		t.Run(by, func(t *testing.T) { testReloadsModel(t, bin, by, ds, split, first) })
+	}
+}
+
+func testReloadsModel(t *testing.T, bin, by string, ds *pems.Dataset, split snapshot.Split, first *sdgnn.Bundle) {
+	const T = 12
 	tmp := t.TempDir()
 	path := filepath.Join(tmp, "b.sdgnn")
 	if err := first.Save(path); err != nil {
@@ -40,12 +55,16 @@ func TestSIGHUPReloadsModel(t *testing.T) {
 	}
 	second := randomBundle(t, ds, split, first.Meta.Norm, T, 8)
 	second.Meta.Version = "reloaded"
-	bin := buildForecaster(t, tmp)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	emb := startBroker(ctx, t)
 
-	cmd := exec.Command(bin, "serve", "-model", path, "-brokers", emb.Addr, "-http", "", "-lateness", "1000h", "-log-json")
+	args := []string{"serve", "-model", path, "-brokers", emb.Addr, "-lateness", "1000h", "-log-json", "-http", ""}
+	if by != "SIGHUP" {
+		args[len(args)-1] = "127.0.0.1:0"
+		args = append(args, "-http-reload")
+	}
+	cmd := exec.Command(bin, args...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -81,13 +100,42 @@ func TestSIGHUPReloadsModel(t *testing.T) {
 			}
 		}
 	}
+	var addr string
+	if by != "SIGHUP" {
+		addr, _ = waitLog("serving metrics, health and forecasts")["http"].(string)
+	}
 	waitLog("consuming")
+	// reload asks for a reload and returns the HTTP status and answer
+	// (none for SIGHUP).
+	reload := func() (int, string) {
+		t.Helper()
+		if by == "SIGHUP" {
+			cmd.Process.Signal(syscall.SIGHUP)
+			return 0, ""
+		}
+		resp, err := http.Post("http://"+addr+"/-/reload", "", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.StatusCode, string(body)
+	}
 
 	// A truncated file (a copy cut short, as by a full disk) is refused.
 	if err := os.WriteFile(path, good[:len(good)/2], 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd.Process.Signal(syscall.SIGHUP)
+	code, body := reload()
+	if by != "SIGHUP" && (code != http.StatusConflict || !strings.Contains(body, path) || !strings.Contains(body, "serving crash-test")) {
+		t.Errorf("POST /-/reload of a truncated file: %d %q, want 409 naming %s and the model served crash-test", code, body, path)
+	}
+	if m := waitLog("reloading the model"); m["by"] != by {
+		t.Errorf("reload logged %v, want by %q", m, by)
+	}
 	refused := waitLog("reload refused: the model served is kept")
 	if e, _ := refused["error"].(string); !strings.Contains(e, path) || refused["serving"] != "crash-test" {
 		t.Errorf("refusal %v: want the error to name %s and the model served crash-test", refused, path)
@@ -97,7 +145,9 @@ func TestSIGHUPReloadsModel(t *testing.T) {
 	if err := second.Save(path); err != nil {
 		t.Fatal(err)
 	}
-	cmd.Process.Signal(syscall.SIGHUP)
+	if code, body := reload(); by != "SIGHUP" && (code != http.StatusOK || body != "serving reloaded\n") {
+		t.Errorf("POST /-/reload: %d %q, want 200 \"serving reloaded\"", code, body)
+	}
 	if m := waitLog("model reloaded"); m["model"] != "reloaded" || m["was"] != "crash-test" {
 		t.Errorf("reload logged %v", m)
 	}
@@ -133,9 +183,9 @@ func TestSIGHUPReloadsModel(t *testing.T) {
 	}
 }
 
-// TestReloadModel checks reloadModel's log lines and counters in process: a
-// missing file is refused naming it, and a model of another split is
-// warned about only when the live view scores a part.
+// TestReloadModel checks the reloader's answers, log lines and counters in
+// process: a missing file is refused naming it, and a model of another
+// split is warned about only when the live view scores a part.
 func TestReloadModel(t *testing.T) {
 	const T = 12
 	_, ds, split, first := szTaxiBundle(t, T, 8)
@@ -157,11 +207,12 @@ func TestReloadModel(t *testing.T) {
 		scored     bool
 		want, not  string
 		failures   uint64
+		version    string
 	}{
-		{"missing file", filepath.Join(tmp, "gone.sdgnn"), false, "gone.sdgnn", "model reloaded", 1},
-		{"same split, scored", same, true, "model reloaded", "another split", 0},
-		{"other split, not scored", other, false, "model reloaded", "another split", 0},
-		{"other split, scored", other, true, "another split", "reload refused", 0},
+		{"missing file", filepath.Join(tmp, "gone.sdgnn"), false, "gone.sdgnn", "model reloaded", 1, "crash-test"},
+		{"same split, scored", same, true, "model reloaded", "another split", 0, "same-split"},
+		{"other split, not scored", other, false, "model reloaded", "another split", 0, "other-split"},
+		{"other split, scored", other, true, "another split", "reload refused", 0, "other-split"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var logs strings.Builder
@@ -174,7 +225,10 @@ func TestReloadModel(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			reloadModel(svc, tc.path, tc.scored, log)
+			version, err := (&reloader{svc: svc, path: tc.path, scored: tc.scored, log: log}).reload("test")
+			if (err != nil) != (tc.failures > 0) || version != tc.version || svc.Bundle().Meta.Version != tc.version {
+				t.Errorf("reload: version %q, error %v; serving %q: want %q, error %v", version, err, svc.Bundle().Meta.Version, tc.version, tc.failures > 0)
+			}
 			if !strings.Contains(logs.String(), tc.want) || strings.Contains(logs.String(), tc.not) {
 				t.Errorf("logs %s: want %q and not %q", logs.String(), tc.want, tc.not)
 			}
