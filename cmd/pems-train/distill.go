@@ -79,7 +79,7 @@ func cmdDistill(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	cfg.Candidates.Seed = cfg.Seed
 	if err := cfg.Validate(); err != nil {
-		return err
+		return badFlags(err)
 	}
 	log := newLogger(stderr, *jsonLogs)
 	saved, err := teacher.LoadModel(*tpath)

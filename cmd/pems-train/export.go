@@ -60,7 +60,7 @@ func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 		spec, err := parseSplit(*splitBy, *split)
 		if err != nil {
-			return err
+			return badFlags(err)
 		}
 		if p, err = snapshot.Prepare(*dataDir, *dataset, *window, spec, nil); err != nil {
 			return err

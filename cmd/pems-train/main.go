@@ -83,6 +83,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case err == nil:
 		return 0
 	case errors.Is(err, errUsage):
+		if err != errUsage { // a badFlags error: not reported yet
+			fmt.Fprintf(stderr, "pems-train %s: %v\n", args[0], err)
+		}
 		return 2
 	case errors.Is(err, context.Canceled):
 		fmt.Fprintf(stderr, "pems-train %s: interrupted: %v\n", args[0], err)
@@ -95,6 +98,22 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 // errUsage marks a flag error already reported by the flag package.
 var errUsage = errors.New("usage error")
+
+// flagError is a flag value found wrong after parsing, by a configuration
+// check whose message names it: exit code 2, as errUsage.
+type flagError struct{ err error }
+
+func (e *flagError) Error() string   { return e.err.Error() }
+func (e *flagError) Unwrap() []error { return []error{e.err, errUsage} }
+
+// badFlags marks err, from checking a configuration made of flags, as a
+// usage error (exit 2); nil stays nil.
+func badFlags(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &flagError{err}
+}
 
 // newLogger returns a zerolog logger: human-readable on a terminal, JSON
 // lines otherwise or when jsonLogs is set.

@@ -163,8 +163,8 @@ func TestBadInvocations(t *testing.T) {
 		{"no dataset", []string{"teacher", "-data", dir}, 2, "-dataset is required"},
 		{"unknown dataset", []string{"teacher", "-data", dir, "-dataset", "pems99"}, 1, "pems99"},
 		{"missing series", []string{"teacher", "-data", dir, "-dataset", "pems04"}, 1, "PEMS04.npz"},
-		{"bad split", []string{"teacher", "-data", dir, "-dataset", "pems08", "-split", "6,2"}, 1, "three ratios"},
-		{"bad model kind", []string{"teacher", "-data", dir, "-dataset", "pems08", "-model", "gat", "-epochs", "1"}, 1, `model kind "gat"`},
+		{"bad split", []string{"teacher", "-data", dir, "-dataset", "pems08", "-split", "6,2"}, 2, "three ratios"},
+		{"bad model kind", []string{"teacher", "-data", dir, "-dataset", "pems08", "-model", "gat", "-epochs", "1"}, 2, `model kind "gat"`},
 		{"zero layers", []string{"teacher", "-data", dir, "-dataset", "pems08", "-layers", "0"}, 2, "-layers 0: want 1 or 2"},
 		{"three layers", []string{"teacher", "-data", dir, "-dataset", "pems08", "-layers", "3"}, 2, "-layers 3: want 1 or 2"},
 		{"negative layers", []string{"teacher", "-data", dir, "-dataset", "pems08", "-layers", "-1"}, 2, "-layers -1: want 1 or 2"},
@@ -172,6 +172,9 @@ func TestBadInvocations(t *testing.T) {
 		{"unknown reproduce preprocessing", []string{"reproduce", "-data", dir, "-dataset", "pems08", "-prep", "zscore"}, 2, `preprocessing "zscore"`},
 		{"negative teacher patience", []string{"reproduce", "-data", dir, "-dataset", "pems08", "-patience", "-2"}, 2, "-patience -2"},
 		{"negative teacher noise", []string{"reproduce", "-data", dir, "-dataset", "pems08", "-noise", "-0.5"}, 2, "-noise -0.5"},
+		{"negative distill epochs", []string{"distill", "-teacher", filepath.Join(dir, "nope.model"), "-epochs", "-1"}, 2, "epochs -1"},
+		{"unknown selection metric", []string{"reproduce", "-data", dir, "-dataset", "pems08", "-select", "rmse"}, 2, `select "rmse": want mape or mae`},
+		{"unknown export split", []string{"export", "-data", dir, "-dataset", "pems08", "-split-by", "bogus", "-out", filepath.Join(dir, "x.arrow")}, 2, `split by "bogus"`},
 		{"truncated model", []string{"eval", "-data", dir, "-model", bad}, 1, "truncated"},
 		{"missing model", []string{"eval", "-data", dir, "-model", filepath.Join(dir, "nope.model")}, 1, "nope.model"},
 		{"eval without model", []string{"eval"}, 2, "-model FILE is required"},
@@ -218,7 +221,7 @@ func TestDistillThenEvalBundle(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &res); code != 0 || err != nil || res.Receptive <= 1 {
 		t.Fatalf("teacher eval: code %d, err %v, receptive %g", code, err, res.Receptive)
 	}
-	if code, _, stderr := runCmd(t, "distill", "-data", dir, "-teacher", model, "-budget", "0"); code != 1 || !strings.Contains(stderr, "budget") {
+	if code, _, stderr := runCmd(t, "distill", "-data", dir, "-teacher", model, "-budget", "0"); code != 2 || !strings.Contains(stderr, "budget") {
 		t.Fatalf("bad budget: exit %d, %s", code, stderr)
 	}
 

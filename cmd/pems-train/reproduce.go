@@ -111,10 +111,10 @@ func cmdReproduce(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		}
 		cfg.SDGNN.KeepSelf = *keepSelf
 		if err := cfg.SDGNN.Validate(); err != nil {
-			return err
+			return badFlags(err)
 		}
 		if err := cfg.Baseline.Validate(); err != nil {
-			return err
+			return badFlags(err)
 		}
 		cfg.DataDir, cfg.MAPEFloor, cfg.Prep = *dataDir, *floor, prep
 		cfg.SplitBy, cfg.Ratios = spec.By, spec.Ratios

@@ -98,7 +98,7 @@ func cmdTeacher(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}
 		spec, err := parseSplit(*splitBy, *split)
 		if err != nil {
-			return err
+			return badFlags(err)
 		}
 		prep, err := snapshot.ParsePrep(*prepName)
 		if err != nil {
@@ -116,10 +116,10 @@ func cmdTeacher(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		tc.Seed = *seed
 		m, err := teacher.New(cfg)
 		if err != nil {
-			return err
+			return badFlags(err)
 		}
 		if tr, err = teacher.NewTrainer(m, tc); err != nil {
-			return err
+			return badFlags(err)
 		}
 		meta = teacher.Meta{Config: cfg, Norm: p.Set.Norm, Dataset: *dataset, Nodes: p.Set.Nodes, Channels: p.Dataset.Info.Channels, Split: p.Split, Train: tc}
 	}
