@@ -12,6 +12,7 @@ import (
 
 	"github.com/pemsforecast/sdgnn/checkpoint"
 	"github.com/pemsforecast/sdgnn/datasets/pems"
+	"github.com/pemsforecast/sdgnn/internal/datatest"
 	"github.com/pemsforecast/sdgnn/nn"
 	"github.com/pemsforecast/sdgnn/snapshot"
 	"github.com/pemsforecast/sdgnn/teacher"
@@ -19,33 +20,12 @@ import (
 )
 
 // quickTeacher trains a GRU-GCN for a few epochs on the first steps of the
-// real SZ-taxi data; it skips when the data directory is absent.
+// real SZ-taxi data (see datatest for when it skips).
 func quickTeacher(t *testing.T) (*teacher.Model, *snapshot.Set, snapshot.Split, *pems.Dataset) {
 	t.Helper()
-	dir, err := pems.ResolveDataDir("")
-	if err != nil {
-		skipUnlessCI(t, "no data directory: %v", err)
-	}
-	ds, err := pems.Load(dir, "sz-taxi")
-	if err != nil {
-		skipUnlessCI(t, "sz-taxi: %v", err)
-	}
-	const steps, window = 600, 12
-	s := ds.Series
-	split, err := snapshot.ChronoSplit(steps-window, [3]float64{6, 2, 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	data := s.Data[:steps*s.Nodes*s.Channels]
-	norm, err := snapshot.FitNormalizer(data, s.Nodes, s.Channels, split.TrainSteps(window))
-	if err != nil {
-		t.Fatal(err)
-	}
-	set, err := snapshot.NewSet(data, steps, s.Nodes, s.Channels, window, norm)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := teacher.New(teacher.Config{Kind: teacher.KindGRUGCN, Window: window, Channels: s.Channels, Hidden: 16, NoiseStd: 0.01, Seed: 1})
+	ds := datatest.SZTaxi(t)
+	split, set := datatest.Chrono(t, ds, 600, 12)
+	m, err := teacher.New(teacher.Config{Kind: teacher.KindGRUGCN, Window: 12, Channels: set.Channels, Hidden: 16, NoiseStd: 0.01, Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,17 +180,6 @@ func checkPerNodeEqualsBatch(t *testing.T, b *Bundle, set *snapshot.Set, s int) 
 			}
 		}
 	}
-}
-
-// skipUnlessCI skips a test that needs the shared real data when it is
-// absent, except under CI (CI set), where the data must be there and its
-// absence fails the test rather than hiding it.
-func skipUnlessCI(t *testing.T, format string, args ...any) {
-	t.Helper()
-	if os.Getenv("CI") != "" {
-		t.Fatalf(format, args...)
-	}
-	t.Skipf(format, args...)
 }
 
 // TestDistillWarmStart gives Distill targets its fresh φ points away from,

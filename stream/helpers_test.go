@@ -2,12 +2,12 @@ package stream
 
 import (
 	"math/rand/v2"
-	"os"
 	"slices"
 	"testing"
 
 	"github.com/pemsforecast/sdgnn/datasets/pems"
 	"github.com/pemsforecast/sdgnn/gru"
+	"github.com/pemsforecast/sdgnn/internal/datatest"
 	"github.com/pemsforecast/sdgnn/nn"
 	"github.com/pemsforecast/sdgnn/sdgnn"
 	"github.com/pemsforecast/sdgnn/snapshot"
@@ -110,42 +110,12 @@ func testBundle6(tb testing.TB, n, T, C, d int, seed uint64) *sdgnn.Bundle {
 	return b
 }
 
-// szTaxi loads the real SZ-taxi dataset from the data directory; without
-// it the test is skipped, or fails under CI.
-func szTaxi(tb testing.TB) *pems.Dataset {
-	tb.Helper()
-	dir, err := pems.ResolveDataDir("")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			tb.Fatal(err)
-		}
-		tb.Skip(err)
-	}
-	ds, err := pems.Load(dir, "sz-taxi")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return ds
-}
-
-// szTaxiSet loads SZ-taxi (as szTaxi), splits its windows of T steps 6:2:2
-// in time and returns the split and the snapshots, normalised on the
-// training steps.
+// szTaxiSet loads SZ-taxi, splits its windows of T steps 6:2:2 in time and
+// returns the split and the snapshots, normalised on the training steps
+// (datatest.Chrono over the whole series).
 func szTaxiSet(tb testing.TB, T int) (*pems.Dataset, snapshot.Split, *snapshot.Set) {
 	tb.Helper()
-	ds := szTaxi(tb)
-	s := ds.Series
-	split, err := snapshot.ChronoSplit(s.Steps-T, [3]float64{6, 2, 2})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	norm, err := snapshot.FitNormalizer(s.Data, s.Nodes, s.Channels, split.TrainSteps(T))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	set, err := snapshot.NewSet(s.Data, s.Steps, s.Nodes, s.Channels, T, norm)
-	if err != nil {
-		tb.Fatal(err)
-	}
+	ds := datatest.SZTaxi(tb)
+	split, set := datatest.Chrono(tb, ds, 0, T)
 	return ds, split, set
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/pemsforecast/sdgnn/internal/datatest"
 	"github.com/pemsforecast/sdgnn/snapshot"
 )
 
@@ -40,7 +41,7 @@ type backlogRun struct {
 // on, 6 receptive nodes, hidden 16) until it has emitted every forecast.
 func replayBacklog(tb testing.TB, slots int) backlogRun {
 	tb.Helper()
-	ds := szTaxi(tb)
+	ds := datatest.SZTaxi(tb)
 	s := ds.Series
 	const T, d = 12, 16
 	norm, err := snapshot.FitNormalizer(s.Data, s.Nodes, s.Channels, s.Steps/2)

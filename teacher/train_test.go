@@ -10,40 +10,17 @@ import (
 
 	"github.com/pemsforecast/sdgnn/checkpoint"
 	"github.com/pemsforecast/sdgnn/datasets/pems"
+	"github.com/pemsforecast/sdgnn/internal/datatest"
 	"github.com/pemsforecast/sdgnn/nn"
 	"github.com/pemsforecast/sdgnn/snapshot"
 )
 
 // realData loads SZ-taxi, the real stand-in dataset, cut to its first steps
-// so that tests stay fast. It skips when the shared data directory is absent.
+// so that tests stay fast (datatest.Chrono).
 func realData(t *testing.T, steps int) (*snapshot.Set, snapshot.Split, *pems.CSR) {
 	t.Helper()
-	dir, err := pems.ResolveDataDir("")
-	if err != nil {
-		skipUnlessCI(t, "no data directory: %v", err)
-	}
-	ds, err := pems.Load(dir, "sz-taxi")
-	if err != nil {
-		skipUnlessCI(t, "sz-taxi: %v", err)
-	}
-	s := ds.Series
-	if steps > s.Steps {
-		steps = s.Steps
-	}
-	const window = 12
-	split, err := snapshot.ChronoSplit(steps-window, [3]float64{6, 2, 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	data := s.Data[:steps*s.Nodes*s.Channels]
-	norm, err := snapshot.FitNormalizer(data, s.Nodes, s.Channels, split.TrainSteps(window))
-	if err != nil {
-		t.Fatal(err)
-	}
-	set, err := snapshot.NewSet(data, steps, s.Nodes, s.Channels, window, norm)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ds := datatest.SZTaxi(t)
+	split, set := datatest.Chrono(t, ds, steps, 12)
 	return set, split, ds.Graph.NormalizedAdjacency()
 }
 
@@ -227,15 +204,4 @@ func TestModelFileRoundTripAndBadFiles(t *testing.T) {
 	if _, err := LoadModel(other); err == nil {
 		t.Error("a file of another kind loaded as a teacher")
 	}
-}
-
-// skipUnlessCI skips a test that needs the shared real data when it is
-// absent, except under CI (CI set), where the data must be there and its
-// absence fails the test rather than hiding it.
-func skipUnlessCI(t *testing.T, format string, args ...any) {
-	t.Helper()
-	if os.Getenv("CI") != "" {
-		t.Fatalf(format, args...)
-	}
-	t.Skipf(format, args...)
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/pemsforecast/sdgnn/datasets/pems"
 	"github.com/pemsforecast/sdgnn/gru"
+	"github.com/pemsforecast/sdgnn/internal/datatest"
 	"github.com/pemsforecast/sdgnn/nn"
 	"github.com/pemsforecast/sdgnn/sdgnn"
 	"github.com/pemsforecast/sdgnn/snapshot"
@@ -171,27 +172,9 @@ func TestKill9LosesNothing(t *testing.T) {
 // randomBundle of hidden size d normalised on the training steps.
 func szTaxiBundle(t *testing.T, T, d int) (string, *pems.Dataset, snapshot.Split, *sdgnn.Bundle) {
 	t.Helper()
-	dir, err := pems.ResolveDataDir("")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	}
-	ds, err := pems.Load(dir, "sz-taxi")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := ds.Series
-	split, err := snapshot.ChronoSplit(s.Steps-T, [3]float64{6, 2, 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	norm, err := snapshot.FitNormalizer(s.Data, s.Nodes, s.Channels, split.TrainSteps(T))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dir, ds, split, randomBundle(t, ds, split, norm, T, d)
+	ds := datatest.SZTaxi(t)
+	split, set := datatest.Chrono(t, ds, 0, T)
+	return datatest.Dir(t), ds, split, randomBundle(t, ds, split, set.Norm, T, d)
 }
 
 // randomBundle builds an untrained but complete SZ-taxi bundle recording
