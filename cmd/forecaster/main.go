@@ -8,7 +8,8 @@
 // (kfake) on 127.0.0.1; with it they talk to any Kafka cluster. SIGHUP has
 // serve read its -model file again and forecast with it from the next
 // batch on, without losing or repeating a forecast slot; so does POST
-// /-/reload on the -http address when serve is started with -http-reload.
+// /-/reload on the -http address when serve is started with -http-reload,
+// and a change of the file when it is started with -poll-model.
 package main
 
 import (
@@ -38,7 +39,8 @@ const usage = `forecaster: SDGNN next-slot traffic forecasts over Kafka
 
 commands:
   serve    consume the readings topic, keep per-sensor windows, publish forecasts (-model B.sdgnn;
-           SIGHUP, or POST /-/reload with -http-reload, reloads B.sdgnn without a restart)
+           SIGHUP, POST /-/reload (-http-reload) or a change of the file (-poll-model D) reloads B.sdgnn
+           without a restart)
   publish  replay a part of a dataset (of -model's split) into the readings topic, keyed by sensor
   demo     the whole loop on one machine: embedded broker, publisher, service, live line
 
@@ -153,6 +155,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		// Off by default, as Prometheus's --web.enable-lifecycle: whoever
 		// reaches -http could otherwise make the service reread its model.
 		httpReload = fs.Bool("http-reload", false, "also serve POST /-/reload on -http: reloads -model as SIGHUP does, answering 200 and the version served or 409 and why the model was kept")
+		pollModel  = fs.Duration("poll-model", 0, "look at -model this often and reload it when the file changed (0: only on SIGHUP or POST /-/reload)")
 		state      = fs.String("state", "", "state snapshot file: kill -9 loses nothing when set")
 		lateness   = fs.Duration("lateness", 2*time.Minute, "how long after a slot ends a forecast waits for missing inputs")
 		group      = fs.String("group", "sdgnn-forecaster", "consumer group")
@@ -172,6 +175,10 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if *scorePart == "" && (flagSet(fs, "data") || flagSet(fs, "start")) {
 		fmt.Fprintln(stderr, "serve: -data and -start only serve -score-part")
+		return errUsage
+	}
+	if *pollModel < 0 {
+		fmt.Fprintf(stderr, "serve: -poll-model %v: want 0 (off) or more\n", *pollModel)
 		return errUsage
 	}
 	if *httpReload && *httpAddr == "" {
@@ -230,6 +237,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	rl.svc = svc
+	if *pollModel > 0 {
+		go rl.watch(ctx, *pollModel)
+	}
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
@@ -283,6 +293,43 @@ func (r *reloader) reload(trigger string) (string, error) {
 			Msg("the new model was trained on another split: the live view still scores the part of the first model's split, which the new model may have trained on")
 	}
 	return b.Meta.Version, nil
+}
+
+// watch looks at the model file every interval until ctx ends and reloads
+// it when it changed since last seen (another file, as after an atomic
+// rename, or another size or modification time), as TensorFlow Serving
+// polls its model directory. A file copied in place is seen mid-copy,
+// refused as truncated, and taken at the next look; a file unchanged
+// since a refusal is not tried again.
+func (r *reloader) watch(ctx context.Context, every time.Duration) {
+	last, err := os.Stat(r.path)
+	if err != nil {
+		r.log.Warn().Err(err).Msg("-poll-model: model file")
+	}
+	missing := err != nil
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		cur, err := os.Stat(r.path)
+		if err != nil {
+			if !missing { // once per disappearance, not at every look
+				r.log.Warn().Err(err).Msg("-poll-model: the model file is gone: the model served is kept")
+			}
+			missing = true
+			continue
+		}
+		missing = false
+		if last != nil && os.SameFile(last, cur) && cur.Size() == last.Size() && cur.ModTime().Equal(last.ModTime()) {
+			continue
+		}
+		last = cur
+		r.reload("model file changed")
+	}
 }
 
 func cmdPublish(ctx context.Context, args []string, stdout, stderr io.Writer) error {

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -25,11 +26,11 @@ import (
 
 // TestReloadsModel runs the real forecaster binary, replaces its model file
 // first by a truncated copy and then by another model, asking for a reload
-// after each, by SIGHUP or by POST /-/reload (-http-reload): the truncated
-// file must be refused with a log line naming it (and, over HTTP, a 409
-// that names it), the service must keep running, and the forecasts of
-// readings published after the second reload must carry the new model's
-// version.
+// after each, by SIGHUP or by POST /-/reload (-http-reload), or leaving it
+// to -poll-model to notice the change: the truncated file must be refused
+// with a log line naming it (and, over HTTP, a 409 that names it), the
+// service must keep running, and the forecasts of readings published after
+// the second reload must carry the new model's version.
 func TestReloadsModel(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs a process")
@@ -37,7 +38,7 @@ func TestReloadsModel(t *testing.T) {
 	const T = 12
 	_, ds, split, first := szTaxiBundle(t, T, 8)
 	bin := buildForecaster(t, t.TempDir())
-	for _, by := range []string{"SIGHUP", "POST /-/reload"} {
+	for _, by := range []string{"SIGHUP", "POST /-/reload", "model file changed"} {
 		t.Run(by, func(t *testing.T) { testReloadsModel(t, bin, by, ds, split, first) })
 	}
 }
@@ -60,9 +61,12 @@ func testReloadsModel(t *testing.T, bin, by string, ds *pems.Dataset, split snap
 	emb := startBroker(ctx, t)
 
 	args := []string{"serve", "-model", path, "-brokers", emb.Addr, "-lateness", "1000h", "-log-json", "-http", ""}
-	if by != "SIGHUP" {
+	switch by {
+	case "POST /-/reload":
 		args[len(args)-1] = "127.0.0.1:0"
 		args = append(args, "-http-reload")
+	case "model file changed":
+		args = append(args, "-poll-model", "20ms")
 	}
 	cmd := exec.Command(bin, args...)
 	stderr, err := cmd.StderrPipe()
@@ -101,16 +105,19 @@ func testReloadsModel(t *testing.T, bin, by string, ds *pems.Dataset, split snap
 		}
 	}
 	var addr string
-	if by != "SIGHUP" {
+	if by == "POST /-/reload" {
 		addr, _ = waitLog("serving metrics, health and forecasts")["http"].(string)
 	}
 	waitLog("consuming")
 	// reload asks for a reload and returns the HTTP status and answer
-	// (none for SIGHUP).
+	// (none for SIGHUP; nothing to do when the service polls the file).
 	reload := func() (int, string) {
 		t.Helper()
-		if by == "SIGHUP" {
+		switch by {
+		case "SIGHUP":
 			cmd.Process.Signal(syscall.SIGHUP)
+			return 0, ""
+		case "model file changed":
 			return 0, ""
 		}
 		resp, err := http.Post("http://"+addr+"/-/reload", "", nil)
@@ -130,7 +137,7 @@ func testReloadsModel(t *testing.T, bin, by string, ds *pems.Dataset, split snap
 		t.Fatal(err)
 	}
 	code, body := reload()
-	if by != "SIGHUP" && (code != http.StatusConflict || !strings.Contains(body, path) || !strings.Contains(body, "serving crash-test")) {
+	if by == "POST /-/reload" && (code != http.StatusConflict || !strings.Contains(body, path) || !strings.Contains(body, "serving crash-test")) {
 		t.Errorf("POST /-/reload of a truncated file: %d %q, want 409 naming %s and the model served crash-test", code, body, path)
 	}
 	if m := waitLog("reloading the model"); m["by"] != by {
@@ -145,7 +152,7 @@ func testReloadsModel(t *testing.T, bin, by string, ds *pems.Dataset, split snap
 	if err := second.Save(path); err != nil {
 		t.Fatal(err)
 	}
-	if code, body := reload(); by != "SIGHUP" && (code != http.StatusOK || body != "serving reloaded\n") {
+	if code, body := reload(); by == "POST /-/reload" && (code != http.StatusOK || body != "serving reloaded\n") {
 		t.Errorf("POST /-/reload: %d %q, want 200 \"serving reloaded\"", code, body)
 	}
 	if m := waitLog("model reloaded"); m["model"] != "reloaded" || m["was"] != "crash-test" {
@@ -236,5 +243,105 @@ func TestReloadModel(t *testing.T) {
 				t.Errorf("%d failures counted, want %d", got, tc.failures)
 			}
 		})
+	}
+}
+
+// lockedBuffer is a strings.Builder safe for a logger written to by one
+// goroutine while the test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func (l *lockedBuffer) count(s string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Count(l.b.String(), s)
+}
+
+// TestWatchModel checks -poll-model's watcher in process: an unchanged
+// file is not reloaded, a truncated one is refused and not tried again
+// while it stays as it is, a file that disappears is reported once,
+// and a new model written (atomically, as distill writes) is served.
+func TestWatchModel(t *testing.T) {
+	const T = 12
+	_, ds, split, first := szTaxiBundle(t, T, 8)
+	path := filepath.Join(t.TempDir(), "b.sdgnn")
+	if err := first.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	good, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs lockedBuffer
+	log := zerolog.New(&logs)
+	served, err := first.Clone()
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := stream.NewService(served, stream.Config{Brokers: []string{"127.0.0.1:1"}, StepMs: 15 * 60 * 1000, Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { (&reloader{svc: svc, path: path, log: log}).watch(ctx, 2*time.Millisecond); close(done) }()
+	defer func() { cancel(); <-done }()
+	const looks = 50 * time.Millisecond // about 25 looks
+	until := func(what string, ok func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); !ok(); time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("no %s; logs:\n%s", what, logs.String())
+			}
+		}
+	}
+
+	time.Sleep(looks)
+	if n := logs.count("reloading the model"); n != 0 {
+		t.Fatalf("%d reloads of an unchanged file", n)
+	}
+	if err := os.WriteFile(path, good[:len(good)/2], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	until("refusal of the truncated file", func() bool { return svc.Counters().ReloadFailures.Load() > 0 })
+	// Writing in place may be seen midway (another refusal), but once the
+	// file stays as it is, it is not tried again.
+	time.Sleep(looks)
+	failures := svc.Counters().ReloadFailures.Load()
+	time.Sleep(looks)
+	if n := svc.Counters().ReloadFailures.Load(); n != failures {
+		t.Errorf("the unchanged truncated file was tried %d more times", n-failures)
+	}
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	until("report of the missing file", func() bool { return logs.count("the model file is gone") > 0 })
+	time.Sleep(looks)
+	if n := logs.count("the model file is gone"); n != 1 {
+		t.Errorf("the missing file was reported %d times, want once", n)
+	}
+	second := randomBundle(t, ds, split, first.Meta.Norm, T, 8)
+	second.Meta.Version = "polled"
+	if err := second.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	until("reload of the new model", func() bool { return svc.Bundle().Meta.Version == "polled" })
+	time.Sleep(looks)
+	if n, f := svc.Counters().Reloads.Load(), svc.Counters().ReloadFailures.Load(); n != 1 || f != failures {
+		t.Errorf("%d reloads and %d failures, want 1 and %d", n, f, failures)
 	}
 }
