@@ -3,6 +3,8 @@ package stream_test
 import (
 	"fmt"
 	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
 	"time"
 
 	"github.com/pemsforecast/sdgnn/gru"
@@ -111,25 +113,28 @@ func ExamplePartScope() {
 	// every forecast: MAE 7.5 over 2; test part: MAE 5.0 over 1
 }
 
+// toy returns an untrained bundle of the toy dataset: nodes sensors, each
+// its own only receptive node, windows of 2 steps of one channel.
+func toy(version string, nodes int, seed uint64) *sdgnn.Bundle {
+	rng := rand.New(rand.NewPCG(seed, 2))
+	theta := &sdgnn.Theta{Nodes: make([][]int, nodes), Weights: make([][]float64, nodes)}
+	for z := range nodes {
+		theta.Nodes[z], theta.Weights[z] = []int{z}, []float64{1}
+	}
+	meta := sdgnn.BundleMeta{Dataset: "toy", Nodes: nodes, Window: 2, Hidden: 4, Version: version,
+		Norm: snapshot.Normalizer{Mean: []float64{100}, Std: []float64{10}}}
+	b, err := sdgnn.NewBundle(meta, gru.New(1, 4, rng), nn.NewMLP("phi", 4, 4, 4, rng), theta, nn.NewMLP("dec", 4, 4, 1, rng))
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
 // ExampleService_Reload swaps the model of a service for a newly distilled
 // one; a running service (Run) does it between two committed batches, and
 // forecaster serve on SIGHUP. A bundle of another shape is refused and the
 // model served is kept.
 func ExampleService_Reload() {
-	toy := func(version string, nodes int, seed uint64) *sdgnn.Bundle {
-		rng := rand.New(rand.NewPCG(seed, 2))
-		theta := &sdgnn.Theta{Nodes: make([][]int, nodes), Weights: make([][]float64, nodes)}
-		for z := range nodes {
-			theta.Nodes[z], theta.Weights[z] = []int{z}, []float64{1}
-		}
-		meta := sdgnn.BundleMeta{Dataset: "toy", Nodes: nodes, Window: 2, Hidden: 4, Version: version,
-			Norm: snapshot.Normalizer{Mean: []float64{100}, Std: []float64{10}}}
-		b, err := sdgnn.NewBundle(meta, gru.New(1, 4, rng), nn.NewMLP("phi", 4, 4, 4, rng), theta, nn.NewMLP("dec", 4, 4, 1, rng))
-		if err != nil {
-			panic(err)
-		}
-		return b
-	}
 	// No connection is made before Run.
 	svc, err := stream.NewService(toy("toy-1", 3, 1), stream.Config{Brokers: []string{"127.0.0.1:9092"}, StepMs: 5 * 60000})
 	if err != nil {
@@ -143,4 +148,35 @@ func ExampleService_Reload() {
 	// reload model: bundle toy-4-sensors has 4 sensors, the service 3
 	// <nil>
 	// serving toy-2 after 1 reload and 1 refusal
+}
+
+// ExampleService_Handler_reload serves POST /-/reload (Config.ReloadModel)
+// for an orchestrator that rolls a model out by calling a URL: the hook
+// reads the new model (here from a slice standing for the file, as
+// forecaster serve -http-reload reads its -model file) and reloads it.
+func ExampleService_Handler_reload() {
+	rollouts := []*sdgnn.Bundle{toy("toy-4-sensors", 4, 2), toy("toy-2", 3, 3)}
+	var svc *stream.Service
+	cfg := stream.Config{Brokers: []string{"127.0.0.1:9092"}, StepMs: 5 * 60000,
+		ReloadModel: func() (string, error) {
+			b := rollouts[0]
+			rollouts = rollouts[1:]
+			if err := svc.Reload(b); err != nil {
+				return "", err
+			}
+			return b.Meta.Version, nil
+		}}
+	svc, err := stream.NewService(toy("toy-1", 3, 1), cfg)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for range 2 {
+		w := httptest.NewRecorder()
+		svc.Handler().ServeHTTP(w, httptest.NewRequest(http.MethodPost, "/-/reload", nil))
+		fmt.Print(w.Code, " ", w.Body.String())
+	}
+	// Output:
+	// 409 reload refused: reload model: bundle toy-4-sensors has 4 sensors, the service 3; serving toy-1
+	// 200 serving toy-2
 }
