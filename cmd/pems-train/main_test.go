@@ -165,6 +165,8 @@ func TestBadInvocations(t *testing.T) {
 		{"missing series", []string{"teacher", "-data", dir, "-dataset", "pems04"}, 1, "PEMS04.npz"},
 		{"bad split", []string{"teacher", "-data", dir, "-dataset", "pems08", "-split", "6,2"}, 2, "three ratios"},
 		{"bad model kind", []string{"teacher", "-data", dir, "-dataset", "pems08", "-model", "gat", "-epochs", "1"}, 2, `model kind "gat"`},
+		{"bad model kind before reading data", []string{"teacher", "-data", filepath.Join(dir, "nowhere"), "-dataset", "pems08", "-model", "gat"}, 2, `model kind "gat"`},
+		{"zero batch before reading data", []string{"teacher", "-data", filepath.Join(dir, "nowhere"), "-dataset", "pems08", "-batch", "0"}, 2, "batch"},
 		{"zero layers", []string{"teacher", "-data", dir, "-dataset", "pems08", "-layers", "0"}, 2, "-layers 0: want 1 or 2"},
 		{"three layers", []string{"teacher", "-data", dir, "-dataset", "pems08", "-layers", "3"}, 2, "-layers 3: want 1 or 2"},
 		{"negative layers", []string{"teacher", "-data", dir, "-dataset", "pems08", "-layers", "-1"}, 2, "-layers -1: want 1 or 2"},

@@ -105,21 +105,29 @@ func cmdTeacher(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			fmt.Fprintf(stderr, "teacher: -prep: %v\n", err)
 			return errUsage
 		}
-		if p, err = snapshot.PrepareFit(*dataDir, *dataset, *window, spec, prep); err != nil {
-			return err
-		}
-		cfg := teacher.Config{Kind: *kind, Window: *window, Channels: p.Set.Channels, Hidden: *hidden, NoiseStd: noiseFor(*dataset, *noise), Seed: *seed, Layers: *layers,
-			TimeInputs: p.Set.Inputs() - p.Set.Channels}
+		// The flags are checked before the data are read (seconds for
+		// PeMS04); the channels and time inputs come from the data.
+		cfg := teacher.Config{Kind: *kind, Window: *window, Channels: 1, Hidden: *hidden, NoiseStd: noiseFor(*dataset, *noise), Seed: *seed, Layers: *layers}
 		if cfg.Kind == teacher.KindGRU {
 			cfg.NoiseStd, cfg.Layers = 0, 0
 		}
 		tc.Seed = *seed
-		m, err := teacher.New(cfg)
-		if err != nil {
+		if err := cfg.Validate(); err != nil {
 			return badFlags(err)
 		}
-		if tr, err = teacher.NewTrainer(m, tc); err != nil {
+		if err := tc.Validate(); err != nil {
 			return badFlags(err)
+		}
+		if p, err = snapshot.PrepareFit(*dataDir, *dataset, *window, spec, prep); err != nil {
+			return err
+		}
+		cfg.Channels, cfg.TimeInputs = p.Set.Channels, p.Set.Inputs()-p.Set.Channels
+		m, err := teacher.New(cfg)
+		if err != nil {
+			return err
+		}
+		if tr, err = teacher.NewTrainer(m, tc); err != nil {
+			return err
 		}
 		meta = teacher.Meta{Config: cfg, Norm: p.Set.Norm, Dataset: *dataset, Nodes: p.Set.Nodes, Channels: p.Dataset.Info.Channels, Split: p.Split, Train: tc}
 	}
