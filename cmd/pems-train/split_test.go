@@ -249,6 +249,9 @@ func TestSplitByWindows(t *testing.T) {
 	}
 }
 
+// TestSplitFlags checks the refusals of -split-by and -split: a wrong
+// kind or ratios are usage errors (exit 2), a part the data leave empty a
+// failure (exit 1).
 func TestSplitFlags(t *testing.T) {
 	dir := writePeMS08Layout(t, 60)
 	for _, tc := range []struct {
@@ -257,10 +260,10 @@ func TestSplitFlags(t *testing.T) {
 		code int
 		want string
 	}{
-		{"unknown kind", []string{"teacher", "-data", dir, "-dataset", "pems08", "-split-by", "space"}, 1, `split by "space": want "time", "nodes" or "windows"`},
-		{"fractional node ratios", []string{"teacher", "-data", dir, "-dataset", "pems08", "-split-by", "nodes", "-split", "0.7,0.1,0.2"}, 1, "whole-number ratios"},
+		{"unknown kind", []string{"teacher", "-data", dir, "-dataset", "pems08", "-split-by", "space"}, 2, `split by "space": want "time", "nodes" or "windows"`},
+		{"fractional node ratios", []string{"teacher", "-data", dir, "-dataset", "pems08", "-split-by", "nodes", "-split", "0.7,0.1,0.2"}, 2, "whole-number ratios"},
 		{"a node part left empty", []string{"teacher", "-data", dir, "-dataset", "pems08", "-split-by", "nodes", "-split", "200,1,1"}, 1, "empty part"},
-		{"fractional window ratios", []string{"teacher", "-data", dir, "-dataset", "pems08", "-split-by", "windows", "-split", "6,2.5,2"}, 1, "split by windows deals them round-robin"},
+		{"fractional window ratios", []string{"teacher", "-data", dir, "-dataset", "pems08", "-split-by", "windows", "-split", "6,2.5,2"}, 2, "split by windows deals them round-robin"},
 		{"a window part left empty", []string{"teacher", "-data", dir, "-dataset", "pems08", "-split-by", "windows", "-split", "47,1,1"}, 1, "empty part"},
 		{"reproduce unknown kind", []string{"reproduce", "-data", dir, "-dataset", "pems08", "-split-by", "sensors"}, 2, `split by "sensors"`},
 	} {
