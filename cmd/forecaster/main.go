@@ -151,7 +151,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	bf := addBrokerFlags(fs)
 	var (
 		model    = fs.String("model", "", "SDGNN bundle written by pems-train distill (required); SIGHUP reads it again and serves it if it fits")
-		httpAddr = fs.String("http", "127.0.0.1:8080", "address of /metrics, /healthz and /forecast/{sensor}; empty: none")
+		httpAddr = fs.String("http", "127.0.0.1:8080", "address of /metrics, /healthz, /forecast/{sensor} and the live view /live; empty: none")
 		// Off by default, as Prometheus's --web.enable-lifecycle: whoever
 		// reaches -http could otherwise make the service reread its model.
 		httpReload = fs.Bool("http-reload", false, "also serve POST /-/reload on -http: reloads -model as SIGHUP does, answering 200 and the version served or 409 and why the model was kept")
