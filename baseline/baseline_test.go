@@ -9,33 +9,12 @@ import (
 
 	"github.com/pemsforecast/sdgnn/datasets/pems"
 	"github.com/pemsforecast/sdgnn/internal/datatest"
+	"github.com/pemsforecast/sdgnn/internal/teachertest"
 	"github.com/pemsforecast/sdgnn/nn"
 	"github.com/pemsforecast/sdgnn/sdgnn"
 	"github.com/pemsforecast/sdgnn/snapshot"
 	"github.com/pemsforecast/sdgnn/teacher"
 )
-
-// quickTeacher trains a GRU-GCN for a few epochs on the first steps of the
-// real SZ-taxi data, as sdgnn's tests do (see datatest for when it skips).
-func quickTeacher(t *testing.T) (*teacher.Model, *snapshot.Set, snapshot.Split, *pems.Dataset) {
-	t.Helper()
-	ds := datatest.SZTaxi(t)
-	split, set := datatest.Chrono(t, ds, 600, 12)
-	m, err := teacher.New(teacher.Config{Kind: teacher.KindGRUGCN, Window: 12, Channels: set.Channels, Hidden: 16, NoiseStd: 0.01, Seed: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tc := teacher.DefaultTrain()
-	tc.MaxEpochs, tc.LR = 3, 5e-3
-	tr, err := teacher.NewTrainer(m, tc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := tr.Run(context.Background(), set, split, ds.Graph.NormalizedAdjacency(), nil); err != nil {
-		t.Fatal(err)
-	}
-	return tr.Best, set, split, ds
-}
 
 func quickConfig() Config {
 	c := DefaultConfig()
@@ -59,16 +38,13 @@ var (
 	fixtureErr  error
 )
 
-// realData returns the shared fixture, skipping when the data are absent.
+// realData returns the shared fixture, skipping (outside CI) when the data
+// are absent.
 func realData(t *testing.T) *fixture {
 	t.Helper()
-	if dir, err := pems.ResolveDataDir(""); err != nil {
-		t.Skipf("no data directory: %v", err)
-	} else if _, err := pems.Load(dir, "sz-taxi"); err != nil {
-		t.Skipf("sz-taxi: %v", err)
-	}
+	datatest.SZTaxi(t) // skip here, not inside the Once
 	fixtureOnce.Do(func() {
-		m, set, split, ds := quickTeacher(t)
+		m, set, split, ds := teachertest.Quick(t)
 		adj := ds.Graph.NormalizedAdjacency()
 		f := &fixture{m: m, set: set, ds: ds}
 		if f.train, fixtureErr = sdgnn.ComputeTargets(context.Background(), m, set, split.Train, adj); fixtureErr != nil {

@@ -12,34 +12,12 @@ import (
 
 	"github.com/pemsforecast/sdgnn/checkpoint"
 	"github.com/pemsforecast/sdgnn/datasets/pems"
-	"github.com/pemsforecast/sdgnn/internal/datatest"
+	"github.com/pemsforecast/sdgnn/internal/teachertest"
 	"github.com/pemsforecast/sdgnn/nn"
 	"github.com/pemsforecast/sdgnn/snapshot"
 	"github.com/pemsforecast/sdgnn/teacher"
 	"gonum.org/v1/gonum/mat"
 )
-
-// quickTeacher trains a GRU-GCN for a few epochs on the first steps of the
-// real SZ-taxi data (see datatest for when it skips).
-func quickTeacher(t *testing.T) (*teacher.Model, *snapshot.Set, snapshot.Split, *pems.Dataset) {
-	t.Helper()
-	ds := datatest.SZTaxi(t)
-	split, set := datatest.Chrono(t, ds, 600, 12)
-	m, err := teacher.New(teacher.Config{Kind: teacher.KindGRUGCN, Window: 12, Channels: set.Channels, Hidden: 16, NoiseStd: 0.01, Seed: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tc := teacher.DefaultTrain()
-	tc.MaxEpochs, tc.LR = 3, 5e-3
-	tr, err := teacher.NewTrainer(m, tc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := tr.Run(context.Background(), set, split, ds.Graph.NormalizedAdjacency(), nil); err != nil {
-		t.Fatal(err)
-	}
-	return tr.Best, set, split, ds
-}
 
 // quickTargets computes the teacher's targets of the training and
 // validation snapshots.
@@ -69,7 +47,7 @@ func quickConfig() Config {
 // that the per-node inference path equals the batched one to 1e-9, before
 // and after a save and load.
 func TestDistillOnRealData(t *testing.T) {
-	m, set, split, ds := quickTeacher(t)
+	m, set, split, ds := teachertest.Quick(t)
 	train, val := quickTargets(t, m, set, split, ds)
 	ctx := context.Background()
 	cfg := quickConfig()
@@ -251,7 +229,7 @@ func TestDistillWarmStart(t *testing.T) {
 // the student's Ẑ. Validated on the teacher's Z instead, the starting
 // decoder is best and must come back.
 func TestFineTuneDecoderKeepsBest(t *testing.T) {
-	m, set, split, ds := quickTeacher(t)
+	m, set, split, ds := teachertest.Quick(t)
 	train, val := quickTargets(t, m, set, split, ds)
 	ctx := context.Background()
 	st := NewStudent(set.Nodes, 16, 16, rand.New(rand.NewPCG(7, 7)))
