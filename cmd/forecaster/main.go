@@ -202,6 +202,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return errUsage
 	}
 	log := newLogger(stderr, *jsonLogs)
+	// What -poll-model compares with: the file as it was before it was read,
+	// so that a change while it is read is seen at the first look.
+	loaded, _ := os.Stat(*model)
 	b, err := sdgnn.LoadBundle(*model)
 	if err != nil {
 		return err
@@ -238,7 +241,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	rl.svc = svc
 	if *pollModel > 0 {
-		go rl.watch(ctx, *pollModel)
+		go rl.watch(ctx, *pollModel, loaded)
 	}
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
@@ -298,15 +301,12 @@ func (r *reloader) reload(trigger string) (string, error) {
 // watch looks at the model file every interval until ctx ends and reloads
 // it when it changed since last seen (another file, as after an atomic
 // rename, or another size or modification time), as TensorFlow Serving
-// polls its model directory. A file copied in place is seen mid-copy,
+// polls its model directory; loaded is the file as it was when the model
+// served was read (nil: unknown, so the first look reloads). A file copied in place is seen mid-copy,
 // refused as truncated, and taken at the next look; a file unchanged
 // since a refusal is not tried again.
-func (r *reloader) watch(ctx context.Context, every time.Duration) {
-	last, err := os.Stat(r.path)
-	if err != nil {
-		r.log.Warn().Err(err).Msg("-poll-model: model file")
-	}
-	missing := err != nil
+func (r *reloader) watch(ctx context.Context, every time.Duration, loaded os.FileInfo) {
+	last, missing := loaded, false
 	tick := time.NewTicker(every)
 	defer tick.Stop()
 	for {

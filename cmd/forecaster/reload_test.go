@@ -298,7 +298,14 @@ func TestWatchModel(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { (&reloader{svc: svc, path: path, log: log}).watch(ctx, 2*time.Millisecond); close(done) }()
+	loaded, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		(&reloader{svc: svc, path: path, log: log}).watch(ctx, 2*time.Millisecond, loaded)
+		close(done)
+	}()
 	defer func() { cancel(); <-done }()
 	const looks = 50 * time.Millisecond // about 25 looks
 	until := func(what string, ok func() bool) {
@@ -346,5 +353,43 @@ func TestWatchModel(t *testing.T) {
 	time.Sleep(looks)
 	if n, f := svc.Counters().Reloads.Load(), svc.Counters().ReloadFailures.Load(); n != 1 || f != failures {
 		t.Errorf("%d reloads and %d failures, want 1 and %d", n, f, failures)
+	}
+}
+
+// TestWatchModelSeesEarlyChange checks that a model file replaced while
+// serve was reading it (between the look taken before reading and the
+// watcher's start) is reloaded at the watcher's first look.
+func TestWatchModelSeesEarlyChange(t *testing.T) {
+	const T = 12
+	_, ds, split, first := szTaxiBundle(t, T, 8)
+	path := filepath.Join(t.TempDir(), "b.sdgnn")
+	if err := first.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	loaded, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	served, err := first.Clone()
+	if err != nil {
+		t.Fatal(err)
+	}
+	second := randomBundle(t, ds, split, first.Meta.Norm, T, 8)
+	second.Meta.Version = "early"
+	if err := second.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	svc, err := stream.NewService(served, stream.Config{Brokers: []string{"127.0.0.1:1"}, StepMs: 15 * 60 * 1000, Log: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	go (&reloader{svc: svc, path: path, log: zerolog.Nop()}).watch(ctx, 2*time.Millisecond, loaded)
+	for svc.Bundle().Meta.Version != "early" {
+		if ctx.Err() != nil {
+			t.Fatalf("serving %s: the change made while the model was read was not seen", svc.Bundle().Meta.Version)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
