@@ -260,8 +260,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 }
 
 // reloader reads the -model file again and has the service forecast with
-// it (on SIGHUP, or POST /-/reload with -http-reload): a model rolled out
-// without a restart, one reload at a time. An unreadable or incompatible
+// it (on SIGHUP, POST /-/reload with -http-reload, or a change of the file
+// with -poll-model): a model rolled out without a restart, one reload at a
+// time. An unreadable or incompatible
 // file is logged and counted, and the model served is kept. With a scored
 // part (-score-part), a new model of another split is warned about: the
 // part scored stays the first model's, which the new one may have trained
@@ -301,10 +302,12 @@ func (r *reloader) reload(trigger string) (string, error) {
 // watch looks at the model file every interval until ctx ends and reloads
 // it when it changed since last seen (another file, as after an atomic
 // rename, or another size or modification time), as TensorFlow Serving
-// polls its model directory; loaded is the file as it was when the model
-// served was read (nil: unknown, so the first look reloads). A file copied in place is seen mid-copy,
-// refused as truncated, and taken at the next look; a file unchanged
-// since a refusal is not tried again.
+// polls its model directory. loaded is the file as it was when the model
+// served was read (nil: unknown, so the first look reloads). A file
+// copied in place may be seen mid-copy, refused as truncated, and taken
+// at the next look; a file unchanged since a refusal is not tried again.
+// A file that cannot be looked at (gone, say) is reported once, until it
+// can be again.
 func (r *reloader) watch(ctx context.Context, every time.Duration, loaded os.FileInfo) {
 	last, missing := loaded, false
 	tick := time.NewTicker(every)
@@ -318,7 +321,7 @@ func (r *reloader) watch(ctx context.Context, every time.Duration, loaded os.Fil
 		cur, err := os.Stat(r.path)
 		if err != nil {
 			if !missing { // once per disappearance, not at every look
-				r.log.Warn().Err(err).Msg("-poll-model: the model file is gone: the model served is kept")
+				r.log.Warn().Err(err).Msg("-poll-model: cannot look at the model file: the model served is kept")
 			}
 			missing = true
 			continue

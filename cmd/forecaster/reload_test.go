@@ -339,9 +339,9 @@ func TestWatchModel(t *testing.T) {
 	if err := os.Remove(path); err != nil {
 		t.Fatal(err)
 	}
-	until("report of the missing file", func() bool { return logs.count("the model file is gone") > 0 })
+	until("report of the missing file", func() bool { return logs.count("cannot look at the model file") > 0 })
 	time.Sleep(looks)
-	if n := logs.count("the model file is gone"); n != 1 {
+	if n := logs.count("cannot look at the model file"); n != 1 {
 		t.Errorf("the missing file was reported %d times, want once", n)
 	}
 	second := randomBundle(t, ds, split, first.Meta.Norm, T, 8)
