@@ -224,14 +224,7 @@ func TestReloadModel(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var logs strings.Builder
 			log := zerolog.New(&logs)
-			served, err := first.Clone()
-			if err != nil {
-				t.Fatal(err)
-			}
-			svc, err := stream.NewService(served, stream.Config{Brokers: []string{"127.0.0.1:1"}, StepMs: 15 * 60 * 1000, Log: log})
-			if err != nil {
-				t.Fatal(err)
-			}
+			svc := unstartedService(t, first, log)
 			version, err := (&reloader{svc: svc, path: tc.path, scored: tc.scored, log: log}).reload("test")
 			if (err != nil) != (tc.failures > 0) || version != tc.version || svc.Bundle().Meta.Version != tc.version {
 				t.Errorf("reload: version %q, error %v; serving %q: want %q, error %v", version, err, svc.Bundle().Meta.Version, tc.version, tc.failures > 0)
@@ -288,14 +281,7 @@ func TestWatchModel(t *testing.T) {
 	}
 	var logs lockedBuffer
 	log := zerolog.New(&logs)
-	served, err := first.Clone()
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc, err := stream.NewService(served, stream.Config{Brokers: []string{"127.0.0.1:1"}, StepMs: 15 * 60 * 1000, Log: log})
-	if err != nil {
-		t.Fatal(err)
-	}
+	svc := unstartedService(t, first, log)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	loaded, err := os.Stat(path)
@@ -370,17 +356,10 @@ func TestWatchModelSeesEarlyChange(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	served, err := first.Clone()
-	if err != nil {
-		t.Fatal(err)
-	}
+	svc := unstartedService(t, first, zerolog.Nop())
 	second := randomBundle(t, ds, split, first.Meta.Norm, T, 8)
 	second.Meta.Version = "early"
 	if err := second.Save(path); err != nil {
-		t.Fatal(err)
-	}
-	svc, err := stream.NewService(served, stream.Config{Brokers: []string{"127.0.0.1:1"}, StepMs: 15 * 60 * 1000, Log: zerolog.Nop()})
-	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -392,4 +371,19 @@ func TestWatchModelSeesEarlyChange(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
+}
+
+// unstartedService returns a service of SZ-taxi's 15-minute slots serving a
+// copy of b, never run (no broker is reached): what the reloader needs.
+func unstartedService(t *testing.T, b *sdgnn.Bundle, log zerolog.Logger) *stream.Service {
+	t.Helper()
+	served, err := b.Clone()
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := stream.NewService(served, stream.Config{Brokers: []string{"127.0.0.1:1"}, StepMs: 15 * 60 * 1000, Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return svc
 }
