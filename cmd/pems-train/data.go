@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/pemsforecast/sdgnn/datasets/pems"
 	"github.com/pemsforecast/sdgnn/snapshot"
 )
 
@@ -21,6 +22,15 @@ func noiseFor(name string, flagValue float64) float64 {
 		return v
 	}
 	return 0.01
+}
+
+// checkDataset refuses a -dataset value that names no known dataset as a
+// usage error (exit 2), before anything is read.
+func checkDataset(name string) error {
+	if _, err := pems.Lookup(name); err != nil {
+		return badFlags(fmt.Errorf("-dataset: %w", err))
+	}
+	return nil
 }
 
 // parseSplit reads -split-by and -split: the kind of split and its ratios.

@@ -58,6 +58,9 @@ func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			fmt.Fprintln(stderr, "export: give -model FILE or -dataset NAME")
 			return errUsage
 		}
+		if err := checkDataset(*dataset); err != nil {
+			return err
+		}
 		spec, err := parseSplit(*splitBy, *split)
 		if err != nil {
 			return badFlags(err)

@@ -62,6 +62,23 @@ func TestInterruptSavesResumableState(t *testing.T) {
 		t.Fatalf("state: epoch %d, dataset %q", tr.Epoch, meta.Dataset)
 	}
 
+	// A resume that contradicts the state is a usage error and leaves it.
+	for _, bad := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-dataset", "pems04"}, "-dataset pems04, but " + state + " was trained on pems08"},
+		{[]string{"-hidden", "8", "-noise", "0.1"}, "[-hidden -noise] cannot change on -resume"},
+	} {
+		args := append([]string{"teacher", "-data", dir, "-resume", state, "-out", model}, bad.args...)
+		if code, _, stderr := runCmd(t, args...); code != 2 || !strings.Contains(stderr, bad.want) {
+			t.Fatalf("%v: exit %d (want 2), stderr:\n%s\nwant it to contain %q", bad.args, code, stderr, bad.want)
+		}
+	}
+	if again, _, err := teacher.LoadState(state); err != nil || again.Epoch != tr.Epoch {
+		t.Fatalf("state after refused resumes: %v", err)
+	}
+
 	// Resume with a short limit so that it finishes.
 	done := make(chan error, 1)
 	resume := exec.Command(bin, "teacher", "-data", dir, "-resume", state, "-epochs", "3", "-out", model)

@@ -13,6 +13,12 @@
 //
 // Run "pems-train CMD -h" for the flags of a command. The data directory is
 // the -data flag, else $PEMS_DATA, else ../shared/datasets beside the checkout.
+//
+// Exit status: 0 when the command did its work; 1 when it failed (data
+// missing or malformed, a model file that cannot be read); 2 for a usage
+// error, a flag that is unknown, missing or wrong (an unknown -dataset, a
+// negative -epochs), checked before any data are read; 130 when interrupted,
+// after saving what can be resumed.
 package main
 
 import (
@@ -40,6 +46,7 @@ commands:
   datasets  list the known datasets, where the data directory is, and verify checksums
 
 run "pems-train COMMAND -h" for its flags
+exit status: 0 done, 1 failed, 2 usage error (a wrong flag), 130 interrupted (state saved)
 `
 
 // exitInterrupted is the exit code after Ctrl-C (128 + SIGINT).

@@ -70,6 +70,11 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return errUsage
 	}
 
+	if *dataset != "" {
+		if err := checkDataset(*dataset); err != nil {
+			return err
+		}
+	}
 	b, err := sdgnn.LoadBundle(*model)
 	if err != nil {
 		return err

@@ -78,6 +78,11 @@ func cmdReproduce(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		fmt.Fprintf(stderr, "reproduce: -teacher-epochs %d and -patience %d must not be negative\n", *tEpochs, *patience)
 		return errUsage
 	}
+	for _, name := range strings.Split(*datasets, ",") {
+		if err := checkDataset(strings.TrimSpace(name)); err != nil {
+			return err
+		}
+	}
 	log := newLogger(stderr, *jsonLogs)
 	suffix := ""
 	if *quick {

@@ -69,7 +69,7 @@ func cmdTeacher(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			return err
 		}
 		if *dataset != "" && *dataset != meta.Dataset {
-			return fmt.Errorf("-dataset %s, but %s was trained on %s", *dataset, *resume, meta.Dataset)
+			return badFlags(fmt.Errorf("-dataset %s, but %s was trained on %s", *dataset, *resume, meta.Dataset))
 		}
 		if p, err = prepareSaved(*dataDir, meta.Dataset, meta.Config.Window, meta.Split, &meta.Norm, *resume); err != nil {
 			return fmt.Errorf("resume: %w", err)
@@ -88,13 +88,16 @@ func cmdTeacher(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			}
 		})
 		if len(fixed) > 0 {
-			return fmt.Errorf("%v cannot change on -resume: the state fixes them (only -epochs and -patience can)", fixed)
+			return badFlags(fmt.Errorf("%v cannot change on -resume: the state fixes them (only -epochs and -patience can)", fixed))
 		}
 		log.Info().Str("state", *resume).Int("epoch", tr.Epoch).Int("best_epoch", tr.BestEpoch).Msg("resuming")
 	} else {
 		if *dataset == "" {
 			fmt.Fprintln(stderr, "teacher: -dataset is required (pems04, pems08 or sz-taxi; see pems-train datasets)")
 			return errUsage
+		}
+		if err := checkDataset(*dataset); err != nil {
+			return err
 		}
 		spec, err := parseSplit(*splitBy, *split)
 		if err != nil {
