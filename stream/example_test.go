@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"time"
 
 	"github.com/pemsforecast/sdgnn/gru"
@@ -179,4 +180,23 @@ func ExampleService_Handler_reload() {
 	// Output:
 	// 409 reload refused: reload model: bundle toy-4-sensors has 4 sensors, the service 3; serving toy-1
 	// 200 serving toy-2
+}
+
+// A Readiness as /readyz writes it: one line per check, then the verdict.
+// Service.Readiness runs the checks; a load balancer reads the status code
+// (200 or 503), an operator the lines.
+func ExampleReadiness_Write() {
+	r := stream.Readiness{Ready: false, Checks: []stream.Check{
+		{Name: "started", OK: true, Detail: "consuming"},
+		{Name: "broker", OK: true, Detail: "answered 1.2s ago"},
+		{Name: "consuming", OK: true, Detail: "last batch finished 80ms ago"},
+		{Name: "lag", OK: false, Detail: "5230 readings behind, more than 1000: catching up"},
+	}}
+	r.Write(os.Stdout)
+	// Output:
+	// [+]started ok: consuming
+	// [+]broker ok: answered 1.2s ago
+	// [+]consuming ok: last batch finished 80ms ago
+	// [-]lag failed: 5230 readings behind, more than 1000: catching up
+	// readyz check failed
 }

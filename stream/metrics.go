@@ -27,6 +27,10 @@ type Counters struct {
 	Internal                                               atomic.Uint64 // refusals that are not RejectErrors
 	Emitted, Stale, Skipped                                atomic.Uint64
 	Reloads, ReloadFailures                                atomic.Uint64 // Service.Reload
+	// FetchErrors counts fetches of readings that failed (the consumer
+	// retries); FlushRetries counts batches whose writes, state save or
+	// commit failed and were tried again.
+	FetchErrors, FlushRetries atomic.Uint64
 
 	// ForecastLatency is for the caller to observe the time from a
 	// reading's arrival to its forecasts' hand-off.
@@ -144,6 +148,8 @@ func (c *Counters) WritePrometheus(w io.Writer) error {
 	counter("forecast_slots_skipped_total", "Forecast slots never emitted because an input ran more than the history ahead.", c.Skipped.Load())
 	counter("model_reloads_total", "Models replaced while serving (Service.Reload, SIGHUP).", c.Reloads.Load())
 	counter("model_reload_failures_total", "Model reloads refused (unreadable or incompatible bundle); the model served was kept.", c.ReloadFailures.Load())
+	counter("fetch_errors_total", "Fetches of readings that failed, the broker unreachable or refusing; the consumer retries.", c.FetchErrors.Load())
+	counter("flush_retries_total", "Batches whose forecast or dead-letter writes, state save or offset commit failed and were tried again.", c.FlushRetries.Load())
 	c.ForecastLatency.write(bw, metricPrefix+"forecast_latency_seconds", "Time from a reading's arrival to its forecasts' hand-off.")
 	c.EmitDelay.write(bw, metricPrefix+"emit_delay_seconds", "Emission time after the start of the forecast slot.")
 	if err := bw.Flush(); err != nil {

@@ -60,6 +60,19 @@ type Config struct {
 
 	HTTPAddr string // metrics, health, latest forecasts and the live view; empty: none
 	Log      zerolog.Logger
+	// ReadyMaxLag fails the readiness check (/readyz) while the consumer
+	// is more than this many readings behind, catching up on a backlog;
+	// 0: no limit.
+	ReadyMaxLag int64
+	// ProbeEvery is how often the brokers are asked for the readings
+	// topic's metadata, for the readiness check; 0 means DefaultProbeEvery.
+	ProbeEvery time.Duration
+	// RetryFor is how long a batch whose forecasts or dead letters cannot
+	// be written, or whose offsets cannot be committed, is tried again
+	// (the broker restarting) before Run gives up and returns the error;
+	// the batch, not committed, is then read again at restart. 0 means
+	// DefaultRetryFor.
+	RetryFor time.Duration
 	// ReloadModel, when set, is served as POST /-/reload on HTTPAddr, for
 	// orchestrators that can call a URL but not send a signal (a sidecar
 	// that watches a mounted model file). It should read the model again
@@ -108,6 +121,12 @@ func (c *Config) defaults() {
 	if c.SessionTimeout <= 0 {
 		c.SessionTimeout = 10 * time.Second
 	}
+	if c.ProbeEvery <= 0 {
+		c.ProbeEvery = DefaultProbeEvery
+	}
+	if c.RetryFor <= 0 {
+		c.RetryFor = DefaultRetryFor
+	}
 }
 
 // Service consumes readings, keeps the per-node windows, and publishes
@@ -130,6 +149,7 @@ type Service struct {
 	reader             *kafka.Reader
 	forecasts, letters *kafka.Writer
 	counters           *Counters // the state's, kept across reloads
+	lags               lagMeter  // owned by Run
 
 	// loop is held by Run while it handles a batch (fetch, apply, emit,
 	// flush, commit) and by Reload while it swaps the model, so that a
@@ -138,8 +158,7 @@ type Service struct {
 
 	mu     sync.RWMutex   // guards what the HTTP handlers read: bundle and below
 	latest map[int][]byte // sensor → last forecast message
-	lag    int64
-	ready  bool
+	health health         // what /healthz and /readyz report
 }
 
 // NewService builds a service for the bundle; it connects nothing yet.
@@ -335,8 +354,16 @@ func (s *Service) Run(ctx context.Context) error {
 		cfg.Log.Info().Str("http", ln.Addr().String()).Msg("serving metrics, health and forecasts")
 	}
 	s.mu.Lock()
-	s.ready = true
+	s.health.started = true
 	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.health.started = false
+		s.mu.Unlock()
+	}()
+	pctx, stopProbe := context.WithCancel(ctx)
+	defer stopProbe()
+	go s.probe(pctx)
 	cfg.Log.Info().Strs("brokers", cfg.Brokers).Str("readings", cfg.ReadingsTopic).Str("forecasts", cfg.ForecastsTopic).
 		Str("group", cfg.GroupID).Msg("consuming")
 
@@ -355,6 +382,10 @@ func (s *Service) Run(ctx context.Context) error {
 		f       Forecast
 		arrived []time.Time
 		resumed = map[int]bool{}
+		// Fetch errors (the broker gone) are retried: kafka-go's reader
+		// reconnects by itself and reports the errors meanwhile.
+		fetchWarned  time.Time
+		fetchFailing bool
 	)
 	for {
 		// One batch, with the model held (see Reload).
@@ -372,16 +403,21 @@ func (s *Service) Run(ctx context.Context) error {
 				wait = min(wait, 50*time.Millisecond) // held readings wait for other partitions
 			}
 			deadline := time.Now().Add(wait)
+			var (
+				fetchErr error
+				got      int
+			)
 			for fetched := 0; fetched < cfg.BatchSize; fetched++ {
 				fctx, cancel := context.WithDeadline(ctx, deadline)
 				m, err := s.reader.FetchMessage(fctx)
 				cancel()
 				if err != nil {
-					if ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) {
-						break
+					if ctx.Err() == nil && !errors.Is(err, context.DeadlineExceeded) {
+						fetchErr = fmt.Errorf("fetch readings: %w", err)
 					}
-					return false, fmt.Errorf("fetch readings: %w", err)
+					break
 				}
+				got++
 				if !resumed[m.Partition] {
 					resumed[m.Partition] = true
 					cfg.Log.Info().Int("partition", m.Partition).Int64("offset", m.Offset).Msg("first reading of partition")
@@ -434,13 +470,31 @@ func (s *Service) Run(ctx context.Context) error {
 			if out, err = s.emitDue(out, &f); err != nil { // fresh and past deadline
 				return false, err
 			}
-			// Writes and commits use a context that outlives a shutdown request,
-			// so that the batch in hand is finished.
-			wctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			err = s.flush(wctx, batch, out, dead, arrived)
-			cancel()
-			if err != nil {
+			if err := s.flushRetrying(ctx, &flushJob{batch: batch, out: out, dead: dead, arrived: arrived}); err != nil {
 				return false, err
+			}
+			done := time.Now()
+			s.mu.Lock()
+			s.health.loopAt = done
+			if got > 0 {
+				s.health.fetchOKAt = done
+			}
+			if fetchErr != nil {
+				s.health.fetchErr, s.health.fetchErrAt = fetchErr, done
+			}
+			s.mu.Unlock()
+			switch {
+			case fetchErr != nil:
+				s.counters.FetchErrors.Add(1)
+				if !fetchFailing || done.Sub(fetchWarned) > 30*time.Second {
+					cfg.Log.Warn().Err(fetchErr).Msg("cannot fetch readings: retrying (see /readyz)")
+					fetchWarned = done
+				}
+				fetchFailing = true
+				sleepCtx(ctx, 500*time.Millisecond) // the reader backs off too
+			case got > 0 && fetchFailing:
+				cfg.Log.Info().Msg("fetching readings again")
+				fetchFailing = false
 			}
 			if ctx.Err() != nil {
 				cfg.Log.Info().Int("held", align.Len()).Msg("shutting down: batch committed (held readings are read again at restart)")
@@ -505,27 +559,79 @@ func (s *Service) emitDue(out []kafka.Message, f *Forecast) ([]kafka.Message, er
 	}
 }
 
-func (s *Service) flush(ctx context.Context, batch, out, dead []kafka.Message, arrived []time.Time) error {
-	if len(dead) > 0 {
-		if err := s.letters.WriteMessages(ctx, dead...); err != nil {
+// DefaultRetryFor is how long a batch that cannot be written or committed
+// is tried again before Run gives up (see Config.RetryFor).
+const DefaultRetryFor = 5 * time.Minute
+
+// flushJob is a batch to finish: its dead letters and forecasts to write,
+// then the state to save and its offsets to commit. What was written is
+// marked, so that a retry does not write it again.
+type flushJob struct {
+	batch, out, dead []kafka.Message
+	arrived          []time.Time
+
+	lettersDone, forecastsDone bool
+}
+
+// flushRetrying flushes j, trying again with backoff while a write, the
+// state save or the commit fails, for up to Config.RetryFor or until ctx
+// ends. Writes and commits use a context that outlives a shutdown
+// request, so that the batch in hand is finished when the broker answers.
+func (s *Service) flushRetrying(ctx context.Context, j *flushJob) error {
+	start := time.Now()
+	for attempt := 1; ; attempt++ {
+		wctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		err := s.flush(wctx, j)
+		cancel()
+		if err == nil {
+			if attempt > 1 {
+				s.cfg.Log.Info().Int("attempts", attempt).Msg("batch committed after retries")
+			}
+			return nil
+		}
+		if ctx.Err() != nil || time.Since(start) >= s.cfg.RetryFor {
+			return fmt.Errorf("batch not committed after %d attempts in %s (it is read again at restart): %w", attempt, time.Since(start).Round(time.Millisecond), err)
+		}
+		s.counters.FlushRetries.Add(1)
+		s.cfg.Log.Warn().Err(err).Int("attempt", attempt).Msg("batch not committed: trying again (see /readyz)")
+		sleepCtx(ctx, min(100*time.Millisecond<<min(attempt, 6), 5*time.Second))
+	}
+}
+
+// sleepCtx waits for d or until ctx ends.
+func sleepCtx(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+func (s *Service) flush(ctx context.Context, j *flushJob) error {
+	if len(j.dead) > 0 && !j.lettersDone {
+		if err := s.letters.WriteMessages(ctx, j.dead...); err != nil {
 			return fmt.Errorf("write dead letters: %w", err)
 		}
+		j.lettersDone = true
 	}
-	if len(out) > 0 {
-		if err := s.forecasts.WriteMessages(ctx, out...); err != nil {
+	if len(j.out) > 0 && !j.forecastsDone {
+		if err := s.forecasts.WriteMessages(ctx, j.out...); err != nil {
 			return fmt.Errorf("write forecasts: %w", err)
 		}
+		j.forecastsDone = true
 		done := time.Now()
-		for _, t := range arrived {
+		for _, t := range j.arrived {
 			s.state.Counters.ForecastLatency.Observe(done.Sub(t))
 		}
 		s.mu.Lock()
-		for _, m := range out {
+		for _, m := range j.out {
 			id, _ := strconv.Atoi(string(m.Key))
 			s.latest[id] = m.Value
 		}
 		s.mu.Unlock()
 	}
+	batch := j.batch
 	if len(batch) == 0 {
 		return nil
 	}
@@ -537,9 +643,13 @@ func (s *Service) flush(ctx context.Context, batch, out, dead []kafka.Message, a
 	if err := s.reader.CommitMessages(ctx, batch...); err != nil {
 		return fmt.Errorf("commit offsets: %w", err)
 	}
-	st := s.reader.Stats()
+	now := time.Now()
+	for _, m := range batch {
+		s.lags.observe(m.Partition, m.Offset, m.HighWaterMark, now)
+	}
+	lag := s.lags.total(now, s.readinessLimits().stallAfter)
 	s.mu.Lock()
-	s.lag = st.Lag
+	s.health.lag = lag
 	s.mu.Unlock()
 	return nil
 }
@@ -553,7 +663,9 @@ func writeAtomic(path string, data []byte) error {
 	})
 }
 
-// Handler serves /metrics (Prometheus text), /healthz, /forecast/{sensor}
+// Handler serves /metrics (Prometheus text), /healthz (200 once Run
+// consumes: liveness), /readyz (200 when every readiness check passes, else
+// 503, with one line per check: see Readiness), /forecast/{sensor}
 // (the latest forecast message of the sensor), and the live view: /live
 // (an HTML page for operators), /api/sensors (every sensor's running error,
 // a LiveSummary) and /api/sensors/{sensor} (the sensor's recent readings
@@ -584,20 +696,35 @@ func (s *Service) Handler() http.Handler {
 			return
 		}
 		s.mu.RLock()
-		lag, meta := s.lag, s.bundle.Meta
+		lag, meta := s.health.lag, s.bundle.Meta
 		s.mu.RUnlock()
-		fmt.Fprintf(w, "# HELP sdgnn_consumer_lag Readings not yet consumed, as last reported by the consumer.\n# TYPE sdgnn_consumer_lag gauge\nsdgnn_consumer_lag %d\n", lag)
+		fmt.Fprintf(w, "# HELP sdgnn_consumer_lag Readings not yet consumed: per partition, the high watermark at the last fetch less the next offset, summed.\n# TYPE sdgnn_consumer_lag gauge\nsdgnn_consumer_lag %d\n", lag)
 		fmt.Fprintf(w, "# HELP sdgnn_model_info The model being served (1), by version and dataset.\n# TYPE sdgnn_model_info gauge\nsdgnn_model_info{version=%q,dataset=%q} 1\n", meta.Version, meta.Dataset)
+		fmt.Fprintf(w, "# HELP sdgnn_ready Whether the readiness check passes (1) or not (0), overall (check=\"all\") and by check, as /readyz.\n# TYPE sdgnn_ready gauge\n")
+		rd := s.Readiness()
+		fmt.Fprintf(w, "sdgnn_ready{check=\"all\"} %d\n", b2i(rd.Ready))
+		for _, c := range rd.Checks {
+			fmt.Fprintf(w, "sdgnn_ready{check=%q} %d\n", c.Name, b2i(c.OK))
+		}
 	})
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		s.mu.RLock()
-		ok := s.ready
+		ok := s.health.started
 		s.mu.RUnlock()
 		if !ok {
 			http.Error(w, "starting", http.StatusServiceUnavailable)
 			return
 		}
 		fmt.Fprintln(w, "ok")
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		rd := s.Readiness()
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-store")
+		if !rd.Ready {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+		rd.Write(w)
 	})
 	mux.HandleFunc("GET /forecast/{sensor}", func(w http.ResponseWriter, r *http.Request) {
 		id, err := strconv.Atoi(r.PathValue("sensor"))
@@ -688,3 +815,10 @@ func StartEmbedded(port int, dataDir string) (*Embedded, error) {
 
 // Close stops the embedded broker.
 func (e *Embedded) Close() { e.Cluster.Close() }
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

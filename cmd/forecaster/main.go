@@ -151,7 +151,8 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	bf := addBrokerFlags(fs)
 	var (
 		model    = fs.String("model", "", "SDGNN bundle written by pems-train distill (required); SIGHUP reads it again and serves it if it fits")
-		httpAddr = fs.String("http", "127.0.0.1:8080", "address of /metrics, /healthz, /forecast/{sensor} and the live view /live; empty: none")
+		httpAddr = fs.String("http", "127.0.0.1:8080", "address of /metrics, /healthz, /readyz, /forecast/{sensor} and the live view /live; empty: none")
+		maxLag   = fs.Int64("ready-max-lag", 0, "/readyz fails while the consumer is more than this many readings behind (0: no limit); it also fails while no broker answers or no batch is committed")
 		// Off by default, as Prometheus's --web.enable-lifecycle: whoever
 		// reaches -http could otherwise make the service reread its model.
 		httpReload = fs.Bool("http-reload", false, "also serve POST /-/reload on -http: reloads -model as SIGHUP does, answering 200 and the version served or 409 and why the model was kept")
@@ -183,6 +184,10 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if *httpReload && *httpAddr == "" {
 		fmt.Fprintln(stderr, "serve: -http-reload needs an -http address")
+		return errUsage
+	}
+	if *maxLag < 0 {
+		fmt.Fprintf(stderr, "serve: -ready-max-lag %d: want 0 (no limit) or more readings\n", *maxLag)
 		return errUsage
 	}
 	if *history < 1 {
@@ -231,7 +236,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	defer closeBroker()
 	rl := &reloader{path: *model, scored: scope != nil, log: log}
 	cfg := stream.Config{Brokers: brokers, GroupID: *group, StepMs: step, Lateness: *lateness,
-		History: *history, StateFile: *state, HTTPAddr: *httpAddr, Log: log, LivePart: scope}
+		History: *history, StateFile: *state, HTTPAddr: *httpAddr, ReadyMaxLag: *maxLag, Log: log, LivePart: scope}
 	if *httpReload {
 		cfg.ReloadModel = func() (string, error) { return rl.reload("POST /-/reload") }
 	}

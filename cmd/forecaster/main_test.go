@@ -33,6 +33,7 @@ func TestBadInvocations(t *testing.T) {
 		{"empty group", []string{"serve", "-model", missing, "-group", " "}, 2, "-group is empty"},
 		{"unknown scored part", []string{"serve", "-model", missing, "-score-part", "bogus"}, 2, `-score-part "bogus": want train, val or test`},
 		{"negative poll interval", []string{"serve", "-model", missing, "-poll-model", "-1s"}, 2, "-poll-model -1s: want 0 (off) or more"},
+		{"negative ready lag", []string{"serve", "-model", missing, "-ready-max-lag", "-1"}, 2, "-ready-max-lag -1: want 0 (no limit) or more"},
 		{"reload endpoint without http", []string{"serve", "-model", missing, "-http", "", "-http-reload"}, 2, "-http-reload needs an -http address"},
 		{"data without scored part", []string{"serve", "-model", missing, "-data", tmp}, 2, "-data and -start only serve -score-part"},
 		{"missing model", []string{"serve", "-model", missing}, 1, missing},

@@ -64,7 +64,7 @@ func testReloadsModel(t *testing.T, bin, by string, ds *pems.Dataset, split snap
 	switch by {
 	case "POST /-/reload":
 		args[len(args)-1] = "127.0.0.1:0"
-		args = append(args, "-http-reload")
+		args = append(args, "-http-reload", "-ready-max-lag", "100000")
 	case "model file changed":
 		args = append(args, "-poll-model", "20ms")
 	}
@@ -109,6 +109,27 @@ func testReloadsModel(t *testing.T, bin, by string, ds *pems.Dataset, split snap
 		addr, _ = waitLog("serving metrics, health and forecasts")["http"].(string)
 	}
 	waitLog("consuming")
+	if by == "POST /-/reload" {
+		// Ready once a batch is committed and the broker answered.
+		for {
+			resp, err := http.Get("http://" + addr + "/readyz")
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				if !strings.Contains(string(body), "[+]lag ok: 0 readings behind, at most 100000") {
+					t.Fatalf("/readyz:\n%s", body)
+				}
+				break
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("/readyz never passed: %d\n%s", resp.StatusCode, body)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
 	// reload asks for a reload and returns the HTTP status and answer
 	// (none for SIGHUP; nothing to do when the service polls the file).
 	reload := func() (int, string) {

@@ -1,0 +1,141 @@
+package stream
+
+import (
+	"context"
+	"net"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/segmentio/kafka-go"
+)
+
+// freePort returns a TCP port on 127.0.0.1 that nothing listens on now.
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// countTopic returns how many messages partition 0 of topic holds.
+func countTopic(ctx context.Context, t *testing.T, addr, topic string) int {
+	t.Helper()
+	c, err := kafka.DialLeader(ctx, "tcp", addr, topic, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	last, err := c.ReadLastOffset()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return int(last)
+}
+
+// TestFlushRetrying writes a batch's dead letters to a broker that is up
+// and its forecasts to one that is down: flushRetrying tries again until
+// the second broker starts, and then every message is in its topic once.
+// With no broker coming, it gives up after Config.RetryFor, naming what
+// failed; a shutdown request ends the retries at once.
+func TestFlushRetrying(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs brokers")
+	}
+	up, err := StartEmbedded(0, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer up.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := EnsureTopics(ctx, []string{up.Addr}, 1, "readings-dead-letter"); err != nil {
+		t.Fatal(err)
+	}
+	port := freePort(t)
+	downAddr := "127.0.0.1:" + strconv.Itoa(port)
+	b := testBundle(t, 4, 3, 2, 4, 1)
+	svc, err := NewService(b, Config{Brokers: []string{up.Addr}, StepMs: testStep, RetryFor: time.Minute, Log: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	writer := func(addr, topic string) *kafka.Writer {
+		return &kafka.Writer{Addr: kafka.TCP(addr), Topic: topic, RequiredAcks: kafka.RequireAll, MaxAttempts: 1, BatchTimeout: time.Millisecond}
+	}
+	svc.letters, svc.forecasts = writer(up.Addr, "readings-dead-letter"), writer(downAddr, "forecasts")
+	defer svc.letters.Close()
+	defer svc.forecasts.Close()
+	msgs := func(k int) []kafka.Message {
+		var ms []kafka.Message
+		for i := range k {
+			ms = append(ms, kafka.Message{Key: []byte(strconv.Itoa(i)), Value: []byte(`{}`)})
+		}
+		return ms
+	}
+	job := &flushJob{dead: msgs(3), out: msgs(5)}
+	done := make(chan error, 1)
+	go func() { done <- svc.flushRetrying(ctx, job) }()
+	// Let a few attempts fail, then start the missing broker.
+	for svc.counters.FlushRetries.Load() < 2 {
+		select {
+		case err := <-done:
+			t.Fatalf("flush ended before the broker started: %v", err)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	down, err := StartEmbedded(port, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer down.Close()
+	// kafka-go's transport answers from what it last learnt of the address
+	// for a few seconds: "Broker Not Available" meanwhile.
+	for err := EnsureTopics(ctx, []string{down.Addr}, 1, "forecasts"); err != nil; err = EnsureTopics(ctx, []string{down.Addr}, 1, "forecasts") {
+		if ctx.Err() != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("flush after the broker started: %v", err)
+	}
+	if got := countTopic(ctx, t, up.Addr, "readings-dead-letter"); got != 3 {
+		t.Errorf("%d dead letters written, want 3 (written once despite the retries)", got)
+	}
+	if got := countTopic(ctx, t, down.Addr, "forecasts"); got != 5 {
+		t.Errorf("%d forecasts written, want 5", got)
+	}
+
+	// No broker comes: given up after RetryFor.
+	svc.cfg.RetryFor = 300 * time.Millisecond
+	svc.forecasts.Close()
+	svc.forecasts = writer("127.0.0.1:"+strconv.Itoa(freePort(t)), "forecasts")
+	start := time.Now()
+	err = svc.flushRetrying(ctx, &flushJob{out: msgs(1)})
+	if err == nil || !strings.Contains(err.Error(), "batch not committed after") || !strings.Contains(err.Error(), "write forecasts") {
+		t.Fatalf("flush to no broker: %v", err)
+	}
+	if took := time.Since(start); took > 20*time.Second {
+		t.Errorf("gave up after %v, with RetryFor 300ms", took)
+	}
+
+	// A shutdown request ends the retries.
+	svc.cfg.RetryFor = time.Hour
+	sctx, stop := context.WithCancel(ctx)
+	go func() { done <- svc.flushRetrying(sctx, &flushJob{out: msgs(1)}) }()
+	time.Sleep(200 * time.Millisecond)
+	stop()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "read again at restart") {
+			t.Fatalf("flush on shutdown: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("flush went on after shutdown")
+	}
+}

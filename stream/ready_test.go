@@ -1,0 +1,298 @@
+package stream
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/segmentio/kafka-go"
+)
+
+func TestJudge(t *testing.T) {
+	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	lim := readinessLimits{probeEvery: 5 * time.Second, stallAfter: 15 * time.Second, maxLag: 1000}
+	good := health{started: true, probeAt: now.Add(-time.Second), probeOKAt: now.Add(-time.Second), loopAt: now.Add(-200 * time.Millisecond), lag: 10}
+	refused := errors.New("dial tcp 127.0.0.1:9092: connection refused")
+	for _, tc := range []struct {
+		name   string
+		h      func(h health) health
+		lim    func(l readinessLimits) readinessLimits
+		failed string // the one failing check, "" if ready
+		detail string
+	}{
+		{"ready", nil, nil, "", "answered 1s ago"},
+		{"not started", func(h health) health { h.started = false; return h }, nil, "started", "not consuming yet"},
+		{"never probed", func(h health) health { h.probeAt, h.probeOKAt = time.Time{}, time.Time{}; return h }, nil, "broker", "not asked yet"},
+		{"broker never answered", func(h health) health { h.probeOKAt, h.probeErr = time.Time{}, refused; return h }, nil, "broker", "connection refused (never answered)"},
+		{"broker gone", func(h health) health { h.probeOKAt, h.probeErr = now.Add(-42*time.Second), refused; return h }, nil, "broker", "connection refused (last answered 42s ago)"},
+		{"probe hangs", func(h health) health {
+			h.probeAt, h.probeOKAt = now.Add(-16*time.Second), now.Add(-16*time.Second)
+			return h
+		}, nil, "broker", "no probe ended for 16s (every 5s expected)"},
+		{"probe just within", func(h health) health {
+			h.probeAt, h.probeOKAt = now.Add(-15*time.Second), now.Add(-15*time.Second)
+			return h
+		}, nil, "", "answered 15s ago"},
+		{"no batch yet", func(h health) health { h.loopAt = time.Time{}; return h }, nil, "consuming", "no batch finished yet"},
+		{"fetch failing", func(h health) health {
+			h.fetchErr, h.fetchErrAt, h.fetchOKAt = errors.New("fetch readings: failed to dial"), now.Add(-3*time.Second), now.Add(-time.Minute)
+			return h
+		}, nil, "consuming", "fetch readings: failed to dial (3s ago)"},
+		{"fetching again", func(h health) health {
+			h.fetchErr, h.fetchErrAt, h.fetchOKAt = errors.New("fetch readings: failed to dial"), now.Add(-3*time.Second), now.Add(-time.Second)
+			return h
+		}, nil, "", "last batch finished"},
+		{"fetch failed long ago", func(h health) health {
+			h.fetchErr, h.fetchErrAt, h.fetchOKAt = errors.New("fetch readings: failed to dial"), now.Add(-16*time.Second), now.Add(-time.Minute)
+			return h
+		}, nil, "", "last batch finished"},
+		{"stalled", func(h health) health { h.loopAt = now.Add(-20 * time.Second); return h }, nil, "consuming", "no batch finished for 20s (more than 15s)"},
+		{"behind", func(h health) health { h.lag = 1001; return h }, nil, "lag", "1001 readings behind, more than 1000"},
+		{"at the limit", func(h health) health { h.lag = 1000; return h }, nil, "", "1000 readings behind, at most 1000"},
+		{"no limit", func(h health) health { h.lag = 1 << 40; return h }, func(l readinessLimits) readinessLimits { l.maxLag = 0; return l }, "", "(no limit set)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h, l := good, lim
+			if tc.h != nil {
+				h = tc.h(h)
+			}
+			if tc.lim != nil {
+				l = tc.lim(l)
+			}
+			r := judge(h, now, l)
+			if r.Ready != (tc.failed == "") || len(r.Checks) != 4 {
+				t.Fatalf("ready %v with %d checks, want %v: %+v", r.Ready, len(r.Checks), tc.failed == "", r.Checks)
+			}
+			var text strings.Builder
+			if err := r.Write(&text); err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range r.Checks {
+				if c.OK != (c.Name != tc.failed) {
+					t.Errorf("check %s ok=%v, want the failing one to be %q", c.Name, c.OK, tc.failed)
+				}
+			}
+			if !strings.Contains(text.String(), tc.detail) {
+				t.Errorf("/readyz text lacks %q:\n%s", tc.detail, text.String())
+			}
+			if tc.failed != "" && !strings.Contains(text.String(), "[-]"+tc.failed+" failed: ") {
+				t.Errorf("/readyz text does not mark %s failed:\n%s", tc.failed, text.String())
+			}
+			if last := strings.TrimSpace(text.String()[strings.LastIndex(strings.TrimSpace(text.String()), "\n")+1:]); last != map[bool]string{true: "readyz check passed", false: "readyz check failed"}[r.Ready] {
+				t.Errorf("verdict line %q with ready %v", last, r.Ready)
+			}
+		})
+	}
+}
+
+func TestLagMeter(t *testing.T) {
+	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	var l lagMeter
+	if got := l.total(now, time.Minute); got != 0 {
+		t.Fatalf("empty meter: %d", got)
+	}
+	l.observe(0, 9, 100, now.Add(-2*time.Second))      // 90 behind on partition 0
+	l.observe(0, 49, 100, now.Add(-time.Second))       // then 50: the latest counts
+	l.observe(1, 19, 20, now.Add(-time.Second))        // caught up
+	l.observe(2, 4, 30, now.Add(-90*time.Second))      // handed away long ago
+	l.observe(3, 7, 5, now.Add(-500*time.Millisecond)) // a watermark older than the offset: 0
+	if got := l.total(now, time.Minute); got != 50 {
+		t.Fatalf("lag %d, want 50 (partition 0's latest; 2 too old)", got)
+	}
+	if _, ok := l.parts[2]; ok {
+		t.Fatal("an entry older than maxAge was kept")
+	}
+}
+
+// TestLagMeterRealWatermark checks that kafka-go hands the broker's high
+// watermark with each fetched message, as lagMeter needs, against the
+// embedded broker.
+func TestLagMeterRealWatermark(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a broker")
+	}
+	emb, err := StartEmbedded(0, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer emb.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := EnsureTopics(ctx, []string{emb.Addr}, 1, "wm"); err != nil {
+		t.Fatal(err)
+	}
+	w := &kafka.Writer{Addr: kafka.TCP(emb.Addr), Topic: "wm", RequiredAcks: kafka.RequireAll}
+	msgs := make([]kafka.Message, 100)
+	for i := range msgs {
+		msgs[i] = kafka.Message{Key: []byte(strconv.Itoa(i)), Value: []byte("x")}
+	}
+	if err := w.WriteMessages(ctx, msgs...); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	r := kafka.NewReader(kafka.ReaderConfig{Brokers: []string{emb.Addr}, GroupID: "wm-check", Topic: "wm", StartOffset: kafka.FirstOffset, MaxWait: 50 * time.Millisecond})
+	defer r.Close()
+	var l lagMeter
+	for i := 0; i < 30; i++ {
+		m, err := r.FetchMessage(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.observe(m.Partition, m.Offset, m.HighWaterMark, time.Now())
+	}
+	if got := l.total(time.Now(), time.Minute); got != 70 {
+		t.Fatalf("lag after 30 of 100 messages: %d, want 70", got)
+	}
+}
+
+// TestServiceReadinessThroughBrokerRestart runs a service against the
+// embedded broker: /readyz passes once it consumes a backlog, with lag 0;
+// when the broker goes away /readyz fails on the broker check (503) while
+// /healthz still answers and the service keeps running; when the broker
+// comes back (same port, same data directory) the service is ready again
+// and consumes what is published then, every reading applied once.
+func TestServiceReadinessThroughBrokerRestart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a broker")
+	}
+	const n, T, C, d = 4, 3, 2, 4
+	b := testBundle(t, n, T, C, d, 1)
+	dataDir := t.TempDir()
+	emb, err := StartEmbedded(0, dataDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { emb.Close() }()
+	_, port, err := net.SplitHostPort(emb.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Forecasts wait 100 ms for inputs missing from the series.
+	svc, err := NewService(b, Config{Brokers: []string{emb.Addr}, StepMs: testStep, Lateness: 100 * time.Millisecond,
+		ProbeEvery: 100 * time.Millisecond, ReadyMaxLag: 1, BatchSize: 7, Log: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := svc.Handler()
+	get := func(path string) (int, string) {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+		return rec.Code, rec.Body.String()
+	}
+	if code, body := get("/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "[-]started failed") {
+		t.Fatalf("/readyz before Run: %d\n%s", code, body)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	if err := EnsureTopics(ctx, []string{emb.Addr}, 4, "readings", "forecasts", "readings-dead-letter"); err != nil {
+		t.Fatal(err)
+	}
+	// 50 slots of readings: the first 30 published as a backlog before the
+	// service starts (taken 7 at a time), the rest after the broker's restart.
+	const steps, before = 50, 30
+	readings := streamOf(testSeries(steps, n, C, 3), steps, n, C, 1000)
+	publish := func(rs []Reading) {
+		t.Helper()
+		var msgs []kafka.Message
+		for _, r := range rs {
+			msgs = append(msgs, kafka.Message{Key: []byte(strconv.Itoa(r.Sensor)), Value: EncodeReading(nil, &r)})
+		}
+		w := &kafka.Writer{Addr: kafka.TCP(emb.Addr), Topic: "readings", Balancer: &kafka.Hash{}, RequiredAcks: kafka.RequireAll}
+		defer w.Close()
+		if err := w.WriteMessages(ctx, msgs...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	split := slices.IndexFunc(readings, func(r Reading) bool { return r.TS >= (1000+before)*testStep })
+	publish(readings[:split])
+
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- svc.Run(runCtx) }()
+	waitFor := func(what string, ok func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(30 * time.Second); !ok(); time.Sleep(20 * time.Millisecond) {
+			select {
+			case err := <-done:
+				t.Fatalf("service stopped while waiting for %s: %v", what, err)
+			default:
+			}
+			if time.Now().After(deadline) {
+				_, body := get("/readyz")
+				t.Fatalf("no %s after 30s; /readyz:\n%s", what, body)
+			}
+		}
+	}
+	waitFor("backlog consumed", func() bool { return svc.Counters().Applied.Load() == uint64(split) })
+	waitFor("ready", func() bool { return svc.Readiness().Ready })
+	code, body := get("/readyz")
+	for _, want := range []string{"[+]started ok", "[+]broker ok: answered", "[+]consuming ok", "[+]lag ok: 0 readings behind, at most 1", "readyz check passed"} {
+		if code != http.StatusOK || !strings.Contains(body, want) {
+			t.Fatalf("/readyz: %d, want 200 with %q:\n%s", code, want, body)
+		}
+	}
+	if _, metrics := get("/metrics"); !strings.Contains(metrics, `sdgnn_ready{check="all"} 1`) || !strings.Contains(metrics, "sdgnn_consumer_lag 0\n") {
+		t.Fatalf("/metrics when ready:\n%s", metrics)
+	}
+
+	emb.Close()
+	waitFor("broker check failing", func() bool {
+		r := svc.Readiness()
+		return !r.Ready && !r.Checks[1].OK
+	})
+	code, body = get("/readyz")
+	if code != http.StatusServiceUnavailable || !strings.Contains(body, "[-]broker failed: ") || !strings.Contains(body, "readyz check failed") {
+		t.Fatalf("/readyz without a broker: %d\n%s", code, body)
+	}
+	if _, metrics := get("/metrics"); !strings.Contains(metrics, `sdgnn_ready{check="broker"} 0`) || !strings.Contains(metrics, `sdgnn_ready{check="all"} 0`) {
+		t.Fatalf("/metrics without a broker:\n%s", metrics)
+	}
+	if code, _ := get("/healthz"); code != http.StatusOK {
+		t.Fatalf("/healthz without a broker: %d, want 200 (alive, not ready)", code)
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("service stopped when the broker went away: %v", err)
+	case <-time.After(2 * time.Second): // kafka-go's reader reports its dial errors meanwhile
+	}
+
+	p, _ := strconv.Atoi(port)
+	if emb, err = StartEmbedded(p, dataDir); err != nil {
+		t.Fatalf("restart the broker on port %d: %v", p, err)
+	}
+	waitFor("ready after the broker's restart", func() bool { return svc.Readiness().Ready })
+	publish(readings[split:])
+	waitFor("readings after the restart consumed", func() bool { return svc.Counters().Applied.Load() >= uint64(len(readings)) })
+	if got := svc.Counters().Applied.Load(); got != uint64(len(readings)) {
+		t.Fatalf("applied %d readings, want %d", got, len(readings))
+	}
+	// Every sensor's latest forecast is for the slot after the last one.
+	last := readings[len(readings)-1].TS
+	for z := 0; z < n; z++ {
+		waitFor("the last forecast of sensor "+strconv.Itoa(z), func() bool {
+			code, body := get("/forecast/" + strconv.Itoa(z))
+			f, err := DecodeForecast([]byte(body))
+			return code == http.StatusOK && err == nil && f.TS == last+testStep
+		})
+	}
+	stop()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Run after the broker's restart: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("service did not stop")
+	}
+	if code, body := get("/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "[-]started failed") {
+		t.Fatalf("/readyz after Run: %d\n%s", code, body)
+	}
+}
