@@ -222,9 +222,10 @@ func warnWithoutSelf(log zerolog.Logger, b *sdgnn.Bundle) {
 // window and channels as the one served (its GRU, φ, Θ, decoder, hidden
 // size and normalisation may differ), and is taken over as by NewState.
 //
-// Reload waits until the batch in hand is written and committed, then
-// moves every sensor's readings held and last emitted slot to a state for
-// b and drops the cached embeddings, which b computes anew. No forecast
+// Reload waits until the batch in hand is written and committed (while the
+// broker is away, up to Config.RetryFor), then moves every sensor's
+// readings held and last emitted slot to a state for b and drops the
+// cached embeddings, which b computes anew. No forecast
 // slot is lost or emitted twice: every forecast emitted after Reload
 // returns is b's, and carries b's version. The live view, the counters and
 // the latest forecasts carry on. On error (naming what does not match)
