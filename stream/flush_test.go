@@ -47,16 +47,9 @@ func TestFlushRetrying(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs brokers")
 	}
-	up, err := StartEmbedded(0, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer up.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	if err := EnsureTopics(ctx, []string{up.Addr}, 1, "readings-dead-letter"); err != nil {
-		t.Fatal(err)
-	}
+	up := testBroker(ctx, t, 1, "readings-dead-letter")
 	port := freePort(t)
 	downAddr := "127.0.0.1:" + strconv.Itoa(port)
 	b := testBundle(t, 4, 3, 2, 4, 1)

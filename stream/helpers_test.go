@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"context"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -118,4 +119,19 @@ func szTaxiSet(tb testing.TB, T int) (*pems.Dataset, snapshot.Split, *snapshot.S
 	ds := datatest.SZTaxi(tb)
 	split, set := datatest.Chrono(tb, ds, 0, T)
 	return ds, split, set
+}
+
+// testBroker starts an embedded broker, closed when the test ends, and
+// creates topics of the given partitions on it.
+func testBroker(ctx context.Context, tb testing.TB, partitions int, topics ...string) *Embedded {
+	tb.Helper()
+	emb, err := StartEmbedded(0, "")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(emb.Close)
+	if err := EnsureTopics(ctx, []string{emb.Addr}, partitions, topics...); err != nil {
+		tb.Fatal(err)
+	}
+	return emb
 }

@@ -119,16 +119,9 @@ func TestLagMeterRealWatermark(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a broker")
 	}
-	emb, err := StartEmbedded(0, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer emb.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := EnsureTopics(ctx, []string{emb.Addr}, 1, "wm"); err != nil {
-		t.Fatal(err)
-	}
+	emb := testBroker(ctx, t, 1, "wm")
 	w := &kafka.Writer{Addr: kafka.TCP(emb.Addr), Topic: "wm", RequiredAcks: kafka.RequireAll}
 	msgs := make([]kafka.Message, 100)
 	for i := range msgs {

@@ -192,22 +192,15 @@ func TestServiceDeadLettersBadInput(t *testing.T) {
 	}
 	const n, T, C, d = 4, 3, 2, 4
 	b := testBundle(t, n, T, C, d, 1)
-	emb, err := StartEmbedded(0, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer emb.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	emb := testBroker(ctx, t, 4, "readings", "forecasts", "readings-dead-letter")
 	const stepMs = 5 * 60 * 1000
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	slot := now.UnixMilli()
 	svc, err := NewService(b, Config{Brokers: []string{emb.Addr}, StepMs: stepMs, Lateness: time.Hour, MaxAgeSlots: 100, MaxFutureSlots: 2,
 		Now: func() time.Time { return now }, Log: zerolog.Nop()})
 	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	if err := EnsureTopics(ctx, []string{emb.Addr}, 4, "readings", "forecasts", "readings-dead-letter"); err != nil {
 		t.Fatal(err)
 	}
 	runCtx, stop := context.WithCancel(ctx)
