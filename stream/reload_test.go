@@ -272,21 +272,28 @@ func TestServiceReloadMidStream(t *testing.T) {
 // why the model served was kept; other methods are refused.
 func TestReloadEndpoint(t *testing.T) {
 	const n, T, C, d = 4, 3, 2, 5
+	taken := func() (string, error) { return "v2", nil }
 	for _, tc := range []struct {
 		name, method string
 		hook         func() (string, error)
+		token, auth  string // Config.ReloadToken, the request's Authorization
 		code         int
 		body         string
 	}{
-		{"no hook", http.MethodPost, nil, http.StatusNotFound, "404 page not found\n"},
-		{"taken", http.MethodPost, func() (string, error) { return "v2", nil }, http.StatusOK, "serving v2\n"},
-		{"refused", http.MethodPost, func() (string, error) { return "test-v1", errors.New("bundle b.sdgnn truncated") }, http.StatusConflict,
+		{"no hook", http.MethodPost, nil, "", "", http.StatusNotFound, "404 page not found\n"},
+		{"taken", http.MethodPost, taken, "", "", http.StatusOK, "serving v2\n"},
+		{"refused", http.MethodPost, func() (string, error) { return "test-v1", errors.New("bundle b.sdgnn truncated") }, "", "", http.StatusConflict,
 			"reload refused: bundle b.sdgnn truncated; serving test-v1\n"},
-		{"GET", http.MethodGet, func() (string, error) { return "v2", nil }, http.StatusMethodNotAllowed, "Method Not Allowed\n"},
+		{"GET", http.MethodGet, taken, "", "", http.StatusMethodNotAllowed, "Method Not Allowed\n"},
+		{"token given", http.MethodPost, taken, "s3cret", "Bearer s3cret", http.StatusOK, "serving v2\n"},
+		{"no token", http.MethodPost, taken, "s3cret", "", http.StatusUnauthorized, "reload refused: missing or wrong bearer token\n"},
+		{"wrong token", http.MethodPost, taken, "s3cret", "Bearer s3cre", http.StatusUnauthorized, "reload refused: missing or wrong bearer token\n"},
+		{"not bearer", http.MethodPost, taken, "s3cret", "Basic s3cret", http.StatusUnauthorized, "reload refused: missing or wrong bearer token\n"},
+		{"token not asked", http.MethodPost, taken, "", "Bearer anything", http.StatusOK, "serving v2\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			calls := 0
-			cfg := Config{Brokers: []string{"127.0.0.1:1"}, StepMs: testStep, Log: zerolog.Nop()}
+			cfg := Config{Brokers: []string{"127.0.0.1:1"}, StepMs: testStep, ReloadToken: tc.token, Log: zerolog.Nop()}
 			if tc.hook != nil {
 				cfg.ReloadModel = func() (string, error) { calls++; return tc.hook() }
 			}
@@ -295,13 +302,20 @@ func TestReloadEndpoint(t *testing.T) {
 				t.Fatal(err)
 			}
 			w := httptest.NewRecorder()
-			svc.Handler().ServeHTTP(w, httptest.NewRequest(tc.method, "/-/reload", nil))
+			req := httptest.NewRequest(tc.method, "/-/reload", nil)
+			if tc.auth != "" {
+				req.Header.Set("Authorization", tc.auth)
+			}
+			svc.Handler().ServeHTTP(w, req)
 			if w.Code != tc.code || w.Body.String() != tc.body {
 				t.Errorf("%s /-/reload: %d %q, want %d %q", tc.method, w.Code, w.Body.String(), tc.code, tc.body)
 			}
 			want := 0
 			if tc.code == http.StatusOK || tc.code == http.StatusConflict {
 				want = 1
+			}
+			if tc.code == http.StatusUnauthorized && w.Header().Get("WWW-Authenticate") == "" {
+				t.Error("401 without WWW-Authenticate")
 			}
 			if calls != want {
 				t.Errorf("hook called %d times, want %d", calls, want)

@@ -3,6 +3,7 @@ package stream
 import (
 	"cmp"
 	"context"
+	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -79,6 +80,11 @@ type Config struct {
 	// and Reload it, returning the version served afterwards, or why the
 	// model served was kept. Calls are not serialised here.
 	ReloadModel func() (version string, err error)
+	// ReloadToken, when set, is the secret POST /-/reload must bring as
+	// "Authorization: Bearer TOKEN"; a request without it is answered 401
+	// and does not reload. Without it, whoever reaches HTTPAddr may
+	// reload.
+	ReloadToken string
 
 	// LiveSlots is the number of recent slots per sensor in the live view
 	// (/live, /api/sensors); 0 means DefaultLiveSlots.
@@ -672,12 +678,18 @@ func writeAtomic(path string, data []byte) error {
 // a LiveSummary) and /api/sensors/{sensor} (the sensor's recent readings
 // and forecasts, a LiveSensor). With Config.ReloadModel, POST /-/reload
 // calls it: 200 and the version now served, or 409 Conflict and why the
-// model served was kept.
+// model served was kept (401 without Config.ReloadToken when one is set).
 func (s *Service) Handler() http.Handler {
 	mux := http.NewServeMux()
 	if reload := s.cfg.ReloadModel; reload != nil {
+		token := s.cfg.ReloadToken
 		mux.HandleFunc("POST /-/reload", func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			if token != "" && !bearer(r, token) {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="reload"`)
+				http.Error(w, "reload refused: missing or wrong bearer token", http.StatusUnauthorized)
+				return
+			}
 			version, err := reload()
 			if err != nil {
 				http.Error(w, fmt.Sprintf("reload refused: %v; serving %s", err, s.Bundle().Meta.Version), http.StatusConflict)
@@ -775,6 +787,13 @@ func (s *Service) Handler() http.Handler {
 		writeJSON(w, v)
 	})
 	return mux
+}
+
+// bearer reports whether r carries "Authorization: Bearer token", compared
+// in constant time.
+func bearer(r *http.Request, token string) bool {
+	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	return ok && subtle.ConstantTimeCompare([]byte(got), []byte(token)) == 1
 }
 
 // writeJSON writes v as a JSON response that is never cached.

@@ -156,6 +156,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		// Off by default, as Prometheus's --web.enable-lifecycle: whoever
 		// reaches -http could otherwise make the service reread its model.
 		httpReload = fs.Bool("http-reload", false, "also serve POST /-/reload on -http: reloads -model as SIGHUP does, answering 200 and the version served or 409 and why the model was kept")
+		tokenFile  = fs.String("http-reload-token-file", "", "with -http-reload: a file holding a secret that POST /-/reload must bring as \"Authorization: Bearer SECRET\" (401 otherwise)")
 		pollModel  = fs.Duration("poll-model", 0, "look at -model this often and reload it when the file changed (0: only on SIGHUP or POST /-/reload)")
 		state      = fs.String("state", "", "state snapshot file: kill -9 loses nothing when set")
 		lateness   = fs.Duration("lateness", 2*time.Minute, "how long after a slot ends a forecast waits for missing inputs")
@@ -186,6 +187,10 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintln(stderr, "serve: -http-reload needs an -http address")
 		return errUsage
 	}
+	if *tokenFile != "" && !*httpReload {
+		fmt.Fprintln(stderr, "serve: -http-reload-token-file only serves -http-reload")
+		return errUsage
+	}
 	if *maxLag < 0 {
 		fmt.Fprintf(stderr, "serve: -ready-max-lag %d: want 0 (no limit) or more readings\n", *maxLag)
 		return errUsage
@@ -205,6 +210,14 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if _, err := (snapshot.Split{}).Part(*scorePart); *scorePart != "" && err != nil {
 		fmt.Fprintf(stderr, "serve: -score-part %q: want train, val or test\n", *scorePart)
 		return errUsage
+	}
+	var token string
+	if *tokenFile != "" {
+		t, err := readToken(*tokenFile)
+		if err != nil {
+			return err
+		}
+		token = t
 	}
 	log := newLogger(stderr, *jsonLogs)
 	// What -poll-model compares with: the file as it was before it was read,
@@ -239,6 +252,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		History: *history, StateFile: *state, HTTPAddr: *httpAddr, ReadyMaxLag: *maxLag, Log: log, LivePart: scope}
 	if *httpReload {
 		cfg.ReloadModel = func() (string, error) { return rl.reload("POST /-/reload") }
+		cfg.ReloadToken = token
 	}
 	svc, err := stream.NewService(b, cfg)
 	if err != nil {
@@ -262,6 +276,20 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	}()
 	return svc.Run(ctx)
+}
+
+// readToken reads a secret from path: its content, without surrounding
+// white space; an empty one is refused.
+func readToken(path string) (string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("-http-reload-token-file: %w", err)
+	}
+	token := strings.TrimSpace(string(data))
+	if token == "" {
+		return "", fmt.Errorf("-http-reload-token-file %s is empty: want a secret", path)
+	}
+	return token, nil
 }
 
 // reloader reads the -model file again and has the service forecast with

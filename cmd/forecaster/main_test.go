@@ -18,6 +18,10 @@ func TestBadInvocations(t *testing.T) {
 		t.Fatal(err)
 	}
 	missing := filepath.Join(tmp, "gone.sdgnn")
+	blank := filepath.Join(tmp, "blank.token")
+	if err := os.WriteFile(blank, []byte(" \n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -35,6 +39,9 @@ func TestBadInvocations(t *testing.T) {
 		{"negative poll interval", []string{"serve", "-model", missing, "-poll-model", "-1s"}, 2, "-poll-model -1s: want 0 (off) or more"},
 		{"negative ready lag", []string{"serve", "-model", missing, "-ready-max-lag", "-1"}, 2, "-ready-max-lag -1: want 0 (no limit) or more"},
 		{"reload endpoint without http", []string{"serve", "-model", missing, "-http", "", "-http-reload"}, 2, "-http-reload needs an -http address"},
+		{"token without reload endpoint", []string{"serve", "-model", missing, "-http-reload-token-file", blank}, 2, "-http-reload-token-file only serves -http-reload"},
+		{"empty token file", []string{"serve", "-model", missing, "-http-reload", "-http-reload-token-file", blank}, 1, blank + " is empty: want a secret"},
+		{"missing token file", []string{"serve", "-model", missing, "-http-reload", "-http-reload-token-file", missing + ".token"}, 1, "gone.sdgnn.token: no such file"},
 		{"data without scored part", []string{"serve", "-model", missing, "-data", tmp}, 2, "-data and -start only serve -score-part"},
 		{"missing model", []string{"serve", "-model", missing}, 1, missing},
 		{"truncated model", []string{"serve", "-model", truncated}, 1, truncated},

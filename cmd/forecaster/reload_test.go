@@ -64,7 +64,11 @@ func testReloadsModel(t *testing.T, bin, by string, ds *pems.Dataset, split snap
 	switch by {
 	case "POST /-/reload":
 		args[len(args)-1] = "127.0.0.1:0"
-		args = append(args, "-http-reload", "-ready-max-lag", "100000")
+		token := filepath.Join(tmp, "reload.token")
+		if err := os.WriteFile(token, []byte("s3cret\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		args = append(args, "-http-reload", "-http-reload-token-file", token, "-ready-max-lag", "100000")
 	case "model file changed":
 		args = append(args, "-poll-model", "20ms")
 	}
@@ -141,16 +145,12 @@ func testReloadsModel(t *testing.T, bin, by string, ds *pems.Dataset, split snap
 		case "model file changed":
 			return 0, ""
 		}
-		resp, err := http.Post("http://"+addr+"/-/reload", "", nil)
-		if err != nil {
-			t.Fatal(err)
+		return postReload(t, addr, "s3cret")
+	}
+	if by == "POST /-/reload" {
+		if code, body := postReload(t, addr, "guess"); code != http.StatusUnauthorized {
+			t.Fatalf("POST /-/reload with a wrong token: %d %s", code, body)
 		}
-		defer resp.Body.Close()
-		body, err := io.ReadAll(resp.Body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return resp.StatusCode, string(body)
 	}
 
 	// A truncated file (a copy cut short, as by a full disk) is refused.
@@ -407,4 +407,25 @@ func unstartedService(t *testing.T, b *sdgnn.Bundle, log zerolog.Logger) *stream
 		t.Fatal(err)
 	}
 	return svc
+}
+
+// postReload asks the service at addr to reload, with the bearer token,
+// and returns the HTTP status and answer.
+func postReload(t *testing.T, addr, token string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, "http://"+addr+"/-/reload", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(body)
 }
