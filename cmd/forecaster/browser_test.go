@@ -10,16 +10,20 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/rs/zerolog"
 )
 
 // TestLiveViewInBrowser runs the demo (embedded broker, paced replay of the
@@ -241,12 +245,43 @@ func TestLiveViewInBrowser(t *testing.T) {
 	if strings.Contains(dom, `id="status" class="error"`) {
 		t.Errorf("the page reports an error: %s", regexp.MustCompile(`id="status"[^>]*>([^<]*)<`).FindString(dom))
 	}
+	if !regexp.MustCompile(`id="readiness"[^>]*hidden`).MatchString(dom) {
+		t.Errorf("the page says the running demo is not ready: %s", liveReadinessRE.FindAllString(dom, -1))
+	}
 	t.Logf("sensor %d: %d rows, %d with forecasts, %d scored, %d checked against /api/sensors, %d in the test part", sensor, len(rows), forecasts, scored, checked, marked)
 }
 
+// TestLiveViewShowsNotReady loads the live view of a service that is not
+// consuming (Run not called: no broker) in headless Chromium: the page
+// shows the failing readiness checks as /readyz gives them.
+func TestLiveViewShowsNotReady(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a headless browser")
+	}
+	browser := findBrowser(t)
+	_, _, _, b := szTaxiBundle(t, 12, 8)
+	srv := httptest.NewServer(unstartedService(t, b, zerolog.Nop()).Handler())
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+	defer cancel()
+	dom := dumpDOM(ctx, t, browser, srv.URL+"/live")
+	if regexp.MustCompile(`id="readiness"[^>]*hidden`).MatchString(dom) {
+		t.Fatalf("the page hides the readiness box of a service that is not consuming:\n%s", dom)
+	}
+	var failed []string
+	for _, m := range liveReadinessRE.FindAllStringSubmatch(dom, -1) {
+		failed = append(failed, m[1])
+	}
+	want := []string{"started failed: not consuming yet, or stopped", "broker failed: not asked yet", "consuming failed: no batch finished yet"}
+	if !slices.Equal(failed, want) {
+		t.Errorf("the page lists failing checks %q, want %q", failed, want)
+	}
+}
+
 var (
-	liveRowRE  = regexp.MustCompile(`<tr class="forecast-row( in-part)?" data-slot="(-?\d+)">(.*?)</tr>`)
-	liveCellRE = regexp.MustCompile(`<td class="([a-z-]+)">([^<]*)</td>`)
+	liveReadinessRE = regexp.MustCompile(`<li class="readiness-check">([^<]*)</li>`)
+	liveRowRE       = regexp.MustCompile(`<tr class="forecast-row( in-part)?" data-slot="(-?\d+)">(.*?)</tr>`)
+	liveCellRE      = regexp.MustCompile(`<td class="([a-z-]+)">([^<]*)</td>`)
 	// liveInputRE matches a row of the sensors a forecast reads; the first
 	// cell holds a link, which liveCellRE skips.
 	liveInputRE = regexp.MustCompile(`<tr class="input-row" data-sensor="(\d+)">(.*?)</tr>`)
