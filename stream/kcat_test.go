@@ -13,13 +13,16 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/pemsforecast/sdgnn/internal/tlstest"
 )
 
 // TestKcatInterop proves that a Kafka client that is not kafka-go talks to
 // the embedded broker and the service: Debian's kcat (librdkafka) produces
 // the readings (and one malformed message) exactly as README.md shows, and
 // consumes the forecasts and the dead letter, which must equal the State's
-// own forecasts for the same readings.
+// own forecasts for the same readings. It does so in plaintext, and over
+// TLS against a broker that verifies nothing else (security.protocol=SSL).
 func TestKcatInterop(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a broker")
@@ -31,27 +34,46 @@ func TestKcatInterop(t *testing.T) {
 		}
 		t.Skip("kcat not installed: apt-get install kcat")
 	}
+	t.Run("PLAINTEXT", func(t *testing.T) {
+		emb, err := StartEmbedded(0, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer emb.Close()
+		testKcatInterop(t, kcat, emb.Addr, Security{}, nil)
+	})
+	// Over TLS only: librdkafka 2.0 takes kfake's SASL for none (see
+	// tlstest.Broker); TestServiceOverTLSAndSASL covers SASL with kafka-go.
+	t.Run("SSL", func(t *testing.T) {
+		certs := tlstest.New(t)
+		addr := tlstest.Broker(t, certs)
+		client, err := NewTLS(certs.CAFile, "", "", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		testKcatInterop(t, kcat, addr, Security{TLS: client}, []string{"-X", "security.protocol=SSL", "-X", "ssl.ca.location=" + certs.CAFile})
+	})
+}
+
+// testKcatInterop runs the service on the broker at addr, reached with sec,
+// and kcat with the extra arguments kcatArgs.
+func testKcatInterop(t *testing.T, kcat, addr string, sec Security, kcatArgs []string) {
 	const n, T, C, d = 4, 2, 1, 4
 	b := testBundle(t, n, T, C, d, 5)
 	ref, err := b.Clone()
 	if err != nil {
 		t.Fatal(err)
 	}
-	emb, err := StartEmbedded(0, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer emb.Close()
 	const s0 = 5_900_000 // slot index of the first reading
 	now := time.UnixMilli((s0 + 3) * testStep)
-	svc, err := NewService(b, Config{Brokers: []string{emb.Addr}, StepMs: testStep, Lateness: time.Hour,
+	svc, err := NewService(b, Config{Brokers: []string{addr}, Security: sec, StepMs: testStep, Lateness: time.Hour,
 		Now: func() time.Time { return now }, Log: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	if err := EnsureTopics(ctx, []string{emb.Addr}, 4, "readings", "forecasts", "readings-dead-letter"); err != nil {
+	if err := sec.EnsureTopics(ctx, []string{addr}, 4, "readings", "forecasts", "readings-dead-letter"); err != nil {
 		t.Fatal(err)
 	}
 	runCtx, stop := context.WithCancel(ctx)
@@ -80,7 +102,7 @@ func TestKcatInterop(t *testing.T) {
 		}
 	}
 	in.WriteString(`2:{"v":1,"sensor":2,"ts":oops}` + "\n")
-	prod := exec.CommandContext(ctx, kcat, "-P", "-b", emb.Addr, "-t", "readings", "-K:")
+	prod := exec.CommandContext(ctx, kcat, append([]string{"-P", "-b", addr, "-t", "readings", "-K:"}, kcatArgs...)...)
 	prod.Stdin = &in
 	if out, err := prod.CombinedOutput(); err != nil {
 		t.Fatalf("kcat -P: %v\n%s", err, out)
@@ -88,7 +110,7 @@ func TestKcatInterop(t *testing.T) {
 
 	consume := func(topic string, count int) []string {
 		t.Helper()
-		cmd := exec.CommandContext(ctx, kcat, "-C", "-b", emb.Addr, "-t", topic, "-o", "beginning", "-c", fmt.Sprint(count), "-q", "-f", "%s\n")
+		cmd := exec.CommandContext(ctx, kcat, append([]string{"-C", "-b", addr, "-t", topic, "-o", "beginning", "-c", fmt.Sprint(count), "-q", "-f", "%s\n"}, kcatArgs...)...)
 		out, err := cmd.Output()
 		if err != nil {
 			c := svc.state.Counters

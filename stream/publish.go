@@ -18,12 +18,13 @@ type Series struct {
 
 // PublishConfig says how to replay a series into the readings topic.
 type PublishConfig struct {
-	Brokers []string
-	Topic   string
-	From    int       // first step to publish
-	To      int       // end step (exclusive)
-	Start   time.Time // timestamp of step 0's slot
-	StepMs  int64     // slot length
+	Brokers  []string
+	Security Security // TLS and SASL towards the brokers; zero: plaintext
+	Topic    string
+	From     int       // first step to publish
+	To       int       // end step (exclusive)
+	Start    time.Time // timestamp of step 0's slot
+	StepMs   int64     // slot length
 	// SlotPause is the pause between two slots (0: as fast as possible).
 	// A real 5-minute slot at a speed-up of X is 5 min / X.
 	SlotPause time.Duration
@@ -42,9 +43,16 @@ func Publish(ctx context.Context, s Series, cfg PublishConfig) (int, error) {
 	if cfg.StepMs <= 0 || cfg.Start.UnixMilli()%cfg.StepMs != 0 {
 		return 0, fmt.Errorf("publish: start %s is not on the %d ms slot grid", cfg.Start.UTC().Format(time.RFC3339), cfg.StepMs)
 	}
-	w := &kafka.Writer{Addr: kafka.TCP(cfg.Brokers...), Topic: cfg.Topic, Balancer: &kafka.Hash{},
+	if err := cfg.Security.CheckBrokers(ctx, cfg.Brokers); err != nil {
+		return 0, fmt.Errorf("publish: %w", err)
+	}
+	t := cfg.Security.Transport()
+	w := &kafka.Writer{Addr: kafka.TCP(cfg.Brokers...), Topic: cfg.Topic, Balancer: &kafka.Hash{}, Transport: roundTripper(t),
 		RequiredAcks: kafka.RequireAll, BatchTimeout: time.Millisecond, BatchSize: 1000, BatchBytes: 16 << 20}
-	defer w.Close()
+	defer func() {
+		w.Close()
+		closeTransport(t)
+	}()
 	base := cfg.Start.UnixMilli()
 	var (
 		n    int

@@ -141,31 +141,18 @@ func (s *Service) readinessLimits() readinessLimits {
 // of topic over a new connection, and returns nil as soon as one answers
 // with some. (kafka-go's Client answers metadata requests from a cache
 // that outlives the brokers, so it cannot tell whether they are there.)
-func probeBrokers(ctx context.Context, brokers []string, topic string) error {
-	var errs []error
-	for _, addr := range brokers {
-		err := func() error {
-			var d kafka.Dialer
-			conn, err := d.DialContext(ctx, "tcp", addr)
-			if err != nil {
-				return err
-			}
-			defer conn.Close()
-			if dl, ok := ctx.Deadline(); ok {
-				conn.SetDeadline(dl)
-			}
-			ps, err := conn.ReadPartitions(topic)
-			if err == nil && len(ps) == 0 {
-				err = errors.New("no partitions")
-			}
-			return err
-		}()
-		if err == nil {
-			return nil
+func probeBrokers(ctx context.Context, sec Security, brokers []string, topic string) error {
+	err := eachBroker(ctx, sec, brokers, func(conn *kafka.Conn) error {
+		ps, err := conn.ReadPartitions(topic)
+		if err == nil && len(ps) == 0 {
+			err = errors.New("no partitions")
 		}
-		errs = append(errs, fmt.Errorf("%s: %w", addr, err))
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("metadata of %s: %w", topic, err)
 	}
-	return fmt.Errorf("metadata of %s: %w", topic, errors.Join(errs...))
+	return nil
 }
 
 // probe asks the brokers for the readings topic's metadata every
@@ -178,7 +165,7 @@ func (s *Service) probe(ctx context.Context) {
 	defer t.Stop()
 	for {
 		pctx, cancel := context.WithTimeout(ctx, every)
-		err := probeBrokers(pctx, s.cfg.Brokers, s.cfg.ReadingsTopic)
+		err := probeBrokers(pctx, s.cfg.Security, s.cfg.Brokers, s.cfg.ReadingsTopic)
 		cancel()
 		if ctx.Err() != nil {
 			return

@@ -28,6 +28,7 @@ import (
 // Config configures a Service.
 type Config struct {
 	Brokers         []string // Kafka bootstrap addresses
+	Security        Security // TLS and SASL towards them; zero: plaintext
 	ReadingsTopic   string   // sensor readings, keyed by sensor id
 	ForecastsTopic  string   // next-slot forecasts, keyed by sensor id
 	DeadLetterTopic string   // rejected readings with the reason
@@ -304,9 +305,18 @@ func (s *Service) Live() *Live { return s.live }
 // Counters returns the service's metrics.
 func (s *Service) Counters() *Counters { return s.counters }
 
-// EnsureTopics creates the service's topics when they do not exist.
+// EnsureTopics creates the service's topics when they do not exist, on
+// brokers that speak plaintext (see Security.EnsureTopics).
 func EnsureTopics(ctx context.Context, brokers []string, partitions int, topics ...string) error {
-	client := &kafka.Client{Addr: kafka.TCP(brokers...), Timeout: 10 * time.Second}
+	return Security{}.EnsureTopics(ctx, brokers, partitions, topics...)
+}
+
+// EnsureTopics creates topics of the given partitions on brokers reached
+// with s, when they do not exist.
+func (s Security) EnsureTopics(ctx context.Context, brokers []string, partitions int, topics ...string) error {
+	t := s.Transport()
+	defer closeTransport(t)
+	client := &kafka.Client{Addr: kafka.TCP(brokers...), Timeout: 10 * time.Second, Transport: roundTripper(t)}
 	req := &kafka.CreateTopicsRequest{}
 	for _, t := range topics {
 		req.Topics = append(req.Topics, kafka.TopicConfig{Topic: t, NumPartitions: partitions, ReplicationFactor: 1})
@@ -327,12 +337,16 @@ func EnsureTopics(ctx context.Context, brokers []string, partitions int, topics 
 // commits and closes (graceful shutdown).
 func (s *Service) Run(ctx context.Context) error {
 	cfg := s.cfg
-	if err := EnsureTopics(ctx, cfg.Brokers, cfg.Partitions, cfg.ReadingsTopic, cfg.ForecastsTopic, cfg.DeadLetterTopic); err != nil {
+	if err := cfg.Security.CheckBrokers(ctx, cfg.Brokers); err != nil {
 		return err
 	}
+	if err := cfg.Security.EnsureTopics(ctx, cfg.Brokers, cfg.Partitions, cfg.ReadingsTopic, cfg.ForecastsTopic, cfg.DeadLetterTopic); err != nil {
+		return err
+	}
+	transport := cfg.Security.Transport()
 	s.reader = kafka.NewReader(kafka.ReaderConfig{Brokers: cfg.Brokers, GroupID: cfg.GroupID, Topic: cfg.ReadingsTopic,
 		MinBytes: 1, MaxBytes: 8 << 20, MaxWait: 50 * time.Millisecond, StartOffset: kafka.FirstOffset,
-		QueueCapacity: 16384, SessionTimeout: cfg.SessionTimeout, HeartbeatInterval: cfg.SessionTimeout / 6,
+		QueueCapacity: 16384, SessionTimeout: cfg.SessionTimeout, Dialer: cfg.Security.Dialer(), HeartbeatInterval: cfg.SessionTimeout / 6,
 		RebalanceTimeout: cfg.SessionTimeout,
 		ErrorLogger: kafka.LoggerFunc(func(msg string, args ...any) {
 			cfg.Log.Warn().Str("component", "kafka-reader").Msgf(msg, args...)
@@ -340,7 +354,7 @@ func (s *Service) Run(ctx context.Context) error {
 	newWriter := func(topic string) *kafka.Writer {
 		// RequiredAcks must be set: the zero value does not wait for the
 		// broker and so hides its errors.
-		return &kafka.Writer{Addr: kafka.TCP(cfg.Brokers...), Topic: topic, Balancer: &kafka.Hash{},
+		return &kafka.Writer{Addr: kafka.TCP(cfg.Brokers...), Topic: topic, Balancer: &kafka.Hash{}, Transport: roundTripper(transport),
 			RequiredAcks: kafka.RequireAll, BatchTimeout: time.Millisecond, BatchSize: 1000, BatchBytes: 16 << 20}
 	}
 	s.forecasts, s.letters = newWriter(cfg.ForecastsTopic), newWriter(cfg.DeadLetterTopic)
@@ -348,6 +362,7 @@ func (s *Service) Run(ctx context.Context) error {
 		s.reader.Close()
 		s.forecasts.Close()
 		s.letters.Close()
+		closeTransport(transport)
 	}()
 	var srv *http.Server
 	if cfg.HTTPAddr != "" {
@@ -374,7 +389,7 @@ func (s *Service) Run(ctx context.Context) error {
 	cfg.Log.Info().Strs("brokers", cfg.Brokers).Str("readings", cfg.ReadingsTopic).Str("forecasts", cfg.ForecastsTopic).
 		Str("group", cfg.GroupID).Msg("consuming")
 
-	parts, err := partitionsOf(ctx, cfg.Brokers, cfg.ReadingsTopic)
+	parts, err := partitionsOf(ctx, transport, cfg.Brokers, cfg.ReadingsTopic)
 	if err != nil {
 		return err
 	}
@@ -515,9 +530,10 @@ func (s *Service) Run(ctx context.Context) error {
 	}
 }
 
-// partitionsOf returns the partition ids of topic.
-func partitionsOf(ctx context.Context, brokers []string, topic string) ([]int, error) {
-	client := &kafka.Client{Addr: kafka.TCP(brokers...), Timeout: 10 * time.Second}
+// partitionsOf returns the partition ids of topic, asked over t (nil:
+// kafka-go's default transport).
+func partitionsOf(ctx context.Context, t *kafka.Transport, brokers []string, topic string) ([]int, error) {
+	client := &kafka.Client{Addr: kafka.TCP(brokers...), Timeout: 10 * time.Second, Transport: roundTripper(t)}
 	resp, err := client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{topic}})
 	if err != nil {
 		return nil, fmt.Errorf("metadata of %s: %w", topic, err)

@@ -43,6 +43,10 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if _, err := pems.Lookup(*dataset); err != nil {
 		return usagef("-dataset: %v", err)
 	}
+	sec, err := bf.security()
+	if err != nil {
+		return err
+	}
 	log := newLogger(stderr, *jsonLogs)
 	path := *model
 	if path == "" {
@@ -87,7 +91,7 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	// training sensors or snapshots of a split by nodes or windows are
 	// replayed and forecast too.
 	scope := plan.scope()
-	svc, err := stream.NewService(b, stream.Config{Brokers: brokers, StepMs: step, LiveMAPEFloor: *floor, Lateness: 2 * time.Duration(step) * time.Millisecond,
+	svc, err := stream.NewService(b, stream.Config{Brokers: brokers, Security: sec, StepMs: step, LiveMAPEFloor: *floor, Lateness: 2 * time.Duration(step) * time.Millisecond,
 		HTTPAddr: *httpAddr, Now: now, GroupID: fmt.Sprintf("demo-%d", time.Now().UnixNano()), Log: log, LivePart: scope})
 	if err != nil {
 		return err
@@ -101,13 +105,13 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	go func() { svcDone <- svc.Run(runCtx) }()
 
 	live := newScorer(*floor, step, scope)
-	go live.consume(runCtx, brokers, "forecasts", true)
-	go live.consume(runCtx, brokers, "readings", false)
+	go live.consume(runCtx, brokers, sec, "forecasts", true)
+	go live.consume(runCtx, brokers, sec, "readings", false)
 
 	pubDone := make(chan error, 1)
 	var published atomic.Int64
 	go func() {
-		n, err := publish(ctx, brokers, plan)
+		n, err := publish(ctx, brokers, sec, plan)
 		published.Store(int64(n))
 		pubDone <- err
 	}()
@@ -165,9 +169,9 @@ func newScorer(floor float64, step int64, part *stream.PartScope) *scorer {
 		acc: evaluation.Accumulator{MAPEFloor: floor}, partAcc: evaluation.Accumulator{MAPEFloor: floor}}
 }
 
-func (s *scorer) consume(ctx context.Context, brokers []string, topic string, forecasts bool) {
+func (s *scorer) consume(ctx context.Context, brokers []string, sec stream.Security, topic string, forecasts bool) {
 	r := kafka.NewReader(kafka.ReaderConfig{Brokers: brokers, GroupID: fmt.Sprintf("demo-score-%s-%d", topic, time.Now().UnixNano()),
-		Topic: topic, StartOffset: kafka.FirstOffset, MaxWait: 100 * time.Millisecond})
+		Topic: topic, StartOffset: kafka.FirstOffset, MaxWait: 100 * time.Millisecond, Dialer: sec.Dialer()})
 	defer r.Close()
 	for {
 		m, err := r.ReadMessage(ctx)

@@ -113,6 +113,8 @@ type brokerFlags struct {
 	brokers    *string
 	port       *int
 	brokerData *string
+	sec        securityFlags
+	fs         *flag.FlagSet
 }
 
 func addBrokerFlags(fs *flag.FlagSet) brokerFlags {
@@ -120,7 +122,21 @@ func addBrokerFlags(fs *flag.FlagSet) brokerFlags {
 		brokers:    fs.String("brokers", "", "Kafka bootstrap addresses host:port,...; empty: start the embedded broker"),
 		port:       fs.Int("embedded-port", 0, "port of the embedded broker (0: any free port)"),
 		brokerData: fs.String("embedded-data", "", "directory where the embedded broker persists its log (empty: memory only)"),
+		sec:        addSecurityFlags(fs),
+		fs:         fs,
 	}
+}
+
+// security returns how to reach -brokers (see securityFlags); the
+// embedded broker speaks plaintext only, so the flags need -brokers.
+func (b brokerFlags) security() (stream.Security, error) {
+	if *b.brokers == "" {
+		if b.sec.given(b.fs) {
+			return stream.Security{}, usagef("-tls and -sasl flags need -brokers: the embedded broker speaks plaintext")
+		}
+		return stream.Security{}, nil
+	}
+	return b.sec.security()
 }
 
 // connect returns the broker addresses and, for the embedded broker, a stop
@@ -211,6 +227,10 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintf(stderr, "serve: -score-part %q: want train, val or test\n", *scorePart)
 		return errUsage
 	}
+	sec, err := bf.security()
+	if err != nil {
+		return err
+	}
 	var token string
 	if *tokenFile != "" {
 		t, err := readToken(*tokenFile)
@@ -248,7 +268,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	defer closeBroker()
 	rl := &reloader{path: *model, scored: scope != nil, log: log}
-	cfg := stream.Config{Brokers: brokers, GroupID: *group, StepMs: step, Lateness: *lateness,
+	cfg := stream.Config{Brokers: brokers, Security: sec, GroupID: *group, StepMs: step, Lateness: *lateness,
 		History: *history, StateFile: *state, HTTPAddr: *httpAddr, ReadyMaxLag: *maxLag, Log: log, LivePart: scope}
 	if *httpReload {
 		cfg.ReloadModel = func() (string, error) { return rl.reload("POST /-/reload") }
@@ -381,6 +401,7 @@ func cmdPublish(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		speedup = fs.Float64("speedup", 0, "replay speed-up over real time (0: as fast as possible)")
 		start   = fs.String("start", "", "timestamp of the dataset's first step (RFC 3339, on the slot grid; default the dataset's real start, which a bundle trained with -prep paper needs for its calendar inputs)")
 		limit   = fs.Int("steps", 0, "publish at most this many steps (0: the whole part)")
+		secf    = addSecurityFlags(fs)
 	)
 	if err := fs.Parse(args); err != nil {
 		return errUsage
@@ -388,6 +409,10 @@ func cmdPublish(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if *brokers == "" {
 		fmt.Fprintln(stderr, "publish: -brokers is required (forecaster demo runs its own broker)")
 		return errUsage
+	}
+	sec, err := secf.security()
+	if err != nil {
+		return err
 	}
 	job := replay{dataDir: *dataDir, dataset: *dataset, part: *part, topic: *topic, speedup: *speedup, start: *start, limit: *limit}
 	if *model != "" {
@@ -404,7 +429,7 @@ func cmdPublish(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	n, err := publish(ctx, strings.Split(*brokers, ","), plan)
+	n, err := publish(ctx, strings.Split(*brokers, ","), sec, plan)
 	if err != nil {
 		return err
 	}

@@ -22,6 +22,11 @@ func TestBadInvocations(t *testing.T) {
 	if err := os.WriteFile(blank, []byte(" \n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	t.Setenv(saslPasswordEnv, "") // none from the environment
+	empty := filepath.Join(tmp, "empty.pw")
+	if err := os.WriteFile(empty, []byte("\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -42,6 +47,17 @@ func TestBadInvocations(t *testing.T) {
 		{"token without reload endpoint", []string{"serve", "-model", missing, "-http-reload-token-file", blank}, 2, "-http-reload-token-file only serves -http-reload"},
 		{"empty token file", []string{"serve", "-model", missing, "-http-reload", "-http-reload-token-file", blank}, 1, blank + " is empty: want a secret"},
 		{"missing token file", []string{"serve", "-model", missing, "-http-reload", "-http-reload-token-file", missing + ".token"}, 1, "gone.sdgnn.token: no such file"},
+		{"tls with the embedded broker", []string{"serve", "-model", missing, "-tls"}, 2, "-tls and -sasl flags need -brokers: the embedded broker speaks plaintext"},
+		{"sasl with the embedded demo broker", []string{"demo", "-sasl", "PLAIN", "-sasl-user", "u"}, 2, "need -brokers"},
+		{"unknown sasl mechanism", []string{"serve", "-model", missing, "-brokers", "127.0.0.1:1", "-sasl", "GSSAPI", "-sasl-user", "u"}, 2, `-sasl "GSSAPI": want one of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512`},
+		{"sasl without user", []string{"publish", "-brokers", "127.0.0.1:1", "-sasl", "PLAIN"}, 2, "-sasl PLAIN needs -sasl-user"},
+		{"sasl user without mechanism", []string{"publish", "-brokers", "127.0.0.1:1", "-sasl-user", "u"}, 2, "-sasl-user and -sasl-password-file need -sasl MECHANISM"},
+		{"sasl without password", []string{"serve", "-model", missing, "-brokers", "127.0.0.1:1", "-sasl", "SCRAM-SHA-512", "-sasl-user", "u"}, 2, "needs a password: -sasl-password-file FILE or $SDGNN_SASL_PASSWORD"},
+		{"missing password file", []string{"serve", "-model", missing, "-brokers", "127.0.0.1:1", "-sasl", "PLAIN", "-sasl-user", "u", "-sasl-password-file", missing + ".pw"}, 1, "gone.sdgnn.pw: no such file"},
+		{"empty password file", []string{"serve", "-model", missing, "-brokers", "127.0.0.1:1", "-sasl", "PLAIN", "-sasl-user", "u", "-sasl-password-file", empty}, 1, "-sasl-password-file " + empty + " is empty"},
+		{"client certificate without key", []string{"publish", "-brokers", "127.0.0.1:1", "-tls-cert", blank}, 2, "-tls-cert and -tls-key go together"},
+		{"server name without tls", []string{"publish", "-brokers", "127.0.0.1:1", "-tls-server-name", "kafka"}, 2, "-tls-server-name needs -tls"},
+		{"missing ca", []string{"publish", "-brokers", "127.0.0.1:1", "-tls-ca", missing + ".pem"}, 1, "gone.sdgnn.pem: no such file"},
 		{"data without scored part", []string{"serve", "-model", missing, "-data", tmp}, 2, "-data and -start only serve -score-part"},
 		{"missing model", []string{"serve", "-model", missing}, 1, missing},
 		{"truncated model", []string{"serve", "-model", truncated}, 1, truncated},

@@ -112,11 +112,14 @@ func (pl replayPlan) scope() *stream.PartScope {
 
 // publish creates the plan's topic if needed and publishes its steps,
 // slot by slot, keyed by sensor; it returns the number of readings.
-func publish(ctx context.Context, brokers []string, pl replayPlan) (int, error) {
-	if err := stream.EnsureTopics(ctx, brokers, 4, pl.topic); err != nil {
+func publish(ctx context.Context, brokers []string, sec stream.Security, pl replayPlan) (int, error) {
+	if err := sec.CheckBrokers(ctx, brokers); err != nil {
+		return 0, err
+	}
+	if err := sec.EnsureTopics(ctx, brokers, 4, pl.topic); err != nil {
 		return 0, err
 	}
 	s := pl.p.Dataset.Series
 	return stream.Publish(ctx, stream.Series{Steps: s.Steps, Nodes: s.Nodes, Channels: s.Channels, Data: s.Data},
-		stream.PublishConfig{Brokers: brokers, Topic: pl.topic, From: pl.from, To: pl.to, Start: pl.t0, StepMs: pl.stepMs, SlotPause: pl.slotPause})
+		stream.PublishConfig{Brokers: brokers, Security: sec, Topic: pl.topic, From: pl.from, To: pl.to, Start: pl.t0, StepMs: pl.stepMs, SlotPause: pl.slotPause})
 }

@@ -1,0 +1,162 @@
+// Package tlstest makes a certificate authority and a server certificate
+// for 127.0.0.1 and localhost, and runs a broker that wants them and SASL,
+// for tests of clients of a secured Kafka cluster.
+package tlstest
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+)
+
+// Certs is a fresh certificate authority and a certificate it signed for
+// 127.0.0.1, ::1 and localhost, valid from an hour ago for a day.
+type Certs struct {
+	// Server is the listening side's configuration, with the server
+	// certificate.
+	Server *tls.Config
+	// CAFile is the authority's certificate as a PEM file, for clients.
+	CAFile string
+	// Pool holds the authority's certificate, for clients in process.
+	Pool *x509.CertPool
+	// ClientCert and ClientKey are PEM files of a client certificate the
+	// authority signed, and its key.
+	ClientCert, ClientKey string
+}
+
+// RequireClientCert returns the server configuration of c that also
+// wants a client certificate signed by the authority (mutual TLS).
+func (c Certs) RequireClientCert() *tls.Config {
+	s := c.Server.Clone()
+	s.ClientAuth, s.ClientCAs = tls.RequireAndVerifyClientCert, c.Pool
+	return s
+}
+
+// New makes Certs, the PEM file in tb's temporary directory.
+func New(tb testing.TB) Certs {
+	tb.Helper()
+	now := time.Now()
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	caTmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(1),
+		Subject:               pkix.Name{CommonName: "sdgnn test CA"},
+		NotBefore:             now.Add(-time.Hour),
+		NotAfter:              now.Add(24 * time.Hour),
+		IsCA:                  true,
+		BasicConstraintsValid: true,
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ca, err := x509.ParseCertificate(caDER)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(2),
+		Subject:      pkix.Name{CommonName: "localhost"},
+		NotBefore:    now.Add(-time.Hour),
+		NotAfter:     now.Add(24 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		DNSNames:     []string{"localhost"},
+		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1"), net.IPv6loopback},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	clientKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	clientTmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(3),
+		Subject:      pkix.Name{CommonName: "sdgnn forecaster"},
+		NotBefore:    now.Add(-time.Hour),
+		NotAfter:     now.Add(24 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	clientDER, err := x509.CreateCertificate(rand.Reader, clientTmpl, ca, &clientKey.PublicKey, caKey)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	clientKeyDER, err := x509.MarshalECPrivateKey(clientKey)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	dir := tb.TempDir()
+	write := func(name, typ string, der []byte) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
+			tb.Fatal(err)
+		}
+		return path
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(ca)
+	return Certs{
+		Server:     &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}},
+		CAFile:     write("ca.pem", "CERTIFICATE", caDER),
+		Pool:       pool,
+		ClientCert: write("client.pem", "CERTIFICATE", clientDER),
+		ClientKey:  write("client-key.pem", "EC PRIVATE KEY", clientKeyDER),
+	}
+}
+
+// User is a SASL user of Broker: mechanism (PLAIN, SCRAM-SHA-256 or
+// SCRAM-SHA-512), name and password.
+type User struct{ Mechanism, Name, Password string }
+
+// Broker starts a one-broker kfake cluster that speaks only TLS, with the
+// server certificate of c, and, when users are given, SASL with them; it
+// is closed when the test ends. It returns the broker's address.
+//
+// kfake takes SASLHandshake v1 only, which librdkafka 2.0 (Debian's kcat)
+// does not recognise as SASL support: kcat reaches this broker over TLS,
+// not over SASL.
+func Broker(tb testing.TB, c Certs, users ...User) string {
+	tb.Helper()
+	return BrokerTLS(tb, c.Server, users...)
+}
+
+// BrokerTLS is Broker with the server configuration server, such as
+// Certs.RequireClientCert.
+func BrokerTLS(tb testing.TB, server *tls.Config, users ...User) string {
+	tb.Helper()
+	opts := []kfake.Opt{kfake.NumBrokers(1), kfake.DefaultNumPartitions(4), kfake.TLS(server)}
+	if len(users) > 0 {
+		opts = append(opts, kfake.EnableSASL())
+	}
+	for _, u := range users {
+		opts = append(opts, kfake.Superuser(u.Mechanism, u.Name, u.Password))
+	}
+	cl, err := kfake.NewCluster(opts...)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(cl.Close)
+	return cl.ListenAddrs()[0]
+}

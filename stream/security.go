@@ -1,0 +1,177 @@
+package stream
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+	"github.com/segmentio/kafka-go/sasl"
+	"github.com/segmentio/kafka-go/sasl/plain"
+	"github.com/segmentio/kafka-go/sasl/scram"
+)
+
+// Security says how clients reach the brokers: over TLS or not, and with a
+// SASL mechanism or not, as a managed Kafka cluster asks (SASL_SSL). The
+// zero value is plaintext without authentication, as the embedded broker
+// speaks.
+type Security struct {
+	TLS  *tls.Config    // nil: plaintext
+	SASL sasl.Mechanism // nil: no authentication
+}
+
+// IsZero reports whether s is plaintext without authentication.
+func (s Security) IsZero() bool { return s.TLS == nil && s.SASL == nil }
+
+// String names the protocol as Kafka's security.protocol does:
+// PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL (with the mechanism).
+func (s Security) String() string {
+	switch {
+	case s.TLS == nil && s.SASL == nil:
+		return "PLAINTEXT"
+	case s.SASL == nil:
+		return "SSL"
+	case s.TLS == nil:
+		return "SASL_PLAINTEXT/" + s.SASL.Name()
+	}
+	return "SASL_SSL/" + s.SASL.Name()
+}
+
+// Dialer returns the dialer of a kafka.Reader (ReaderConfig.Dialer) that
+// reaches the brokers with s: nil, kafka-go's default, for plaintext.
+func (s Security) Dialer() *kafka.Dialer {
+	if s.IsZero() {
+		return nil
+	}
+	return &kafka.Dialer{Timeout: 10 * time.Second, DualStack: true, TLS: s.TLS, SASLMechanism: s.SASL}
+}
+
+// Transport returns the transport of a kafka.Writer or kafka.Client that
+// reaches the brokers with s: nil, kafka-go's shared default, for
+// plaintext. A non-nil one holds connections until its
+// CloseIdleConnections.
+func (s Security) Transport() *kafka.Transport {
+	if s.IsZero() {
+		return nil
+	}
+	return &kafka.Transport{TLS: s.TLS, SASL: s.SASL, DialTimeout: 10 * time.Second}
+}
+
+// roundTripper is t as the interface kafka.Client and kafka.Writer take:
+// a nil *kafka.Transport must become a nil interface (kafka-go's default
+// transport), not a non-nil one holding nil.
+func roundTripper(t *kafka.Transport) kafka.RoundTripper {
+	if t == nil {
+		return nil
+	}
+	return t
+}
+
+// closeTransport releases t's connections and background work, if any.
+func closeTransport(t *kafka.Transport) {
+	if t != nil {
+		t.CloseIdleConnections()
+	}
+}
+
+// SASLMechanisms are the SASL mechanisms NewSASL knows, as Kafka names them.
+var SASLMechanisms = []string{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"}
+
+// NewSASL returns the SASL mechanism named (PLAIN, SCRAM-SHA-256 or
+// SCRAM-SHA-512, in any case) for user and password.
+func NewSASL(mechanism, user, password string) (sasl.Mechanism, error) {
+	if user == "" {
+		return nil, errors.New("sasl: no user name")
+	}
+	switch strings.ToUpper(mechanism) {
+	case "PLAIN":
+		return plain.Mechanism{Username: user, Password: password}, nil
+	case "SCRAM-SHA-256":
+		return scram.Mechanism(scram.SHA256, user, password)
+	case "SCRAM-SHA-512":
+		return scram.Mechanism(scram.SHA512, user, password)
+	}
+	return nil, fmt.Errorf("sasl mechanism %q: want one of %s", mechanism, strings.Join(SASLMechanisms, ", "))
+}
+
+// NewTLS returns a TLS client configuration: the system's roots, or those
+// of the PEM file caFile when it is not empty; a client certificate from
+// the PEM files certFile and keyFile when they are given (both or neither);
+// serverName, when not empty, as the name the brokers' certificates must
+// carry (else the host of each address).
+func NewTLS(caFile, certFile, keyFile, serverName string) (*tls.Config, error) {
+	c := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: serverName}
+	if caFile != "" {
+		pem, err := os.ReadFile(caFile)
+		if err != nil {
+			return nil, fmt.Errorf("tls ca: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("tls ca %s: no PEM certificate in it", caFile)
+		}
+		c.RootCAs = pool
+	}
+	if (certFile == "") != (keyFile == "") {
+		return nil, fmt.Errorf("tls client certificate: give both the certificate and the key file (have %q and %q)", certFile, keyFile)
+	}
+	if certFile != "" {
+		cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+		if err != nil {
+			return nil, fmt.Errorf("tls client certificate %s, key %s: %w", certFile, keyFile, err)
+		}
+		c.Certificates = []tls.Certificate{cert}
+	}
+	return c, nil
+}
+
+// CheckBrokers connects to the brokers with s (TLS handshake and SASL
+// authentication included) and returns nil as soon as one accepts, else
+// what each said: an error that names a wrong password or an untrusted
+// certificate, where kafka-go's Client and Writer only say "Broker Not
+// Available".
+func (s Security) CheckBrokers(ctx context.Context, brokers []string) error {
+	// A round trip, since under TLS 1.3 a server that refuses the client's
+	// certificate says so only after the client's handshake has ended.
+	err := eachBroker(ctx, s, brokers, func(conn *kafka.Conn) error {
+		_, err := conn.ApiVersions()
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("connect to the brokers (%s): %w", s, err)
+	}
+	return nil
+}
+
+// eachBroker dials the brokers with sec, one after the other, and returns
+// nil as soon as fn succeeds on one's connection, else every error met.
+func eachBroker(ctx context.Context, sec Security, brokers []string, fn func(*kafka.Conn) error) error {
+	d := sec.Dialer()
+	if d == nil {
+		d = &kafka.Dialer{Timeout: 10 * time.Second}
+	}
+	var errs []error
+	for _, addr := range brokers {
+		err := func() error {
+			conn, err := d.DialContext(ctx, "tcp", addr)
+			if err != nil {
+				return err
+			}
+			defer conn.Close()
+			if dl, ok := ctx.Deadline(); ok {
+				conn.SetDeadline(dl)
+			}
+			return fn(conn)
+		}()
+		if err == nil {
+			return nil
+		}
+		errs = append(errs, fmt.Errorf("%s: %w", addr, err))
+	}
+	return errors.Join(errs...)
+}
