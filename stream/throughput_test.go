@@ -9,6 +9,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/pemsforecast/sdgnn/internal/datatest"
+	"github.com/pemsforecast/sdgnn/internal/tlstest"
 	"github.com/pemsforecast/sdgnn/snapshot"
 )
 
@@ -21,7 +22,7 @@ func TestCatchUpBacklog(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a broker")
 	}
-	r := replayBacklog(t, 300)
+	r := replayBacklog(t, 300, false)
 	c := r.counters
 	if c.Emitted.Load() != r.want || c.Skipped.Load() != 0 || c.Stale.Load() != 0 || c.Applied.Load() != uint64(r.readings) {
 		t.Fatalf("applied %d of %d readings; emitted %d of %d forecasts, %d stale, %d skipped",
@@ -39,7 +40,9 @@ type backlogRun struct {
 // replayBacklog publishes slots of the real SZ-taxi series as fast as
 // possible into a fresh embedded broker, then runs the service (state file
 // on, 6 receptive nodes, hidden 16) until it has emitted every forecast.
-func replayBacklog(tb testing.TB, slots int) backlogRun {
+// With secure, the broker speaks TLS and SASL, publisher and service
+// authenticate with SCRAM-SHA-512.
+func replayBacklog(tb testing.TB, slots int, secure bool) backlogRun {
 	tb.Helper()
 	ds := datatest.SZTaxi(tb)
 	s := ds.Series
@@ -52,25 +55,44 @@ func replayBacklog(tb testing.TB, slots int) backlogRun {
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	bd := testBundle6(tb, s.Nodes, T, s.Channels, d, 3)
 	bd.Meta.Norm = norm
-	emb, err := StartEmbedded(0, "")
-	if err != nil {
-		tb.Fatal(err)
+	var (
+		addr string
+		sec  Security
+	)
+	if secure {
+		certs := tlstest.New(tb)
+		addr = tlstest.Broker(tb, certs, tlstest.User{Mechanism: "SCRAM-SHA-512", Name: "bench", Password: "pw"})
+		c, err := NewTLS(certs.CAFile, "", "", "")
+		if err != nil {
+			tb.Fatal(err)
+		}
+		m, err := NewSASL("SCRAM-SHA-512", "bench", "pw")
+		if err != nil {
+			tb.Fatal(err)
+		}
+		sec = Security{TLS: c, SASL: m}
+	} else {
+		emb, err := StartEmbedded(0, "")
+		if err != nil {
+			tb.Fatal(err)
+		}
+		defer emb.Close()
+		addr = emb.Addr
 	}
-	defer emb.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if err := EnsureTopics(ctx, []string{emb.Addr}, 4, "readings", "forecasts", "readings-dead-letter"); err != nil {
+	if err := sec.EnsureTopics(ctx, []string{addr}, 4, "readings", "forecasts", "readings-dead-letter"); err != nil {
 		tb.Fatal(err)
 	}
 	var r backlogRun
 	t0 := time.Now()
 	r.readings, err = Publish(ctx, Series{Steps: s.Steps, Nodes: s.Nodes, Channels: s.Channels, Data: s.Data},
-		PublishConfig{Brokers: []string{emb.Addr}, Topic: "readings", From: 0, To: slots, Start: start, StepMs: stepMs})
+		PublishConfig{Brokers: []string{addr}, Security: sec, Topic: "readings", From: 0, To: slots, Start: start, StepMs: stepMs})
 	if err != nil {
 		tb.Fatal(err)
 	}
 	r.published = time.Since(t0)
-	svc, err := NewService(bd, Config{Brokers: []string{emb.Addr}, StepMs: stepMs, Lateness: time.Hour,
+	svc, err := NewService(bd, Config{Brokers: []string{addr}, Security: sec, StepMs: stepMs, Lateness: time.Hour,
 		StateFile: filepath.Join(tb.TempDir(), "state"), Now: func() time.Time { return start }, Log: zerolog.Nop()})
 	if err != nil {
 		tb.Fatal(err)
@@ -102,19 +124,28 @@ func replayBacklog(tb testing.TB, slots int) backlogRun {
 // as publish-readings/s), then the service, with its state file on,
 // consumes them and emits every forecast (6 receptive nodes each, hidden
 // 16). readings/s counts from the service's start until it has emitted
-// the last forecast and committed.
+// the last forecast and committed. PLAINTEXT runs against the embedded
+// broker; SASL_SSL against kfake over TLS with SCRAM-SHA-512, so that the
+// ratio of the two is the cost of a secured cluster on this machine.
 func BenchmarkServiceThroughput(b *testing.B) {
-	var consumed, published time.Duration
-	readings := 0
-	for b.Loop() {
-		r := replayBacklog(b, 600)
-		if c := r.counters; c.Emitted.Load() != r.want {
-			b.Fatalf("emitted %d of %d forecasts (%d skipped)", c.Emitted.Load(), r.want, c.Skipped.Load())
-		}
-		consumed += r.consumed
-		published += r.published
-		readings += r.readings
+	for _, bc := range []struct {
+		name   string
+		secure bool
+	}{{"PLAINTEXT", false}, {"SASL_SSL", true}} {
+		b.Run(bc.name, func(b *testing.B) {
+			var consumed, published time.Duration
+			readings := 0
+			for b.Loop() {
+				r := replayBacklog(b, 600, bc.secure)
+				if c := r.counters; c.Emitted.Load() != r.want {
+					b.Fatalf("emitted %d of %d forecasts (%d skipped)", c.Emitted.Load(), r.want, c.Skipped.Load())
+				}
+				consumed += r.consumed
+				published += r.published
+				readings += r.readings
+			}
+			b.ReportMetric(float64(readings)/consumed.Seconds(), "readings/s")
+			b.ReportMetric(float64(readings)/published.Seconds(), "publish-readings/s")
+		})
 	}
-	b.ReportMetric(float64(readings)/consumed.Seconds(), "readings/s")
-	b.ReportMetric(float64(readings)/published.Seconds(), "publish-readings/s")
 }
