@@ -53,15 +53,18 @@ func (r Readiness) Write(w io.Writer) error {
 
 // health is what a Service's readiness is judged from, kept under its mu.
 type health struct {
-	started    bool      // Run has connected and is consuming
-	probeAt    time.Time // the last broker probe ended (zero: none yet)
-	probeOKAt  time.Time // the last probe that succeeded ended
-	probeErr   error     // the last probe's error, nil if it succeeded
-	loopAt     time.Time // the consumer loop last finished a batch (zero: none yet)
-	fetchOKAt  time.Time // a batch last had readings
-	fetchErr   error     // the last fetch error, at fetchErrAt
-	fetchErrAt time.Time
-	lag        int64 // readings not yet consumed, as last reported
+	started      bool      // Run has connected and is consuming
+	probeAt      time.Time // the last broker probe ended (zero: none yet)
+	probeOKAt    time.Time // the last probe that succeeded ended
+	probeErr     error     // the last probe's error, nil if it succeeded
+	assignAt     time.Time // the last assignment check ended (zero: none yet)
+	assigned     bool      // this service held every partition then
+	assignDetail string    // what the assignment check found
+	loopAt       time.Time // the consumer loop last finished a batch (zero: none yet)
+	fetchOKAt    time.Time // a batch last had readings
+	fetchErr     error     // the last fetch error, at fetchErrAt
+	fetchErrAt   time.Time
+	lag          int64 // readings not yet consumed, as last reported
 }
 
 // readinessLimits are the thresholds of the checks.
@@ -72,7 +75,8 @@ type readinessLimits struct {
 }
 
 // judge runs the checks on h at now: started, broker (the last metadata
-// request answered, and recently), consuming (a batch finished recently,
+// request answered, and recently), assignment (this service holds every
+// partition of the readings topic: not a standby), consuming (a batch finished recently,
 // not stuck writing or committing, and no fetch failed lately without
 // readings since) and lag (at most maxLag readings behind, when a limit is
 // set).
@@ -98,6 +102,12 @@ func judge(h health, now time.Time, lim readinessLimits) Readiness {
 		add("broker", false, "no probe ended for %s (every %s expected)", ago(h.probeAt), lim.probeEvery)
 	default:
 		add("broker", true, "answered %s ago", ago(h.probeOKAt))
+	}
+	switch {
+	case h.assignAt.IsZero():
+		add("assignment", false, "not checked yet")
+	default:
+		add("assignment", h.assigned, "%s", h.assignDetail)
 	}
 	switch {
 	case h.loopAt.IsZero():
@@ -141,42 +151,59 @@ func (s *Service) readinessLimits() readinessLimits {
 // of topic over a new connection, and returns nil as soon as one answers
 // with some. (kafka-go's Client answers metadata requests from a cache
 // that outlives the brokers, so it cannot tell whether they are there.)
-func probeBrokers(ctx context.Context, sec Security, brokers []string, topic string) error {
-	err := eachBroker(ctx, sec, brokers, func(conn *kafka.Conn) error {
+func probeBrokers(ctx context.Context, sec Security, brokers []string, topic string) (partitions int, err error) {
+	err = eachBroker(ctx, sec, brokers, func(conn *kafka.Conn) error {
 		ps, err := conn.ReadPartitions(topic)
 		if err == nil && len(ps) == 0 {
 			err = errors.New("no partitions")
 		}
+		partitions = len(ps)
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("metadata of %s: %w", topic, err)
+		return 0, fmt.Errorf("metadata of %s: %w", topic, err)
 	}
-	return nil
+	return partitions, nil
 }
 
-// probe asks the brokers for the readings topic's metadata every
-// Config.ProbeEvery until ctx ends, recording the answer for the broker
-// check. A reader that cannot reach its broker retries without telling its
-// caller, so the service would otherwise look healthy while idle.
-func (s *Service) probe(ctx context.Context) {
+// probe asks the brokers for the readings topic's metadata, and the group
+// coordinator for the group's assignment, every Config.ProbeEvery until
+// ctx ends, recording the answers for the broker and assignment checks. A
+// reader that cannot reach its broker retries without telling its caller,
+// so the service would otherwise look healthy while idle; and a standby
+// consumes nothing without an error. While a check fails (the service
+// joining its group, a standby, the broker away) it asks at least every
+// half second, so that readiness follows a hand-over promptly. t is the
+// service's transport (nil: kafka-go's default).
+func (s *Service) probe(ctx context.Context, t *kafka.Transport) {
 	every := s.cfg.ProbeEvery
-	t := time.NewTicker(every)
-	defer t.Stop()
 	for {
 		pctx, cancel := context.WithTimeout(ctx, every)
-		err := probeBrokers(pctx, s.cfg.Security, s.cfg.Brokers, s.cfg.ReadingsTopic)
+		partitions, err := probeBrokers(pctx, s.cfg.Security, s.cfg.Brokers, s.cfg.ReadingsTopic)
+		var (
+			assigned bool
+			detail   string
+		)
+		if err == nil {
+			var aerr error
+			if assigned, detail, aerr = checkAssignment(pctx, t, s.cfg.Brokers, s.cfg.GroupID, s.clientID, s.cfg.ReadingsTopic, partitions); aerr != nil {
+				detail = aerr.Error()
+			}
+		} else {
+			detail = "no broker answered"
+		}
 		cancel()
 		if ctx.Err() != nil {
 			return
 		}
 		now := time.Now()
 		s.mu.Lock()
-		was := s.health.probeErr
+		was, wasAssigned := s.health.probeErr, s.health.assigned
 		s.health.probeAt, s.health.probeErr = now, err
 		if err == nil {
 			s.health.probeOKAt = now
 		}
+		s.health.assignAt, s.health.assigned, s.health.assignDetail = now, assigned, detail
 		s.mu.Unlock()
 		switch {
 		case err != nil && was == nil:
@@ -184,10 +211,17 @@ func (s *Service) probe(ctx context.Context) {
 		case err == nil && was != nil:
 			s.cfg.Log.Info().Msg("broker check passes again")
 		}
+		if err == nil && assigned != wasAssigned {
+			s.cfg.Log.Info().Bool("holds_partitions", assigned).Str("assignment", detail).Msg("assignment changed")
+		}
+		wait := every
+		if err != nil || !assigned {
+			wait = min(every, 500*time.Millisecond)
+		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-time.After(wait):
 		}
 	}
 }

@@ -19,7 +19,8 @@ import (
 func TestJudge(t *testing.T) {
 	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
 	lim := readinessLimits{probeEvery: 5 * time.Second, stallAfter: 15 * time.Second, maxLag: 1000}
-	good := health{started: true, probeAt: now.Add(-time.Second), probeOKAt: now.Add(-time.Second), loopAt: now.Add(-200 * time.Millisecond), lag: 10}
+	good := health{started: true, probeAt: now.Add(-time.Second), probeOKAt: now.Add(-time.Second), loopAt: now.Add(-200 * time.Millisecond), lag: 10,
+		assignAt: now.Add(-time.Second), assigned: true, assignDetail: "holds all 4 partitions of readings"}
 	refused := errors.New("dial tcp 127.0.0.1:9092: connection refused")
 	for _, tc := range []struct {
 		name   string
@@ -41,6 +42,11 @@ func TestJudge(t *testing.T) {
 			h.probeAt, h.probeOKAt = now.Add(-15*time.Second), now.Add(-15*time.Second)
 			return h
 		}, nil, "", "answered 15s ago"},
+		{"assignment not checked", func(h health) health { h.assignAt = time.Time{}; return h }, nil, "assignment", "not checked yet"},
+		{"standby", func(h health) health {
+			h.assigned, h.assignDetail = false, "standby in group g: other holds 4"
+			return h
+		}, nil, "assignment", "standby in group g: other holds 4"},
 		{"no batch yet", func(h health) health { h.loopAt = time.Time{}; return h }, nil, "consuming", "no batch finished yet"},
 		{"fetch failing", func(h health) health {
 			h.fetchErr, h.fetchErrAt, h.fetchOKAt = errors.New("fetch readings: failed to dial"), now.Add(-3*time.Second), now.Add(-time.Minute)
@@ -68,7 +74,7 @@ func TestJudge(t *testing.T) {
 				l = tc.lim(l)
 			}
 			r := judge(h, now, l)
-			if r.Ready != (tc.failed == "") || len(r.Checks) != 4 {
+			if r.Ready != (tc.failed == "") || len(r.Checks) != 5 {
 				t.Fatalf("ready %v with %d checks, want %v: %+v", r.Ready, len(r.Checks), tc.failed == "", r.Checks)
 			}
 			var text strings.Builder

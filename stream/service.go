@@ -155,8 +155,11 @@ type Service struct {
 
 	reader             *kafka.Reader
 	forecasts, letters *kafka.Writer
-	counters           *Counters // the state's, kept across reloads
-	lags               lagMeter  // owned by Run
+	counters           *Counters   // the state's, kept across reloads
+	lags               lagMeter    // owned by Run
+	clientID           string      // this service's, to find itself in its group
+	stateSeen          os.FileInfo // the state file as last read or written here (nil: none)
+	since              time.Time   // when it started: the group's oldest member holds the partitions
 
 	// loop is held by Run while it handles a batch (fetch, apply, emit,
 	// flush, commit) and by Reload while it swaps the model, so that a
@@ -184,7 +187,9 @@ func NewService(b *sdgnn.Bundle, cfg Config) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
+	var seen os.FileInfo // the state file as read, before reading it
 	if cfg.StateFile != "" {
+		seen, _ = os.Stat(cfg.StateFile)
 		data, err := os.ReadFile(cfg.StateFile)
 		switch {
 		case err == nil:
@@ -205,7 +210,7 @@ func NewService(b *sdgnn.Bundle, cfg Config) (*Service, error) {
 	if err != nil {
 		return nil, fmt.Errorf("stream service: %w", err)
 	}
-	s := &Service{cfg: cfg, bundle: b, state: st, emitter: NewEmitter(st, cfg.Lateness), counters: st.Counters, latest: map[int][]byte{}, live: live,
+	s := &Service{cfg: cfg, clientID: newClientID(), since: time.Now(), stateSeen: seen, bundle: b, state: st, emitter: NewEmitter(st, cfg.Lateness), counters: st.Counters, latest: map[int][]byte{}, live: live,
 		valid: Validator{Nodes: b.Meta.Nodes, Channels: len(b.Meta.Norm.Mean), StepMs: cfg.StepMs,
 			MaxAgeSlots: cfg.MaxAgeSlots, MaxFutureSlots: cfg.MaxFutureSlots}}
 	if cfg.MaxAgeSlots > 0 || cfg.MaxFutureSlots > 0 {
@@ -346,7 +351,8 @@ func (s *Service) Run(ctx context.Context) error {
 	transport := cfg.Security.Transport()
 	s.reader = kafka.NewReader(kafka.ReaderConfig{Brokers: cfg.Brokers, GroupID: cfg.GroupID, Topic: cfg.ReadingsTopic,
 		MinBytes: 1, MaxBytes: 8 << 20, MaxWait: 50 * time.Millisecond, StartOffset: kafka.FirstOffset,
-		QueueCapacity: 16384, SessionTimeout: cfg.SessionTimeout, Dialer: cfg.Security.Dialer(), HeartbeatInterval: cfg.SessionTimeout / 6,
+		QueueCapacity: 16384, SessionTimeout: cfg.SessionTimeout, Dialer: s.dialer(),
+		GroupBalancers: []kafka.GroupBalancer{oneMember{since: s.since}}, HeartbeatInterval: cfg.SessionTimeout / 6,
 		RebalanceTimeout: cfg.SessionTimeout,
 		ErrorLogger: kafka.LoggerFunc(func(msg string, args ...any) {
 			cfg.Log.Warn().Str("component", "kafka-reader").Msgf(msg, args...)
@@ -385,7 +391,7 @@ func (s *Service) Run(ctx context.Context) error {
 	}()
 	pctx, stopProbe := context.WithCancel(ctx)
 	defer stopProbe()
-	go s.probe(pctx)
+	go s.probe(pctx, transport)
 	cfg.Log.Info().Strs("brokers", cfg.Brokers).Str("readings", cfg.ReadingsTopic).Str("forecasts", cfg.ForecastsTopic).
 		Str("group", cfg.GroupID).Msg("consuming")
 
@@ -458,6 +464,9 @@ func (s *Service) Run(ctx context.Context) error {
 			if align.Overflows != overflows {
 				cfg.Log.Warn().Int("released", len(held)).Msg("more readings held for slower partitions than allowed: released all")
 			}
+			if len(held) > 0 {
+				s.adoptState()
+			}
 			// In slot order, emitting at every new slot, so that no input runs
 			// ahead of a pending forecast by more than the partitions' slack.
 			slices.SortStableFunc(held, func(a, b Held) int { return cmp.Compare(a.Slot, b.Slot) })
@@ -528,6 +537,17 @@ func (s *Service) Run(ctx context.Context) error {
 			return err
 		}
 	}
+}
+
+// dialer returns the reader's dialer: the security's, with the service's
+// client id.
+func (s *Service) dialer() *kafka.Dialer {
+	d := s.cfg.Security.Dialer()
+	if d == nil {
+		d = &kafka.Dialer{Timeout: 10 * time.Second, DualStack: true}
+	}
+	d.ClientID = s.clientID
+	return d
 }
 
 // partitionsOf returns the partition ids of topic, asked over t (nil:
@@ -662,6 +682,7 @@ func (s *Service) flush(ctx context.Context, j *flushJob) error {
 		if err := writeAtomic(s.cfg.StateFile, s.state.Snapshot()); err != nil {
 			return fmt.Errorf("save state: %w", err)
 		}
+		s.stateSeen, _ = os.Stat(s.cfg.StateFile)
 	}
 	if err := s.reader.CommitMessages(ctx, batch...); err != nil {
 		return fmt.Errorf("commit offsets: %w", err)
@@ -675,6 +696,44 @@ func (s *Service) flush(ctx context.Context, j *flushJob) error {
 	s.health.lag = lag
 	s.mu.Unlock()
 	return nil
+}
+
+// adoptState restores the state file when another member of the group has
+// written it since this service last read or wrote it: this service was a
+// standby and has just been handed the partitions, so it continues from
+// the state the previous holder saved before its last commit, its windows
+// whole. A file that cannot be restored is logged and this service's own
+// state kept. Called by Run, before a batch of readings is applied.
+func (s *Service) adoptState() {
+	path := s.cfg.StateFile
+	if path == "" {
+		return
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return // none yet; a file that cannot be read is reported at the next save
+	}
+	if old := s.stateSeen; old != nil && os.SameFile(fi, old) && fi.Size() == old.Size() && fi.ModTime().Equal(old.ModTime()) {
+		return
+	}
+	s.stateSeen = fi
+	data, err := os.ReadFile(path)
+	var st *State
+	if err == nil {
+		st, err = NewStateHistory(s.state.Bundle(), s.cfg.StepMs, s.state.History())
+	}
+	if err == nil {
+		err = st.Restore(data)
+	}
+	if err != nil {
+		s.cfg.Log.Error().Err(err).Str("state", path).Msg("the state file was written by another member but cannot be restored: keeping this service's state")
+		return
+	}
+	st.Counters = s.counters
+	s.mu.Lock()
+	s.state, s.emitter = st, NewEmitter(st, s.cfg.Lateness)
+	s.mu.Unlock()
+	s.cfg.Log.Info().Str("state", path).Msg("took over: state restored from the file the previous holder of the partitions saved")
 }
 
 // writeAtomic writes data to path so that a crash leaves either the old or

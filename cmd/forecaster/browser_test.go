@@ -115,6 +115,12 @@ func TestLiveViewInBrowser(t *testing.T) {
 		return false, nil
 	})
 
+	// Ready (holding the group's partitions), so that the page shows no
+	// readiness box.
+	liveWaitFor(ctx, t, "/readyz", func() (bool, error) {
+		code, _, err := liveGet(ctx, base+"/readyz")
+		return code == http.StatusOK, err
+	})
 	dom := dumpDOM(ctx, t, browser, fmt.Sprintf("%s/live?sensor=%d", base, sensor))
 
 	// What the page showed against what the service holds: forecasts are
@@ -272,7 +278,7 @@ func TestLiveViewShowsNotReady(t *testing.T) {
 	for _, m := range liveReadinessRE.FindAllStringSubmatch(dom, -1) {
 		failed = append(failed, m[1])
 	}
-	want := []string{"started failed: not consuming yet, or stopped", "broker failed: not asked yet", "consuming failed: no batch finished yet"}
+	want := []string{"started failed: not consuming yet, or stopped", "broker failed: not asked yet", "assignment failed: not checked yet", "consuming failed: no batch finished yet"}
 	if !slices.Equal(failed, want) {
 		t.Errorf("the page lists failing checks %q, want %q", failed, want)
 	}

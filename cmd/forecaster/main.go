@@ -176,7 +176,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		pollModel  = fs.Duration("poll-model", 0, "look at -model this often and reload it when the file changed (0: only on SIGHUP or POST /-/reload)")
 		state      = fs.String("state", "", "state snapshot file: kill -9 loses nothing when set")
 		lateness   = fs.Duration("lateness", 2*time.Minute, "how long after a slot ends a forecast waits for missing inputs")
-		group      = fs.String("group", "sdgnn-forecaster", "consumer group")
+		group      = fs.String("group", "sdgnn-forecaster", "consumer group; a second serve in the group is a hot standby that takes every partition when the first leaves (share -state for an exact hand-over)")
 		history    = fs.Int("history", stream.DefaultHistory, "slots of readings kept beyond the window, so that inputs up to this far apart (catching up) still give exact forecasts")
 		jsonLogs   = fs.Bool("log-json", false, "JSON log lines")
 		// For a replay of the model's own data (forecaster publish -model).

@@ -1,0 +1,125 @@
+package stream
+
+import (
+	"cmp"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+)
+
+// oneMemberProtocol is the name of the service's consumer-group protocol;
+// every member of a group must speak it, so that an older forecaster
+// (which split the partitions) cannot join the group unnoticed.
+const oneMemberProtocol = "sdgnn-one-member"
+
+// oneMember is the consumer-group balancer of the service: every partition
+// of the readings topic to one member, the one that joined first, since a
+// forecast needs the windows of its receptive sensors, whose readings may
+// be on any partition. A second service in the same group is a standby: it
+// holds nothing until the first leaves, then takes every partition (and,
+// with a shared state file, the first's state; see Config.StateFile).
+type oneMember struct {
+	since time.Time // when this member started; the earliest wins
+}
+
+func (oneMember) ProtocolName() string { return oneMemberProtocol }
+
+// UserData is the member's start time in Unix nanoseconds, decimal.
+func (b oneMember) UserData() ([]byte, error) {
+	return strconv.AppendInt(nil, b.since.UnixNano(), 10), nil
+}
+
+// AssignGroups gives every partition to the member that started first
+// (ties and unreadable user data: the smallest member id).
+func (oneMember) AssignGroups(members []kafka.GroupMember, partitions []kafka.Partition) kafka.GroupMemberAssignments {
+	out := kafka.GroupMemberAssignments{}
+	if len(members) == 0 {
+		return out
+	}
+	since := func(m kafka.GroupMember) int64 {
+		v, err := strconv.ParseInt(string(m.UserData), 10, 64)
+		if err != nil {
+			return 1<<63 - 1
+		}
+		return v
+	}
+	holder := slices.MinFunc(members, func(a, b kafka.GroupMember) int {
+		return cmp.Or(cmp.Compare(since(a), since(b)), strings.Compare(a.ID, b.ID))
+	})
+	for _, m := range members {
+		out[m.ID] = map[string][]int{}
+	}
+	for _, p := range partitions {
+		out[holder.ID][p.Topic] = append(out[holder.ID][p.Topic], p.ID)
+	}
+	return out
+}
+
+// newClientID returns a client id unique to this process and service, by
+// which the service finds itself among the members of its group.
+func newClientID() string {
+	host, _ := os.Hostname()
+	var b [4]byte
+	rand.Read(b[:])
+	return fmt.Sprintf("sdgnn-forecaster-%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+}
+
+// judgeAssignment says whether the member with client id self holds every
+// one of the partitions of topic in group g, as DescribeGroups reports it.
+func judgeAssignment(g kafka.DescribeGroupsResponseGroup, self, topic string, partitions int) (bool, string) {
+	held := func(m kafka.DescribeGroupsResponseMember) int {
+		n := 0
+		for _, t := range m.MemberAssignments.Topics {
+			if t.Topic == topic {
+				n += len(t.Partitions)
+			}
+		}
+		return n
+	}
+	var me *kafka.DescribeGroupsResponseMember
+	var holders []string
+	for i, m := range g.Members {
+		if m.ClientID == self {
+			me = &g.Members[i]
+		} else if n := held(m); n > 0 {
+			holders = append(holders, fmt.Sprintf("%s on %s holds %d", m.ClientID, strings.TrimPrefix(m.ClientHost, "/"), n))
+		}
+	}
+	switch {
+	case me == nil:
+		return false, fmt.Sprintf("not a member of group %s yet (%s, %d members)", g.GroupID, g.GroupState, len(g.Members))
+	case held(*me) == partitions:
+		return true, fmt.Sprintf("holds all %d partitions of %s (group %s: %d members, the others standbys)", partitions, topic, g.GroupID, len(g.Members))
+	case held(*me) == 0 && len(holders) > 0:
+		return false, fmt.Sprintf("standby in group %s: %s", g.GroupID, strings.Join(holders, "; "))
+	case held(*me) == 0:
+		return false, fmt.Sprintf("no partitions assigned yet in group %s (%s)", g.GroupID, g.GroupState)
+	}
+	return false, fmt.Sprintf("holds %d of the %d partitions of %s: every sensor's readings must reach one service (another member: %s)", held(*me), partitions, topic, strings.Join(holders, "; "))
+}
+
+// checkAssignment asks the group coordinator how group's partitions are
+// assigned, over t, and judges this service's share (see judgeAssignment).
+func checkAssignment(ctx context.Context, t *kafka.Transport, brokers []string, group, self, topic string, partitions int) (bool, string, error) {
+	client := &kafka.Client{Addr: kafka.TCP(brokers...), Transport: roundTripper(t)}
+	resp, err := client.DescribeGroups(ctx, &kafka.DescribeGroupsRequest{GroupIDs: []string{group}})
+	if err != nil {
+		return false, "", fmt.Errorf("describe group %s: %w", group, err)
+	}
+	if len(resp.Groups) != 1 {
+		return false, "", fmt.Errorf("describe group %s: %d groups in the answer", group, len(resp.Groups))
+	}
+	if err := resp.Groups[0].Error; err != nil {
+		return false, "", fmt.Errorf("describe group %s: %w", group, err)
+	}
+	ok, detail := judgeAssignment(resp.Groups[0], self, topic, partitions)
+	return ok, detail, nil
+}

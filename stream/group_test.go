@@ -1,0 +1,199 @@
+package stream
+
+import (
+	"context"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/segmentio/kafka-go"
+)
+
+func TestOneMemberAssignsEverythingToTheOldest(t *testing.T) {
+	since := func(ns int64) []byte { return strconv.AppendInt(nil, ns, 10) }
+	parts := []kafka.Partition{{Topic: "readings", ID: 0}, {Topic: "readings", ID: 1}, {Topic: "readings", ID: 2}}
+	for _, tc := range []struct {
+		name    string
+		members []kafka.GroupMember
+		holder  string
+	}{
+		{"alone", []kafka.GroupMember{{ID: "a", UserData: since(5)}}, "a"},
+		{"oldest wins", []kafka.GroupMember{{ID: "a", UserData: since(9)}, {ID: "b", UserData: since(3)}, {ID: "c", UserData: since(7)}}, "b"},
+		{"tie: smallest id", []kafka.GroupMember{{ID: "z", UserData: since(3)}, {ID: "y", UserData: since(3)}}, "y"},
+		{"unreadable user data last", []kafka.GroupMember{{ID: "a", UserData: []byte("?")}, {ID: "b", UserData: since(1 << 62)}}, "b"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := oneMember{}.AssignGroups(tc.members, parts)
+			if len(got) != len(tc.members) {
+				t.Fatalf("assignments for %d members, want %d: %v", len(got), len(tc.members), got)
+			}
+			for id, topics := range got {
+				n := len(topics["readings"])
+				if (id == tc.holder) != (n == len(parts)) || (id != tc.holder && n != 0) {
+					t.Errorf("member %s holds %v; want every partition on %s", id, topics, tc.holder)
+				}
+			}
+		})
+	}
+	if got := (oneMember{}).AssignGroups(nil, parts); len(got) != 0 {
+		t.Errorf("no members: %v", got)
+	}
+}
+
+func TestJudgeAssignment(t *testing.T) {
+	member := func(client string, parts ...int) kafka.DescribeGroupsResponseMember {
+		m := kafka.DescribeGroupsResponseMember{ClientID: client, ClientHost: "/10.0.0." + strconv.Itoa(len(client))}
+		if len(parts) > 0 {
+			m.MemberAssignments.Topics = []kafka.GroupMemberTopic{{Topic: "readings", Partitions: parts}}
+		}
+		return m
+	}
+	group := func(ms ...kafka.DescribeGroupsResponseMember) kafka.DescribeGroupsResponseGroup {
+		return kafka.DescribeGroupsResponseGroup{GroupID: "g", GroupState: "Stable", Members: ms}
+	}
+	for _, tc := range []struct {
+		name   string
+		g      kafka.DescribeGroupsResponseGroup
+		ok     bool
+		detail string
+	}{
+		{"holds all", group(member("me", 0, 1, 2, 3)), true, "holds all 4 partitions of readings (group g: 1 members"},
+		{"holds all beside a standby", group(member("me", 0, 1, 2, 3), member("other")), true, "2 members, the others standbys"},
+		{"standby", group(member("me"), member("other", 0, 1, 2, 3)), false, "standby in group g: other on 10.0.0.5 holds 4"},
+		{"not joined", group(member("other", 0, 1, 2, 3)), false, "not a member of group g yet"},
+		{"nothing assigned", group(member("me")), false, "no partitions assigned yet"},
+		{"split with an older forecaster", group(member("me", 0, 1), member("old", 2, 3)), false, "holds 2 of the 4 partitions of readings: every sensor's readings must reach one service (another member: old on 10.0.0.3 holds 2)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ok, detail := judgeAssignment(tc.g, "me", "readings", 4)
+			if ok != tc.ok || !strings.Contains(detail, tc.detail) {
+				t.Errorf("judgeAssignment: %v %q, want %v and %q", ok, detail, tc.ok, tc.detail)
+			}
+		})
+	}
+}
+
+// TestStandbyTakesOver runs two services in one consumer group, sharing
+// a state file, against the embedded broker. The second is a standby: not
+// ready, it consumes nothing while the first forecasts. When the first
+// stops, the standby is handed every partition, restores the state the
+// first saved before its last commit, and goes on: its forecasts for the
+// readings published after the hand-over equal those of a State that saw
+// every reading, so no window was cut at the hand-over.
+func TestStandbyTakesOver(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a broker")
+	}
+	const n, T, C, d = 4, 3, 2, 4
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	emb := testBroker(ctx, t, 4, "readings", "forecasts", "readings-dead-letter")
+	state := filepath.Join(t.TempDir(), "state")
+	newService := func() *Service {
+		svc, err := NewService(testBundle(t, n, T, C, d, 1), Config{Brokers: []string{emb.Addr}, StepMs: testStep, Lateness: time.Hour,
+			StateFile: state, ProbeEvery: 50 * time.Millisecond, SessionTimeout: 6 * time.Second, Log: zerolog.Nop()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return svc
+	}
+	run := func(svc *Service) (stop func() error) {
+		runCtx, cancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() { done <- svc.Run(runCtx) }()
+		return func() error { cancel(); return <-done }
+	}
+	ready := func(svc *Service) bool { return svc.Readiness().Ready }
+	waitFor := func(what string, ok func() bool) {
+		t.Helper()
+		for !ok() {
+			select {
+			case <-ctx.Done():
+				t.Fatalf("no %s", what)
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}
+	// Every slot complete, so that every forecast is made from its inputs;
+	// the last slot alone after the hand-over, so that the windows of the
+	// last forecasts reach back to slots the first service applied.
+	const steps = 21
+	data := make([]float64, steps*n*C)
+	for i := range data {
+		data[i] = 40 + float64(i%17)
+	}
+	readings := streamOf(data, steps, n, C, 2000)
+	publish := func(from, to int) {
+		t.Helper()
+		var msgs []kafka.Message
+		for _, r := range readings[from*n : to*n] {
+			msgs = append(msgs, kafka.Message{Key: []byte(strconv.Itoa(r.Sensor)), Value: EncodeReading(nil, &r)})
+		}
+		w := &kafka.Writer{Addr: kafka.TCP(emb.Addr), Topic: "readings", Balancer: &kafka.Hash{}, RequiredAcks: kafka.RequireAll}
+		defer w.Close()
+		if err := w.WriteMessages(ctx, msgs...); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	first := newService()
+	stopFirst := run(first)
+	waitFor("first service ready", func() bool { return ready(first) })
+	publish(0, 10)
+	waitFor("first service applying slots 0–9", func() bool { return first.Counters().Applied.Load() == 10*n })
+
+	second := newService()
+	stopSecond := run(second)
+	defer stopSecond()
+	waitFor("second service a standby", func() bool {
+		r := second.Readiness()
+		return !r.Ready && r.Checks[2].Name == "assignment" && strings.Contains(r.Checks[2].Detail, "standby in group sdgnn-forecaster")
+	})
+	waitFor("first service ready beside the standby", func() bool { return ready(first) })
+	publish(10, 20)
+	waitFor("first service applying slots 10–19", func() bool { return first.Counters().Applied.Load() == 20*n })
+	if got := second.Counters().Applied.Load(); got != 0 {
+		t.Fatalf("the standby applied %d readings", got)
+	}
+	if err := stopFirst(); err != nil {
+		t.Fatalf("first service: %v", err)
+	}
+
+	waitFor("the standby taking over", func() bool { return ready(second) })
+	publish(20, steps)
+	waitFor("the standby applying slot 20", func() bool { return second.Counters().Applied.Load() >= n })
+
+	// Its forecasts for slot 21 (windows of slots 18–20) against a State
+	// that saw every reading.
+	ref, err := NewState(testBundle(t, n, T, C, d, 1), testStep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustApply(t, ref, readings)
+	h := second.Handler()
+	next := readings[len(readings)-1].TS + testStep
+	for z := 0; z < n; z++ {
+		var f Forecast
+		waitFor("the standby's forecast of sensor "+strconv.Itoa(z), func() bool {
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/forecast/"+strconv.Itoa(z), nil))
+			f, err = DecodeForecast(rec.Body.Bytes())
+			return rec.Code == http.StatusOK && err == nil && f.TS == next
+		})
+		var want Forecast
+		if err := ref.ForecastSlot(z, next, &want); err != nil {
+			t.Fatal(err)
+		}
+		for c := range want.Values {
+			if math.Abs(f.Values[c]-want.Values[c]) > 1e-9 || f.StaleSlots != 0 {
+				t.Errorf("sensor %d: the standby forecast %v (stale %d), a State with every reading %v", z, f.Values, f.StaleSlots, want.Values)
+			}
+		}
+	}
+}
