@@ -97,7 +97,11 @@ func judgeAssignment(g kafka.DescribeGroupsResponseGroup, self, topic string, pa
 	case me == nil:
 		return false, fmt.Sprintf("not a member of group %s yet (%s, %d members)", g.GroupID, g.GroupState, len(g.Members))
 	case held(*me) == partitions:
-		return true, fmt.Sprintf("holds all %d partitions of %s (group %s: %d members, the others standbys)", partitions, topic, g.GroupID, len(g.Members))
+		standbys := "no standby"
+		if k := len(g.Members) - 1; k > 0 {
+			standbys = fmt.Sprintf("%d standby", k) + map[bool]string{true: "s", false: ""}[k > 1]
+		}
+		return true, fmt.Sprintf("holds all %d partitions of %s (group %s, %s)", partitions, topic, g.GroupID, standbys)
 	case held(*me) == 0 && len(holders) > 0:
 		return false, fmt.Sprintf("standby in group %s: %s", g.GroupID, strings.Join(holders, "; "))
 	case held(*me) == 0:

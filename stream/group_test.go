@@ -63,8 +63,8 @@ func TestJudgeAssignment(t *testing.T) {
 		ok     bool
 		detail string
 	}{
-		{"holds all", group(member("me", 0, 1, 2, 3)), true, "holds all 4 partitions of readings (group g: 1 members"},
-		{"holds all beside a standby", group(member("me", 0, 1, 2, 3), member("other")), true, "2 members, the others standbys"},
+		{"holds all", group(member("me", 0, 1, 2, 3)), true, "holds all 4 partitions of readings (group g, no standby)"},
+		{"holds all beside a standby", group(member("me", 0, 1, 2, 3), member("other")), true, "holds all 4 partitions of readings (group g, 1 standby)"},
 		{"standby", group(member("me"), member("other", 0, 1, 2, 3)), false, "standby in group g: other on 10.0.0.5 holds 4"},
 		{"not joined", group(member("other", 0, 1, 2, 3)), false, "not a member of group g yet"},
 		{"nothing assigned", group(member("me")), false, "no partitions assigned yet"},
