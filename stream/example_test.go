@@ -200,3 +200,24 @@ func ExampleReadiness_Write() {
 	// [-]lag failed: 5230 readings behind, more than 1000: catching up
 	// readyz check failed
 }
+
+// A service for a managed Kafka cluster that wants TLS and SCRAM
+// (security.protocol=SASL_SSL): the authority's certificate from a file,
+// the password from the environment. Security goes in Config, and the same
+// value in PublishConfig; Dialer and Transport serve kafka-go readers and
+// writers of one's own.
+func ExampleSecurity() {
+	tlsConfig, err := stream.NewTLS("/etc/kafka/ca.pem", "", "", "")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	mechanism, err := stream.NewSASL("SCRAM-SHA-512", "forecaster", os.Getenv("SDGNN_SASL_PASSWORD"))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	sec := stream.Security{TLS: tlsConfig, SASL: mechanism}
+	cfg := stream.Config{Brokers: []string{"kafka-1.example.net:9093"}, Security: sec, StepMs: 5 * 60 * 1000}
+	fmt.Println(cfg.Security)
+}
