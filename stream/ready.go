@@ -76,10 +76,10 @@ type readinessLimits struct {
 
 // judge runs the checks on h at now: started, broker (the last metadata
 // request answered, and recently), assignment (this service holds every
-// partition of the readings topic: not a standby), consuming (a batch finished recently,
-// not stuck writing or committing, and no fetch failed lately without
-// readings since) and lag (at most maxLag readings behind, when a limit is
-// set).
+// partition of the readings topic: not a standby), consuming (a batch
+// finished recently, not stuck writing or committing, and no fetch failed
+// lately without readings since) and lag (at most maxLag readings behind,
+// when a limit is set).
 func judge(h health, now time.Time, lim readinessLimits) Readiness {
 	ago := func(t time.Time) string { return now.Sub(t).Round(time.Millisecond).String() }
 	var cs []Check
