@@ -10,6 +10,15 @@
 // batch on, without losing or repeating a forecast slot; so does POST
 // /-/reload on the -http address when serve is started with -http-reload,
 // and a change of the file when it is started with -poll-model.
+//
+// A cluster that wants TLS or SASL is reached with -tls, -tls-ca,
+// -tls-cert/-tls-key, -sasl, -sasl-user and -sasl-password-file (or
+// $SDGNN_SASL_PASSWORD). A second serve in the same consumer group is a
+// hot standby: it holds no partition, /readyz says so, and it takes every
+// partition (and, sharing -state, the first's state) when the first leaves.
+//
+// Exit status: 0 when done (serve: after SIGTERM or Ctrl-C, the batch in
+// hand committed); 1 on failure; 2 for a usage error (a wrong flag).
 package main
 
 import (
@@ -44,7 +53,8 @@ commands:
   publish  replay a part of a dataset (of -model's split) into the readings topic, keyed by sensor
   demo     the whole loop on one machine: embedded broker, publisher, service, live line
 
-without -brokers, serve and demo run an embedded Kafka-protocol broker on 127.0.0.1
+without -brokers, serve and demo run an embedded Kafka-protocol broker on 127.0.0.1;
+with it, -tls/-tls-ca and -sasl/-sasl-user/-sasl-password-file reach a secured cluster
 run "forecaster COMMAND -h" for its flags
 `
 
