@@ -349,13 +349,17 @@ func (s *Service) Run(ctx context.Context) error {
 		return err
 	}
 	transport := cfg.Security.Transport()
+	// kafka-go logs each of its retries: one line of a kind per 10 s.
+	readerLog := &throttle{every: 10 * time.Second}
 	s.reader = kafka.NewReader(kafka.ReaderConfig{Brokers: cfg.Brokers, GroupID: cfg.GroupID, Topic: cfg.ReadingsTopic,
 		MinBytes: 1, MaxBytes: 8 << 20, MaxWait: 50 * time.Millisecond, StartOffset: kafka.FirstOffset,
 		QueueCapacity: 16384, SessionTimeout: cfg.SessionTimeout, Dialer: s.dialer(),
 		GroupBalancers: []kafka.GroupBalancer{oneMember{since: s.since}}, HeartbeatInterval: cfg.SessionTimeout / 6,
 		RebalanceTimeout: cfg.SessionTimeout,
 		ErrorLogger: kafka.LoggerFunc(func(msg string, args ...any) {
-			cfg.Log.Warn().Str("component", "kafka-reader").Msgf(msg, args...)
+			if ok, held := readerLog.allow(msg, time.Now()); ok {
+				cfg.Log.Warn().Str("component", "kafka-reader").Int("similar_held_back", held).Msgf(msg, args...)
+			}
 		})})
 	newWriter := func(topic string) *kafka.Writer {
 		// RequiredAcks must be set: the zero value does not wait for the
