@@ -354,7 +354,10 @@ func (s *Service) Run(ctx context.Context) error {
 	s.reader = kafka.NewReader(kafka.ReaderConfig{Brokers: cfg.Brokers, GroupID: cfg.GroupID, Topic: cfg.ReadingsTopic,
 		MinBytes: 1, MaxBytes: 8 << 20, MaxWait: 50 * time.Millisecond, StartOffset: kafka.FirstOffset,
 		QueueCapacity: 16384, SessionTimeout: cfg.SessionTimeout, Dialer: s.dialer(),
-		GroupBalancers: []kafka.GroupBalancer{oneMember{since: s.since}}, HeartbeatInterval: cfg.SessionTimeout / 6,
+		GroupBalancers: []kafka.GroupBalancer{oneMember{since: s.since}},
+		// Partitions added to the readings topic are consumed after the
+		// next check (a rebalance hands them to the holder).
+		WatchPartitionChanges: true, PartitionWatchInterval: 5 * time.Second, HeartbeatInterval: cfg.SessionTimeout / 6,
 		RebalanceTimeout: cfg.SessionTimeout,
 		ErrorLogger: kafka.LoggerFunc(func(msg string, args ...any) {
 			if ok, held := readerLog.allow(msg, time.Now()); ok {
