@@ -471,7 +471,12 @@ func (s *Service) Run(ctx context.Context) error {
 			if align.Overflows != overflows {
 				cfg.Log.Warn().Int("released", len(held)).Msg("more readings held for slower partitions than allowed: released all")
 			}
-			if len(held) > 0 {
+			// A standby (no partitions, no readings) emits nothing: its
+			// state, restored at start, may hold forecasts past their
+			// deadline that the holder emits. Once it holds the partitions
+			// it first takes the holder's state over, if they share a file.
+			holding := got > 0 || len(held) > 0 || s.holdsPartitions()
+			if holding {
 				s.adoptState()
 			}
 			// In slot order, emitting at every new slot, so that no input runs
@@ -505,8 +510,10 @@ func (s *Service) Run(ctx context.Context) error {
 				dl := NewDeadLetter(err, m.Key, m.Value, m.Topic, int32(m.Partition), m.Offset)
 				dead = append(dead, kafka.Message{Key: m.Key, Value: EncodeDeadLetter(nil, &dl)})
 			}
-			if out, err = s.emitDue(out, &f); err != nil { // fresh and past deadline
-				return false, err
+			if holding {
+				if out, err = s.emitDue(out, &f); err != nil { // fresh and past deadline
+					return false, err
+				}
 			}
 			if err := s.flushRetrying(ctx, &flushJob{batch: batch, out: out, dead: dead, arrived: arrived}); err != nil {
 				return false, err
@@ -703,6 +710,14 @@ func (s *Service) flush(ctx context.Context, j *flushJob) error {
 	s.health.lag = lag
 	s.mu.Unlock()
 	return nil
+}
+
+// holdsPartitions reports whether the last assignment check found this
+// service holding every partition of the readings topic.
+func (s *Service) holdsPartitions() bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.health.assigned
 }
 
 // adoptState restores the state file when another member of the group has
