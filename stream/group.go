@@ -21,38 +21,53 @@ import (
 const oneMemberProtocol = "sdgnn-one-member"
 
 // oneMember is the consumer-group balancer of the service: every partition
-// of the readings topic to one member, the one that joined first, since a
-// forecast needs the windows of its receptive sensors, whose readings may
-// be on any partition. A second service in the same group is a standby: it
-// holds nothing until the first leaves, then takes every partition (and,
-// with a shared state file, the first's state; see Config.StateFile).
+// of the readings topic to one member, since a forecast needs the windows
+// of its receptive sensors, whose readings may be on any partition. The
+// member that holds them keeps them; when none does, the one that started
+// first takes them. A second service in the same group is a standby: it
+// holds nothing until the holder leaves, then takes every partition (and,
+// with a shared state file, the holder's state; see Config.StateFile), and
+// keeps them when the former holder comes back.
 type oneMember struct {
-	since time.Time // when this member started; the earliest wins
+	since   time.Time   // when this member started
+	holding func() bool // whether it holds the partitions now; nil: no
 }
 
 func (oneMember) ProtocolName() string { return oneMemberProtocol }
 
-// UserData is the member's start time in Unix nanoseconds, decimal.
+// UserData is the member's start time in Unix nanoseconds, decimal, and
+// ":1" when it holds the partitions as it joins.
 func (b oneMember) UserData() ([]byte, error) {
-	return strconv.AppendInt(nil, b.since.UnixNano(), 10), nil
+	d := strconv.AppendInt(nil, b.since.UnixNano(), 10)
+	if b.holding != nil && b.holding() {
+		d = append(d, ":1"...)
+	}
+	return d, nil
 }
 
-// AssignGroups gives every partition to the member that started first
-// (ties and unreadable user data: the smallest member id).
+// AssignGroups gives every partition to a member that says it holds them,
+// else to the member that started first (ties and unreadable user data:
+// the smallest member id).
 func (oneMember) AssignGroups(members []kafka.GroupMember, partitions []kafka.Partition) kafka.GroupMemberAssignments {
 	out := kafka.GroupMemberAssignments{}
 	if len(members) == 0 {
 		return out
 	}
-	since := func(m kafka.GroupMember) int64 {
-		v, err := strconv.ParseInt(string(m.UserData), 10, 64)
+	parse := func(m kafka.GroupMember) (holds int, since int64) {
+		d, held := strings.CutSuffix(string(m.UserData), ":1")
+		v, err := strconv.ParseInt(d, 10, 64)
 		if err != nil {
-			return 1<<63 - 1
+			v = 1<<63 - 1
 		}
-		return v
+		if held {
+			return 0, v
+		}
+		return 1, v
 	}
 	holder := slices.MinFunc(members, func(a, b kafka.GroupMember) int {
-		return cmp.Or(cmp.Compare(since(a), since(b)), strings.Compare(a.ID, b.ID))
+		ha, sa := parse(a)
+		hb, sb := parse(b)
+		return cmp.Or(cmp.Compare(ha, hb), cmp.Compare(sa, sb), strings.Compare(a.ID, b.ID))
 	})
 	for _, m := range members {
 		out[m.ID] = map[string][]int{}
@@ -111,19 +126,20 @@ func judgeAssignment(g kafka.DescribeGroupsResponseGroup, self, topic string, pa
 }
 
 // checkAssignment asks the group coordinator how group's partitions are
-// assigned, over t, and judges this service's share (see judgeAssignment).
-func checkAssignment(ctx context.Context, t *kafka.Transport, brokers []string, group, self, topic string, partitions int) (bool, string, error) {
+// assigned, over t, and judges this service's share (see judgeAssignment);
+// stable says whether the group was Stable, its assignment settled.
+func checkAssignment(ctx context.Context, t *kafka.Transport, brokers []string, group, self, topic string, partitions int) (ok bool, detail string, stable bool, err error) {
 	client := &kafka.Client{Addr: kafka.TCP(brokers...), Transport: roundTripper(t)}
 	resp, err := client.DescribeGroups(ctx, &kafka.DescribeGroupsRequest{GroupIDs: []string{group}})
 	if err != nil {
-		return false, "", fmt.Errorf("describe group %s: %w", group, err)
+		return false, "", false, fmt.Errorf("describe group %s: %w", group, err)
 	}
 	if len(resp.Groups) != 1 {
-		return false, "", fmt.Errorf("describe group %s: %d groups in the answer", group, len(resp.Groups))
+		return false, "", false, fmt.Errorf("describe group %s: %d groups in the answer", group, len(resp.Groups))
 	}
 	if err := resp.Groups[0].Error; err != nil {
-		return false, "", fmt.Errorf("describe group %s: %w", group, err)
+		return false, "", false, fmt.Errorf("describe group %s: %w", group, err)
 	}
-	ok, detail := judgeAssignment(resp.Groups[0], self, topic, partitions)
-	return ok, detail, nil
+	ok, detail = judgeAssignment(resp.Groups[0], self, topic, partitions)
+	return ok, detail, resp.Groups[0].GroupState == "Stable", nil
 }

@@ -27,6 +27,8 @@ func TestOneMemberAssignsEverythingToTheOldest(t *testing.T) {
 		{"oldest wins", []kafka.GroupMember{{ID: "a", UserData: since(9)}, {ID: "b", UserData: since(3)}, {ID: "c", UserData: since(7)}}, "b"},
 		{"tie: smallest id", []kafka.GroupMember{{ID: "z", UserData: since(3)}, {ID: "y", UserData: since(3)}}, "y"},
 		{"unreadable user data last", []kafka.GroupMember{{ID: "a", UserData: []byte("?")}, {ID: "b", UserData: since(1 << 62)}}, "b"},
+		{"the holder keeps them", []kafka.GroupMember{{ID: "a", UserData: since(3)}, {ID: "b", UserData: append(since(8), ":1"...)}}, "b"},
+		{"two holders: the oldest", []kafka.GroupMember{{ID: "a", UserData: append(since(9), ":1"...)}, {ID: "b", UserData: append(since(4), ":1"...)}, {ID: "c", UserData: since(1)}}, "b"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := oneMember{}.AssignGroups(tc.members, parts)
@@ -43,6 +45,12 @@ func TestOneMemberAssignsEverythingToTheOldest(t *testing.T) {
 	}
 	if got := (oneMember{}).AssignGroups(nil, parts); len(got) != 0 {
 		t.Errorf("no members: %v", got)
+	}
+	for _, holding := range []bool{false, true} {
+		d, err := oneMember{since: time.Unix(0, 42), holding: func() bool { return holding }}.UserData()
+		if want := map[bool]string{false: "42", true: "42:1"}[holding]; err != nil || string(d) != want {
+			t.Errorf("user data holding %v: %q, %v; want %q", holding, d, err, want)
+		}
 	}
 }
 
@@ -85,7 +93,9 @@ func TestJudgeAssignment(t *testing.T) {
 // stops, the standby is handed every partition, restores the state the
 // first saved before its last commit, and goes on: its forecasts for the
 // readings published after the hand-over equal those of a State that saw
-// every reading, so no window was cut at the hand-over.
+// every reading, so no window was cut at the hand-over. A third service
+// that started before the standby (as the first would, coming back after
+// losing its session) then joins: the standby keeps the partitions.
 func TestStandbyTakesOver(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a broker")
@@ -212,5 +222,27 @@ func TestStandbyTakesOver(t *testing.T) {
 				t.Errorf("sensor %d: the standby forecast %v (stale %d), a State with every reading %v", z, f.Values, f.StaleSlots, want.Values)
 			}
 		}
+	}
+
+	// An older member joins: the holder keeps every partition.
+	third := newService()
+	third.since = first.since
+	stopThird := run(third)
+	defer stopThird()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		r := third.Readiness()
+		if !r.Ready && strings.Contains(r.Checks[2].Detail, "standby in group sdgnn-forecaster: "+second.clientID) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the older newcomer: %+v\nthe holder: %+v", r.Checks[2], second.Readiness().Checks[2])
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if r := second.Readiness(); !r.Ready {
+		var text strings.Builder
+		r.Write(&text)
+		t.Fatalf("the holder lost its partitions to an older newcomer:\n%s", text.String())
 	}
 }

@@ -181,12 +181,12 @@ func (s *Service) probe(ctx context.Context, t *kafka.Transport) {
 		pctx, cancel := context.WithTimeout(ctx, every)
 		partitions, err := probeBrokers(pctx, s.cfg.Security, s.cfg.Brokers, s.cfg.ReadingsTopic)
 		var (
-			assigned bool
-			detail   string
+			assigned, stable bool
+			detail           string
 		)
 		if err == nil {
 			var aerr error
-			if assigned, detail, aerr = checkAssignment(pctx, t, s.cfg.Brokers, s.cfg.GroupID, s.clientID, s.cfg.ReadingsTopic, partitions); aerr != nil {
+			if assigned, detail, stable, aerr = checkAssignment(pctx, t, s.cfg.Brokers, s.cfg.GroupID, s.clientID, s.cfg.ReadingsTopic, partitions); aerr != nil {
 				detail = aerr.Error()
 			}
 		} else {
@@ -204,6 +204,15 @@ func (s *Service) probe(ctx context.Context, t *kafka.Transport) {
 			s.health.probeOKAt = now
 		}
 		s.health.assignAt, s.health.assigned, s.health.assignDetail = now, assigned, detail
+		// What this member tells the group as it joins: the assignment of
+		// the last settled group (a rebalance empties everyone's), none
+		// once the broker is out of reach (the session will be lost).
+		switch {
+		case err != nil:
+			s.held = false
+		case stable:
+			s.held = assigned
+		}
 		s.mu.Unlock()
 		switch {
 		case err != nil && was == nil:

@@ -169,6 +169,7 @@ type Service struct {
 	mu     sync.RWMutex   // guards what the HTTP handlers read: bundle and below
 	latest map[int][]byte // sensor → last forecast message
 	health health         // what /healthz and /readyz report
+	held   bool           // the partitions held when the group was last settled
 }
 
 // NewService builds a service for the bundle; it connects nothing yet.
@@ -354,7 +355,7 @@ func (s *Service) Run(ctx context.Context) error {
 	s.reader = kafka.NewReader(kafka.ReaderConfig{Brokers: cfg.Brokers, GroupID: cfg.GroupID, Topic: cfg.ReadingsTopic,
 		MinBytes: 1, MaxBytes: 8 << 20, MaxWait: 50 * time.Millisecond, StartOffset: kafka.FirstOffset,
 		QueueCapacity: 16384, SessionTimeout: cfg.SessionTimeout, Dialer: s.dialer(),
-		GroupBalancers: []kafka.GroupBalancer{oneMember{since: s.since}},
+		GroupBalancers: []kafka.GroupBalancer{oneMember{since: s.since, holding: s.heldSettled}},
 		// Partitions added to the readings topic are consumed after the
 		// next check (a rebalance hands them to the holder).
 		WatchPartitionChanges: true, PartitionWatchInterval: 5 * time.Second, HeartbeatInterval: cfg.SessionTimeout / 6,
@@ -718,6 +719,14 @@ func (s *Service) holdsPartitions() bool {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return s.health.assigned
+}
+
+// heldSettled reports whether this service held every partition the last
+// time its group was settled (Stable), as it tells the group on joining.
+func (s *Service) heldSettled() bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.held
 }
 
 // adoptState restores the state file when another member of the group has
