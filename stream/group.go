@@ -108,21 +108,26 @@ func judgeAssignment(g kafka.DescribeGroupsResponseGroup, self, topic string, pa
 			holders = append(holders, fmt.Sprintf("%s on %s holds %d", m.ClientID, strings.TrimPrefix(m.ClientHost, "/"), n))
 		}
 	}
-	switch {
-	case me == nil:
+	if me == nil {
 		return false, fmt.Sprintf("not a member of group %s yet (%s, %d members)", g.GroupID, g.GroupState, len(g.Members))
-	case held(*me) == partitions:
+	}
+	switch mine := held(*me); {
+	case mine == partitions:
 		standbys := "no standby"
-		if k := len(g.Members) - 1; k > 0 {
-			standbys = fmt.Sprintf("%d standby", k) + map[bool]string{true: "s", false: ""}[k > 1]
+		switch k := len(g.Members) - 1; {
+		case k == 1:
+			standbys = "1 standby"
+		case k > 1:
+			standbys = fmt.Sprintf("%d standbys", k)
 		}
 		return true, fmt.Sprintf("holds all %d partitions of %s (group %s, %s)", partitions, topic, g.GroupID, standbys)
-	case held(*me) == 0 && len(holders) > 0:
+	case mine == 0 && len(holders) > 0:
 		return false, fmt.Sprintf("standby in group %s: %s", g.GroupID, strings.Join(holders, "; "))
-	case held(*me) == 0:
+	case mine == 0:
 		return false, fmt.Sprintf("no partitions assigned yet in group %s (%s)", g.GroupID, g.GroupState)
+	default:
+		return false, fmt.Sprintf("holds %d of the %d partitions of %s: every sensor's readings must reach one service (another member: %s)", mine, partitions, topic, strings.Join(holders, "; "))
 	}
-	return false, fmt.Sprintf("holds %d of the %d partitions of %s: every sensor's readings must reach one service (another member: %s)", held(*me), partitions, topic, strings.Join(holders, "; "))
 }
 
 // checkAssignment asks the group coordinator how group's partitions are

@@ -252,18 +252,10 @@ func (s *Service) Reload(b *sdgnn.Bundle) error {
 		s.counters.ReloadFailures.Add(1)
 		return fmt.Errorf("reload model: %w", err)
 	}
-	st, err := NewStateHistory(b, s.cfg.StepMs, s.state.History())
-	if err == nil {
-		err = st.Restore(s.state.Snapshot())
-	}
-	if err != nil {
+	if err := s.replaceState(b, s.state.Snapshot()); err != nil {
 		s.counters.ReloadFailures.Add(1)
 		return fmt.Errorf("reload model %s: %w", b.Meta.Version, err)
 	}
-	st.Counters = s.counters
-	s.mu.Lock()
-	s.bundle, s.state, s.emitter = b, st, NewEmitter(st, s.cfg.Lateness)
-	s.mu.Unlock()
 	s.counters.Reloads.Add(1)
 	s.cfg.Log.Info().Str("model", b.Meta.Version).Str("was", old.Meta.Version).Msg("model reloaded")
 	warnWithoutSelf(s.cfg.Log, b)
@@ -729,6 +721,24 @@ func (s *Service) heldSettled() bool {
 	return s.held
 }
 
+// replaceState makes the service's state one for b restored from
+// snapshot, with the service's counters and a new emitter; on error
+// nothing changes. The caller holds s.loop (Reload) or is Run.
+func (s *Service) replaceState(b *sdgnn.Bundle, snapshot []byte) error {
+	st, err := NewStateHistory(b, s.cfg.StepMs, s.state.History())
+	if err == nil {
+		err = st.Restore(snapshot)
+	}
+	if err != nil {
+		return err
+	}
+	st.Counters = s.counters
+	s.mu.Lock()
+	s.bundle, s.state, s.emitter = b, st, NewEmitter(st, s.cfg.Lateness)
+	s.mu.Unlock()
+	return nil
+}
+
 // adoptState restores the state file when another member of the group has
 // written it since this service last read or wrote it: this service was a
 // standby and has just been handed the partitions, so it continues from
@@ -749,21 +759,13 @@ func (s *Service) adoptState() {
 	}
 	s.stateSeen = fi
 	data, err := os.ReadFile(path)
-	var st *State
 	if err == nil {
-		st, err = NewStateHistory(s.state.Bundle(), s.cfg.StepMs, s.state.History())
-	}
-	if err == nil {
-		err = st.Restore(data)
+		err = s.replaceState(s.state.Bundle(), data)
 	}
 	if err != nil {
 		s.cfg.Log.Error().Err(err).Str("state", path).Msg("the state file was written by another member but cannot be restored: keeping this service's state")
 		return
 	}
-	st.Counters = s.counters
-	s.mu.Lock()
-	s.state, s.emitter = st, NewEmitter(st, s.cfg.Lateness)
-	s.mu.Unlock()
 	s.cfg.Log.Info().Str("state", path).Msg("took over: state restored from the file the previous holder of the partitions saved")
 }
 
