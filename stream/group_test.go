@@ -96,18 +96,46 @@ func TestJudgeAssignment(t *testing.T) {
 // every reading, so no window was cut at the hand-over. A third service
 // that started before the standby (as the first would, coming back after
 // losing its session) then joins: the standby keeps the partitions.
+// TestStandbyTakesOver runs a holder and a standby, stops the holder, and
+// checks that the standby continues from whole windows, emitting nothing
+// twice: sharing a state file, or rebuilding the windows from the log
+// without one. With neither, its first forecasts read missing slots (the
+// control).
 func TestStandbyTakesOver(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a broker")
 	}
+	for _, tc := range []struct {
+		name      string
+		shared    bool // the members share a state file
+		noRebuild bool
+		exact     bool // the standby's forecasts after the hand-over are those of a State that saw every reading
+	}{
+		{"shared state file", true, false, true},
+		{"rebuilt from the log", false, false, true},
+		{"neither (control)", false, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			testStandbyTakesOver(t, tc.shared, tc.noRebuild, tc.exact)
+		})
+	}
+}
+
+func testStandbyTakesOver(t *testing.T, shared, noRebuild, exact bool) {
 	const n, T, C, d = 4, 3, 2, 4
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	emb := testBroker(ctx, t, 4, "readings", "forecasts", "readings-dead-letter")
-	state := filepath.Join(t.TempDir(), "state")
+	dir := t.TempDir()
+	members := 0
 	newService := func() *Service {
+		members++
+		state := filepath.Join(dir, "state")
+		if !shared {
+			state = filepath.Join(dir, "state-"+strconv.Itoa(members))
+		}
 		svc, err := NewService(testBundle(t, n, T, C, d, 1), Config{Brokers: []string{emb.Addr}, StepMs: testStep, Lateness: time.Hour,
-			StateFile: state, ProbeEvery: 50 * time.Millisecond, SessionTimeout: 6 * time.Second, Log: zerolog.Nop()})
+			StateFile: state, NoRebuild: noRebuild, ProbeEvery: 50 * time.Millisecond, SessionTimeout: 6 * time.Second, Log: zerolog.Nop()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -217,11 +245,40 @@ func TestStandbyTakesOver(t *testing.T) {
 		if err := ref.ForecastSlot(z, next, &want); err != nil {
 			t.Fatal(err)
 		}
+		same := f.StaleSlots == 0
 		for c := range want.Values {
-			if math.Abs(f.Values[c]-want.Values[c]) > 1e-9 || f.StaleSlots != 0 {
-				t.Errorf("sensor %d: the standby forecast %v (stale %d), a State with every reading %v", z, f.Values, f.StaleSlots, want.Values)
-			}
+			same = same && math.Abs(f.Values[c]-want.Values[c]) <= 1e-9
 		}
+		if same != exact {
+			t.Errorf("sensor %d: the standby forecast %v (stale %d), a State with every reading %v; want them equal: %v", z, f.Values, f.StaleSlots, want.Values, exact)
+		}
+	}
+	// No forecast slot of a sensor was emitted twice, by the two members.
+	client := &kafka.Client{Addr: kafka.TCP(emb.Addr), Timeout: 10 * time.Second}
+	bounds, err := offsetBounds(ctx, client, "forecasts", []int{0, 1, 2, 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[[2]int64]int{}
+	for p, b := range bounds {
+		err := readRange(ctx, client, "forecasts", p, b[0], b[1], func(_, value []byte) {
+			f, err := DecodeForecast(value)
+			if err != nil {
+				t.Fatal(err)
+			}
+			seen[[2]int64{int64(f.Sensor), f.TS}]++
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for k, times := range seen {
+		if times > 1 {
+			t.Errorf("sensor %d: the forecast of slot %d emitted %d times", k[0], k[1], times)
+		}
+	}
+	if !exact {
+		return
 	}
 
 	// An older member joins: the holder keeps every partition.

@@ -31,6 +31,11 @@ type Counters struct {
 	// retries); FlushRetries counts batches whose writes, state save or
 	// commit failed and were tried again.
 	FetchErrors, FlushRetries atomic.Uint64
+	// Rebuilds counts the times the state was rebuilt from the log as the
+	// service began to hold the partitions (see Config.NoRebuild),
+	// RebuildFailures those that failed, and Rebuilt the readings those
+	// rebuilds applied.
+	Rebuilds, RebuildFailures, Rebuilt atomic.Uint64
 
 	// ForecastLatency is for the caller to observe the time from a
 	// reading's arrival to its forecasts' hand-off.
@@ -150,6 +155,9 @@ func (c *Counters) WritePrometheus(w io.Writer) error {
 	counter("model_reload_failures_total", "Model reloads refused (unreadable or incompatible bundle); the model served was kept.", c.ReloadFailures.Load())
 	counter("fetch_errors_total", "Fetches of readings that failed, the broker unreachable or refusing; the consumer retries.", c.FetchErrors.Load())
 	counter("flush_retries_total", "Batches whose forecast or dead-letter writes, state save or offset commit failed and were tried again.", c.FlushRetries.Load())
+	counter("rebuilds_total", "Times the windows were rebuilt from the readings and forecasts topics as the service began to hold the partitions.", c.Rebuilds.Load())
+	counter("rebuild_failures_total", "Rebuilds from the log that failed; the service went on with the state it had.", c.RebuildFailures.Load())
+	counter("rebuilt_readings_total", "Readings read back from the readings topic that a rebuild applied to the windows.", c.Rebuilt.Load())
 	c.ForecastLatency.write(bw, metricPrefix+"forecast_latency_seconds", "Time from a reading's arrival to its forecasts' hand-off.")
 	c.EmitDelay.write(bw, metricPrefix+"emit_delay_seconds", "Emission time after the start of the forecast slot.")
 	if err := bw.Flush(); err != nil {

@@ -50,6 +50,17 @@ type Config struct {
 	// offset commit, so that a restarted service (even after kill -9)
 	// continues from it: at-least-once, with idempotent effects.
 	StateFile string
+	// NoRebuild turns off the rebuild from the log: by default, as the
+	// service begins to hold the readings partitions (at start, or taking
+	// over from another member of the group), it reads back the last
+	// (Window+History)×sensors readings of each partition before the
+	// group's committed offset into its windows, and the last forecasts
+	// of the forecasts topic to know what was emitted, so that it
+	// forecasts from whole windows at once, and emits nothing again, even
+	// without a StateFile (a restart without one, a standby on another
+	// host). What a restored state holds already is skipped. It needs the
+	// topics' retention to cover Window+History slots.
+	NoRebuild bool
 	// BatchSize caps the readings applied between two forecast flushes and
 	// commits; CommitEvery caps the time between them.
 	BatchSize   int
@@ -160,6 +171,7 @@ type Service struct {
 	clientID           string      // this service's, to find itself in its group
 	stateSeen          os.FileInfo // the state file as last read or written here (nil: none)
 	since              time.Time   // when it started: the group's oldest member holds the partitions
+	holding            bool        // owned by Run: the last batch found this service holding the partitions
 
 	// loop is held by Run while it handles a batch (fetch, apply, emit,
 	// flush, commit) and by Reload while it swaps the model, so that a
@@ -471,7 +483,11 @@ func (s *Service) Run(ctx context.Context) error {
 			holding := got > 0 || len(held) > 0 || s.holdsPartitions()
 			if holding {
 				s.adoptState()
+				if !s.holding && !cfg.NoRebuild {
+					s.rebuildLogged(ctx, transport)
+				}
 			}
+			s.holding = holding
 			// In slot order, emitting at every new slot, so that no input runs
 			// ahead of a pending forecast by more than the partitions' slack.
 			slices.SortStableFunc(held, func(a, b Held) int { return cmp.Compare(a.Slot, b.Slot) })
@@ -767,6 +783,26 @@ func (s *Service) adoptState() {
 		return
 	}
 	s.cfg.Log.Info().Str("state", path).Msg("took over: state restored from the file the previous holder of the partitions saved")
+}
+
+// rebuildLogged rebuilds the state from the log (see rebuild), logging
+// and counting what it found or why it failed; a failure leaves the
+// service going on with the state it has.
+func (s *Service) rebuildLogged(ctx context.Context, t *kafka.Transport) {
+	start := time.Now()
+	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	r, err := s.rebuild(rctx, t)
+	if err != nil {
+		s.counters.RebuildFailures.Add(1)
+		s.cfg.Log.Error().Err(err).Msg("cannot rebuild the windows from the log: going on with the state there is (forecasts may read missing slots until the windows fill)")
+		return
+	}
+	s.counters.Rebuilds.Add(1)
+	s.counters.Rebuilt.Add(uint64(r.Applied))
+	s.cfg.Log.Info().Int("partitions", r.Partitions).Int("readings", r.Readings).Int("applied", r.Applied).
+		Int("forecasts", r.Forecasts).Int("sensors_emitted", r.Sensors).Dur("took", time.Since(start)).
+		Msg("rebuilt from the log: readings before the committed offsets applied, last forecasts found")
 }
 
 // writeAtomic writes data to path so that a crash leaves either the old or

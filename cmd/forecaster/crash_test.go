@@ -27,9 +27,11 @@ import (
 
 // TestKill9LosesNothing runs the real forecaster binary against a broker in
 // this process, SIGKILLs it halfway through a replay of real SZ-taxi data,
-// restarts it on the same state file, and checks that every forecast slot
-// of every sensor arrives and equals the offline inference (so that every
-// reading was applied exactly once in effect), duplicates being identical.
+// restarts it, and checks that every forecast slot of every sensor arrives
+// and equals the offline inference (so that every reading was applied
+// exactly once in effect), duplicates being identical: restarted on the
+// same state file, and restarted without one, its windows rebuilt from
+// the log.
 func TestKill9LosesNothing(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and kills a process")
@@ -42,12 +44,26 @@ func TestKill9LosesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	bin := buildForecaster(t, tmp)
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"state file", []string{"-state", filepath.Join(tmp, "state.bin")}},
+		{"no state file", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			testKill9LosesNothing(t, bin, bundlePath, ds, split, b, tc.args)
+		})
+	}
+}
+
+func testKill9LosesNothing(t *testing.T, bin, bundlePath string, ds *pems.Dataset, split snapshot.Split, b *sdgnn.Bundle, args []string) {
+	const T = 12
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	emb := startBroker(ctx, t)
-	state := filepath.Join(tmp, "state.bin")
 	start := func() (*exec.Cmd, chan struct{}) {
-		cmd := exec.Command(bin, "serve", "-model", bundlePath, "-brokers", emb.Addr, "-state", state, "-http", "", "-lateness", "1000h", "-log-json")
+		cmd := exec.Command(bin, append([]string{"serve", "-model", bundlePath, "-brokers", emb.Addr, "-http", "", "-lateness", "1000h", "-log-json"}, args...)...)
 		stderr, err := cmd.StderrPipe()
 		if err != nil {
 			t.Fatal(err)

@@ -15,7 +15,10 @@
 // -tls-cert/-tls-key, -sasl, -sasl-user and -sasl-password-file (or
 // $SDGNN_SASL_PASSWORD). A second serve in the same consumer group is a
 // hot standby: it holds no partition, /readyz says so, and it takes every
-// partition (and, sharing -state, the first's state) when the first leaves.
+// partition when the first leaves. A service that begins to hold the
+// partitions reads its windows back from the readings topic, and what was
+// emitted from the forecasts topic (-rebuild), so that it forecasts from
+// whole windows at once, and emits nothing twice, also without -state.
 //
 // Exit status: 0 when done (serve: after SIGTERM or Ctrl-C, the batch in
 // hand committed); 1 on failure; 2 for a usage error (a wrong flag).
@@ -185,8 +188,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		tokenFile  = fs.String("http-reload-token-file", "", "with -http-reload: a file holding a secret that POST /-/reload must bring as \"Authorization: Bearer SECRET\" (401 otherwise)")
 		pollModel  = fs.Duration("poll-model", 0, "look at -model this often and reload it when the file changed (0: only on SIGHUP or POST /-/reload)")
 		state      = fs.String("state", "", "state snapshot file: kill -9 loses nothing when set")
+		rebuild    = fs.Bool("rebuild", true, "on taking the partitions (at start, or from a member that left), read the windows back from the readings topic and what was emitted from the forecasts topic, so that forecasts start from whole windows and none is emitted twice, even without -state")
 		lateness   = fs.Duration("lateness", 2*time.Minute, "how long after a slot ends a forecast waits for missing inputs")
-		group      = fs.String("group", "sdgnn-forecaster", "consumer group; a second serve in the group is a hot standby that takes every partition when the first leaves (share -state for an exact hand-over)")
+		group      = fs.String("group", "sdgnn-forecaster", "consumer group; a second serve in the group is a hot standby that takes every partition when the first leaves (whole windows at the hand-over: see -rebuild)")
 		history    = fs.Int("history", stream.DefaultHistory, "slots of readings kept beyond the window, so that inputs up to this far apart (catching up) still give exact forecasts")
 		jsonLogs   = fs.Bool("log-json", false, "JSON log lines")
 		// For a replay of the model's own data (forecaster publish -model).
@@ -279,7 +283,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	defer closeBroker()
 	rl := &reloader{path: *model, scored: scope != nil, log: log}
 	cfg := stream.Config{Brokers: brokers, Security: sec, GroupID: *group, StepMs: step, Lateness: *lateness,
-		History: *history, StateFile: *state, HTTPAddr: *httpAddr, ReadyMaxLag: *maxLag, Log: log, LivePart: scope}
+		History: *history, StateFile: *state, NoRebuild: !*rebuild, HTTPAddr: *httpAddr, ReadyMaxLag: *maxLag, Log: log, LivePart: scope}
 	if *httpReload {
 		cfg.ReloadModel = func() (string, error) { return rl.reload("POST /-/reload") }
 		cfg.ReloadToken = token

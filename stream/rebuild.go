@@ -1,0 +1,281 @@
+package stream
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+	"github.com/segmentio/kafka-go/protocol"
+)
+
+// Replay applies readings that were applied before (by the service that
+// held the partitions until now, or by an earlier run of this one), to
+// rebuild the windows from the log: in slot order, skipping a reading
+// whose slot the state holds already or has left behind, and one it
+// refuses. The readings were counted when they first came, so Counters
+// are not touched; and no forecast is made due: call Emitter.Rescan
+// afterwards. Replay sorts rs and returns the number of readings that
+// changed the state.
+func (s *State) Replay(rs []Reading) int {
+	slices.SortStableFunc(rs, func(a, b Reading) int { return cmp.Compare(a.TS, b.TS) })
+	counters := s.Counters
+	s.Counters = new(Counters) // scratch: Apply counts into it
+	defer func() { s.Counters = counters }()
+	R := int64(s.r)
+	changed := 0
+	for _, r := range rs {
+		if r.Sensor >= 0 && r.Sensor < s.n && r.TS%s.stepMs == 0 {
+			nd, slot := &s.nodes[r.Sensor], r.TS/s.stepMs
+			if nd.newest != noSlot && slot <= nd.newest && (slot <= nd.newest-R || nd.slots[s.pos(slot)] == slot) {
+				continue // held, or older than the ring
+			}
+		}
+		if res, err := s.Apply(r); err == nil && res.Changed() {
+			changed++
+		}
+	}
+	return changed
+}
+
+// MarkEmitted records that the forecast of sensor z for the slot starting
+// at ts (Unix ms) was emitted, as found in the forecasts topic, so that
+// the Emitter emits neither it nor an earlier slot of z again: z's last
+// emitted slot becomes the later of its own and ts's. It reports false,
+// changing nothing, for an unknown sensor or a ts off the slot grid.
+// Call Emitter.Rescan afterwards.
+func (s *State) MarkEmitted(z int, ts int64) bool {
+	if z < 0 || z >= s.n || ts%s.stepMs != 0 || ts/s.stepMs == noSlot {
+		return false
+	}
+	nd := &s.nodes[z]
+	if slot := ts / s.stepMs; nd.lastEmitted == noSlot || slot > nd.lastEmitted {
+		nd.lastEmitted = slot
+	}
+	return true
+}
+
+// rebuilt reports what Service.rebuild found in the log.
+type rebuilt struct {
+	Partitions int // readings partitions with committed offsets, read back
+	Readings   int // valid readings read back
+	Applied    int // of them, those that changed the state
+	Forecasts  int // forecasts read back
+	Sensors    int // sensors whose last emitted slot was found
+}
+
+// rebuild reads the log back as this service begins to hold the readings
+// partitions (at start, or taking over from another member), so that it
+// continues with whole windows and without emitting again what was
+// emitted, even without a state file to restore (a restart without -state,
+// a standby on another host):
+//
+//   - of every readings partition, the last (Window+History)×sensors
+//     readings before the group's committed offset are replayed into the
+//     state (State.Replay): the windows the previous holder had;
+//   - of every forecasts partition, as many of the last forecasts are
+//     read, and each sensor's last emitted slot moved up to the newest
+//     found (State.MarkEmitted), and the live view and the latest
+//     forecasts filled in.
+//
+// What the state holds already (restored from a current file) is skipped,
+// so a rebuild is cheap then. It reads at most a few thousand messages
+// per partition. The caller is Run, holding s.loop.
+func (s *Service) rebuild(ctx context.Context, t *kafka.Transport) (rebuilt, error) {
+	var out rebuilt
+	defer s.emitter.Rescan() // whatever was replayed or marked
+	cfg := s.cfg
+	client := &kafka.Client{Addr: kafka.TCP(cfg.Brokers...), Timeout: 10 * time.Second, Transport: roundTripper(t)}
+	span := int64(s.state.r) * int64(s.state.n)
+
+	parts, err := partitionsOf(ctx, t, cfg.Brokers, cfg.ReadingsTopic)
+	if err != nil {
+		return out, err
+	}
+	committed, err := committedOffsets(ctx, client, cfg.GroupID, cfg.ReadingsTopic, parts)
+	if err != nil {
+		return out, err
+	}
+	bounds, err := offsetBounds(ctx, client, cfg.ReadingsTopic, parts)
+	if err != nil {
+		return out, err
+	}
+	// The clock checks but the age: the readings were accepted then.
+	valid := s.valid
+	valid.MaxAgeSlots = 0
+	var rs []Reading
+	for _, p := range parts {
+		end, ok := committed[p]
+		if !ok || end <= bounds[p][0] {
+			continue
+		}
+		out.Partitions++
+		err := readRange(ctx, client, cfg.ReadingsTopic, p, max(end-span, bounds[p][0]), end, func(key, value []byte) {
+			if r, err := DecodeReading(key, value); err == nil && valid.Check(r) == nil {
+				rs = append(rs, r)
+			}
+		})
+		if err != nil {
+			return out, err
+		}
+	}
+	out.Readings = len(rs)
+	out.Applied = s.state.Replay(rs)
+	for _, r := range rs { // in slot order
+		s.live.Reading(r.Sensor, r.TS, r.Values)
+	}
+
+	fparts, err := partitionsOf(ctx, t, cfg.Brokers, cfg.ForecastsTopic)
+	if err != nil {
+		return out, err
+	}
+	if bounds, err = offsetBounds(ctx, client, cfg.ForecastsTopic, fparts); err != nil {
+		return out, err
+	}
+	type found struct {
+		ts  int64
+		msg []byte
+	}
+	latest := map[int]found{}
+	for _, p := range fparts {
+		first, end := bounds[p][0], bounds[p][1]
+		if end <= first {
+			continue
+		}
+		var f Reading
+		err := readRange(ctx, client, cfg.ForecastsTopic, p, max(end-span, first), end, func(key, value []byte) {
+			// A forecast message is a reading's (v, sensor, ts, values)
+			// and more fields, which the reading decoder skips: much
+			// cheaper than DecodeForecast's encoding/json, which took
+			// most of a rebuild's time (TestForecastDecodesAsReading).
+			if DecodeReadingInto(&f, key, value) != nil || !s.state.MarkEmitted(f.Sensor, f.TS) {
+				return
+			}
+			out.Forecasts++
+			s.live.Forecast(f.Sensor, f.TS, f.Values)
+			if l, ok := latest[f.Sensor]; !ok || f.TS >= l.ts {
+				latest[f.Sensor] = found{f.TS, value}
+			}
+		})
+		if err != nil {
+			return out, err
+		}
+	}
+	out.Sensors = len(latest)
+	s.mu.Lock()
+	for z, l := range latest {
+		if old, ok := s.latest[z]; !ok || tsOf(old) < l.ts {
+			s.latest[z] = l.msg
+		}
+	}
+	s.mu.Unlock()
+	return out, nil
+}
+
+// tsOf returns the slot of a forecast message, or the lowest int64 if it
+// cannot be decoded.
+func tsOf(msg []byte) int64 {
+	f, err := DecodeForecast(msg)
+	if err != nil {
+		return -1 << 63
+	}
+	return f.TS
+}
+
+// committedOffsets returns the offsets group has committed on topic's
+// partitions; a partition without one is left out.
+func committedOffsets(ctx context.Context, c *kafka.Client, group, topic string, parts []int) (map[int]int64, error) {
+	resp, err := c.OffsetFetch(ctx, &kafka.OffsetFetchRequest{GroupID: group, Topics: map[string][]int{topic: parts}})
+	if err == nil {
+		err = resp.Error
+	}
+	if err != nil {
+		return nil, fmt.Errorf("committed offsets of group %s on %s: %w", group, topic, err)
+	}
+	out := map[int]int64{}
+	for _, p := range resp.Topics[topic] {
+		if p.Error != nil {
+			return nil, fmt.Errorf("committed offset of group %s on %s/%d: %w", group, topic, p.Partition, p.Error)
+		}
+		if p.CommittedOffset >= 0 {
+			out[p.Partition] = p.CommittedOffset
+		}
+	}
+	return out, nil
+}
+
+// offsetBounds returns, per partition of topic, its first offset and its
+// end (the offset the next message will have).
+func offsetBounds(ctx context.Context, c *kafka.Client, topic string, parts []int) (map[int][2]int64, error) {
+	reqs := make([]kafka.OffsetRequest, 0, 2*len(parts))
+	for _, p := range parts {
+		reqs = append(reqs, kafka.FirstOffsetOf(p), kafka.LastOffsetOf(p))
+	}
+	resp, err := c.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{topic: reqs}})
+	if err != nil {
+		return nil, fmt.Errorf("offsets of %s: %w", topic, err)
+	}
+	out := map[int][2]int64{}
+	for _, p := range resp.Topics[topic] {
+		if p.Error != nil {
+			return nil, fmt.Errorf("offsets of %s/%d: %w", topic, p.Partition, p.Error)
+		}
+		out[p.Partition] = [2]int64{p.FirstOffset, p.LastOffset}
+	}
+	for _, p := range parts {
+		if _, ok := out[p]; !ok {
+			return nil, fmt.Errorf("offsets of %s/%d: not in the broker's answer", topic, p)
+		}
+	}
+	return out, nil
+}
+
+// readRange calls fn with the key and value of every record of topic's
+// partition p at offsets [from, to), in order.
+func readRange(ctx context.Context, c *kafka.Client, topic string, p int, from, to int64, fn func(key, value []byte)) error {
+	for off := from; off < to; {
+		resp, err := c.Fetch(ctx, &kafka.FetchRequest{Topic: topic, Partition: p, Offset: off,
+			MinBytes: 1, MaxBytes: 8 << 20, MaxWait: 500 * time.Millisecond})
+		if err == nil {
+			err = resp.Error
+		}
+		if err != nil {
+			return fmt.Errorf("read %s/%d at offset %d: %w", topic, p, off, err)
+		}
+		next := off
+		for {
+			rec, err := resp.Records.ReadRecord()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				return fmt.Errorf("read %s/%d at offset %d: %w", topic, p, next, err)
+			}
+			if rec.Offset < off || rec.Offset >= to {
+				continue // a batch may begin before the offset asked
+			}
+			key, err := protocol.ReadAll(rec.Key)
+			if err != nil {
+				return fmt.Errorf("read %s/%d offset %d: key: %w", topic, p, rec.Offset, err)
+			}
+			value, err := protocol.ReadAll(rec.Value)
+			if err != nil {
+				return fmt.Errorf("read %s/%d offset %d: value: %w", topic, p, rec.Offset, err)
+			}
+			fn(key, value)
+			next = rec.Offset + 1
+		}
+		if next == off {
+			if resp.HighWatermark <= off {
+				return nil // the end came sooner (the log was truncated)
+			}
+			return fmt.Errorf("read %s/%d at offset %d: no record returned below the high watermark %d", topic, p, off, resp.HighWatermark)
+		}
+		off = next
+	}
+	return nil
+}

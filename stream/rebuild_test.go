@@ -1,0 +1,259 @@
+package stream
+
+import (
+	"bytes"
+	"context"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/segmentio/kafka-go"
+)
+
+func TestReplay(t *testing.T) {
+	const n, T, C, d, steps, base = 6, 3, 2, 4, 30, 1000
+	readings := streamOf(testSeries(steps, n, C, 5), steps, n, C, base)
+	half := len(readings) / 2
+	// The reference saw every reading once, in order.
+	ref, err := NewStateHistory(testBundle(t, n, T, C, d, 1), testStep, 6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustApply(t, ref, readings)
+	shuffled := func(rs []Reading) []Reading {
+		rs = slices.Clone(rs)
+		rand.New(rand.NewPCG(3, 3)).Shuffle(len(rs), func(i, j int) { rs[i], rs[j] = rs[j], rs[i] })
+		return rs
+	}
+	bad := []Reading{
+		{Sensor: n, TS: base * testStep, Values: []float64{1, 2}},                        // unknown sensor
+		{Sensor: 1, TS: (base+steps+1)*testStep + 1, Values: []float64{1, 2}},            // off the grid
+		{Sensor: 2, TS: (base + steps + 1) * testStep, Values: []float64{math.NaN(), 1}}, // non-finite
+		{Sensor: 3, TS: (base + steps + 1) * testStep, Values: []float64{1}},             // one channel
+	}
+	for _, tc := range []struct {
+		name        string
+		before      []Reading // applied (and counted) before the replay
+		replay      []Reading
+		wantChanged int
+	}{
+		{"empty state, shuffled log", nil, shuffled(readings), len(readings)},
+		{"first half held", readings[:half], shuffled(readings), -1},
+		{"everything held", readings, shuffled(readings), 0},
+		{"refused readings skipped", nil, append(shuffled(readings), bad...), len(readings)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st, err := NewStateHistory(testBundle(t, n, T, C, d, 1), testStep, 6)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mustApply(t, st, tc.before)
+			counted := st.Counters.Applied.Load()
+			changed := st.Replay(tc.replay)
+			if tc.wantChanged >= 0 && changed != tc.wantChanged {
+				t.Errorf("Replay changed the state with %d readings, want %d", changed, tc.wantChanged)
+			}
+			if tc.wantChanged < 0 && (changed < len(readings)-half-n || changed > len(readings)-half) {
+				t.Errorf("Replay changed the state with %d readings after %d of %d were held", changed, half, len(readings))
+			}
+			if !bytes.Equal(st.Snapshot(), ref.Snapshot()) {
+				t.Error("the replayed state differs from the one that saw every reading in order")
+			}
+			var total uint64
+			for z := 0; z < n; z++ {
+				info, _ := st.Node(z)
+				total += info.Late + info.Duplicates
+			}
+			if got := st.Counters.Applied.Load(); got != counted || total != 0 || st.Counters.Rejected[0].Load() != 0 {
+				t.Errorf("Replay counted: applied %d (was %d), late and duplicates %d", got, counted, total)
+			}
+			next := int64(base+steps) * testStep
+			for z := 0; z < n; z++ {
+				var got, want Forecast
+				if err := st.ForecastSlot(z, next, &got); err != nil {
+					t.Fatal(err)
+				}
+				if err := ref.ForecastSlot(z, next, &want); err != nil {
+					t.Fatal(err)
+				}
+				if !slices.Equal(got.Values, want.Values) {
+					t.Errorf("sensor %d: forecast %v, the reference %v", z, got.Values, want.Values)
+				}
+			}
+		})
+	}
+}
+
+func TestMarkEmitted(t *testing.T) {
+	const n, T, C, d, steps, base = 4, 3, 2, 4, 10, 1000
+	data := make([]float64, steps*n*C)
+	for i := range data {
+		data[i] = 40 + float64(i%13)
+	}
+	st, err := NewState(testBundle(t, n, T, C, d, 1), testStep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if changed := st.Replay(streamOf(data, steps, n, C, base)); changed != steps*n {
+		t.Fatalf("Replay changed %d readings, want %d", changed, steps*n)
+	}
+	last := int64(base+steps-1) * testStep // the newest slot: its forecast is of the next one
+	for _, tc := range []struct {
+		z    int
+		ts   int64
+		want bool
+	}{
+		{0, last + testStep, true},
+		{1, last - 2*testStep, true},
+		{1, last - 4*testStep, true}, // earlier than marked: kept at the later
+		{n, last, false},
+		{-1, last, false},
+		{2, last + 1, false},
+	} {
+		if got := st.MarkEmitted(tc.z, tc.ts); got != tc.want {
+			t.Errorf("MarkEmitted(%d, %d) = %v, want %v", tc.z, tc.ts, got, tc.want)
+		}
+	}
+	e := NewEmitter(st, time.Hour)
+	emitted := map[int][]int64{}
+	now := time.UnixMilli(last + 10*testStep)
+	for {
+		due := e.Due(now)
+		if len(due) == 0 {
+			break
+		}
+		for _, z := range slices.Clone(due) {
+			var f Forecast
+			if ok, err := e.Emit(z, now, &f); err != nil || !ok {
+				t.Fatalf("Emit(%d): %v %v", z, ok, err)
+			}
+			emitted[z] = append(emitted[z], f.TS)
+		}
+	}
+	next := last + testStep
+	for z, want := range map[int][]int64{
+		0: nil,                           // its next slot was emitted
+		1: {last - testStep, last, next}, // after the slot marked
+		2: nil,                           // filled in below
+		3: nil,
+	} {
+		if z >= 2 {
+			// Never marked: from the slot after the first whose inputs are
+			// all there (the replay's first) up to the next.
+			want = nil
+			for ts := int64(base+1) * testStep; ts <= next; ts += testStep {
+				want = append(want, ts)
+			}
+		}
+		if !slices.Equal(emitted[z], want) {
+			t.Errorf("sensor %d: emitted %v, want %v", z, emitted[z], want)
+		}
+	}
+}
+
+// TestForecastDecodesAsReading checks what the rebuild relies on to read
+// the forecasts topic fast: a forecast message decodes as a reading of
+// its sensor, slot and values.
+func TestForecastDecodesAsReading(t *testing.T) {
+	f := Forecast{Sensor: 17, TS: 1_700_000_100_000, Values: []float64{101.5, 0.25, -3}, Model: "m", StaleSlots: 2,
+		Inputs: []Input{{Sensor: 3, TS: 1_700_000_000_000}, {Sensor: 17, TS: 1_700_000_000_000}}, EmittedMs: 1_700_000_100_500}
+	var r Reading
+	if err := DecodeReadingInto(&r, []byte("17"), EncodeForecast(nil, &f)); err != nil {
+		t.Fatal(err)
+	}
+	if r.Sensor != f.Sensor || r.TS != f.TS || !slices.Equal(r.Values, f.Values) {
+		t.Errorf("forecast %+v decoded as reading %+v", f, r)
+	}
+}
+
+// BenchmarkRebuild measures what a service taking the partitions spends
+// reading its windows back: PeMS04's shape (307 sensors, window 12,
+// history 36, so 48 slots), the readings of 48 slots on 4 partitions and
+// a forecast per sensor and slot. "from-broker" is Service.rebuild through
+// the embedded broker on a fresh state; "replay" applies the same readings
+// to a fresh state, decoded already (the part that is not I/O).
+func BenchmarkRebuild(b *testing.B) {
+	const slots, base = benchT + DefaultHistory, 6_000_000
+	ctx := context.Background()
+	emb := testBroker(ctx, b, 4, "readings", "forecasts", "readings-dead-letter")
+	bd := testBundle6(b, benchN, benchT, benchC, benchD, 1)
+	readings := streamOf(testSeries(slots, benchN, benchC, 2), slots, benchN, benchC, base)
+	write := func(topic string, msgs []kafka.Message) {
+		w := &kafka.Writer{Addr: kafka.TCP(emb.Addr), Topic: topic, Balancer: &kafka.Hash{}, RequiredAcks: kafka.RequireAll, BatchSize: 5000}
+		defer w.Close()
+		if err := w.WriteMessages(ctx, msgs...); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var rmsgs, fmsgs []kafka.Message
+	for _, r := range readings {
+		key := []byte(strconv.Itoa(r.Sensor))
+		rmsgs = append(rmsgs, kafka.Message{Key: key, Value: EncodeReading(nil, &r)})
+		f := Forecast{Sensor: r.Sensor, TS: r.TS + testStep, Values: r.Values, Model: "bench", Inputs: make([]Input, 6)}
+		fmsgs = append(fmsgs, kafka.Message{Key: key, Value: EncodeForecast(nil, &f)})
+	}
+	write("readings", rmsgs)
+	write("forecasts", fmsgs)
+	svc, err := NewService(bd, Config{Brokers: []string{emb.Addr}, StepMs: testStep, Log: zerolog.Nop()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	client := &kafka.Client{Addr: kafka.TCP(emb.Addr), Timeout: 10 * time.Second}
+	parts := []int{0, 1, 2, 3}
+	bounds, err := offsetBounds(ctx, client, "readings", parts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var commits []kafka.OffsetCommit
+	for _, p := range parts {
+		commits = append(commits, kafka.OffsetCommit{Partition: p, Offset: bounds[p][1]})
+	}
+	resp, err := client.OffsetCommit(ctx, &kafka.OffsetCommitRequest{GroupID: svc.cfg.GroupID, GenerationID: -1,
+		Topics: map[string][]kafka.OffsetCommit{"readings": commits}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, ps := range resp.Topics {
+		for _, p := range ps {
+			if p.Error != nil {
+				b.Fatal(p.Error)
+			}
+		}
+	}
+	fresh := func(b *testing.B) {
+		b.StopTimer()
+		st, err := NewStateHistory(bd, testStep, DefaultHistory)
+		if err != nil {
+			b.Fatal(err)
+		}
+		svc.state, svc.emitter = st, NewEmitter(st, 0)
+		b.StartTimer()
+	}
+	b.Run("from-broker", func(b *testing.B) {
+		var r rebuilt
+		for b.Loop() {
+			fresh(b)
+			if r, err = svc.rebuild(ctx, nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if r.Readings != len(readings) || r.Applied != len(readings) || r.Sensors != benchN {
+			b.Fatalf("rebuilt %+v from %d readings of %d sensors", r, len(readings), benchN)
+		}
+		b.ReportMetric(float64(r.Readings+r.Forecasts), "msgs/op")
+	})
+	b.Run("replay", func(b *testing.B) {
+		rs := make([]Reading, len(readings))
+		for b.Loop() {
+			fresh(b)
+			copy(rs, readings)
+			if n := svc.state.Replay(rs); n != len(readings) {
+				b.Fatalf("replayed %d of %d", n, len(readings))
+			}
+		}
+	})
+}
