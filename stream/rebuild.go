@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/segmentio/kafka-go"
@@ -278,4 +280,69 @@ func readRange(ctx context.Context, c *kafka.Client, topic string, p int, from, 
 		off = next
 	}
 	return nil
+}
+
+// retentionProblems returns what in a topic's configuration keeps the
+// rebuild from reading back the messages of the last span: a retention.ms
+// shorter than span, or, when compaction is not enough (the readings
+// topic: compaction keeps one message per key, a sensor's newest reading,
+// where the rebuild wants its window), a cleanup.policy that compacts
+// without deleting. configs maps a configuration name to its value; a
+// name it lacks is the broker's default, taken as fine.
+func retentionProblems(topic string, configs map[string]string, span time.Duration, compactionEnough bool) []string {
+	var out []string
+	if v, ok := configs["retention.ms"]; ok {
+		ms, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		switch {
+		case err != nil:
+			out = append(out, fmt.Sprintf("topic %s: retention.ms %q is not a number", topic, v))
+		case ms >= 0 && time.Duration(ms)*time.Millisecond < span:
+			out = append(out, fmt.Sprintf("topic %s: retention.ms %d is shorter than the %s of window and history the rebuild reads back", topic, ms, span))
+		}
+	}
+	if v, ok := configs["cleanup.policy"]; ok && !compactionEnough {
+		policies := strings.Split(v, ",")
+		for i := range policies {
+			policies[i] = strings.TrimSpace(policies[i])
+		}
+		if slices.Contains(policies, "compact") && !slices.Contains(policies, "delete") {
+			out = append(out, fmt.Sprintf("topic %s: cleanup.policy %q keeps only each sensor's newest message, not the windows the rebuild reads back", topic, v))
+		}
+	}
+	return out
+}
+
+// checkRetention logs, as a warning, what in the readings and forecasts
+// topics' configuration keeps the rebuild from working (see
+// retentionProblems), and returns it. A broker that does not say (an ACL
+// refusing DescribeConfigs) is logged too; the service goes on either way.
+func (s *Service) checkRetention(ctx context.Context, t *kafka.Transport) []string {
+	cfg := s.cfg
+	client := &kafka.Client{Addr: kafka.TCP(cfg.Brokers...), Timeout: 10 * time.Second, Transport: roundTripper(t)}
+	span := time.Duration(s.state.r) * time.Duration(cfg.StepMs) * time.Millisecond
+	names := []string{"retention.ms", "cleanup.policy"}
+	resp, err := client.DescribeConfigs(ctx, &kafka.DescribeConfigsRequest{Resources: []kafka.DescribeConfigRequestResource{
+		{ResourceType: kafka.ResourceTypeTopic, ResourceName: cfg.ReadingsTopic, ConfigNames: names},
+		{ResourceType: kafka.ResourceTypeTopic, ResourceName: cfg.ForecastsTopic, ConfigNames: names},
+	}})
+	if err != nil {
+		cfg.Log.Warn().Err(err).Msg("cannot read the topics' retention: the rebuild from the log needs the last " + span.String() + " of readings")
+		return nil
+	}
+	var problems []string
+	for _, r := range resp.Resources {
+		if r.Error != nil {
+			cfg.Log.Warn().Err(r.Error).Str("topic", r.ResourceName).Msg("cannot read the topic's retention")
+			continue
+		}
+		configs := map[string]string{}
+		for _, e := range r.ConfigEntries {
+			configs[e.ConfigName] = e.ConfigValue
+		}
+		problems = append(problems, retentionProblems(r.ResourceName, configs, span, r.ResourceName != cfg.ReadingsTopic)...)
+	}
+	for _, p := range problems {
+		cfg.Log.Warn().Msg(p + ": a service that takes the partitions forecasts from partial windows until they fill (see -rebuild)")
+	}
+	return problems
 }

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -256,4 +257,69 @@ func BenchmarkRebuild(b *testing.B) {
 			}
 		}
 	})
+}
+
+func TestRetentionProblems(t *testing.T) {
+	const span = 4 * time.Hour
+	for _, tc := range []struct {
+		name    string
+		configs map[string]string
+		compact bool // compaction is enough (the forecasts topic)
+		want    int
+	}{
+		{"defaults", nil, false, 0},
+		{"a week", map[string]string{"retention.ms": "604800000", "cleanup.policy": "delete"}, false, 0},
+		{"forever", map[string]string{"retention.ms": "-1"}, false, 0},
+		{"exactly the span", map[string]string{"retention.ms": "14400000"}, false, 0},
+		{"an hour", map[string]string{"retention.ms": "3600000"}, false, 1},
+		{"not a number", map[string]string{"retention.ms": "4h"}, false, 1},
+		{"compacted readings", map[string]string{"cleanup.policy": "compact"}, false, 1},
+		{"compacted and deleted", map[string]string{"cleanup.policy": "compact, delete"}, false, 0},
+		{"compacted forecasts", map[string]string{"cleanup.policy": "compact"}, true, 0},
+		{"both wrong", map[string]string{"retention.ms": "60000", "cleanup.policy": "compact"}, false, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := retentionProblems("readings", tc.configs, span, tc.compact)
+			if len(got) != tc.want {
+				t.Errorf("problems %q, want %d", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestCheckRetention reads the topics' configuration from a real broker.
+func TestCheckRetention(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a broker")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	emb := testBroker(ctx, t, 1, "readings-dead-letter")
+	client := &kafka.Client{Addr: kafka.TCP(emb.Addr), Timeout: 10 * time.Second}
+	resp, err := client.CreateTopics(ctx, &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{
+		{Topic: "readings", NumPartitions: 2, ReplicationFactor: 1, ConfigEntries: []kafka.ConfigEntry{
+			{ConfigName: "retention.ms", ConfigValue: "60000"}, {ConfigName: "cleanup.policy", ConfigValue: "compact"}}},
+		{Topic: "forecasts", NumPartitions: 2, ReplicationFactor: 1, ConfigEntries: []kafka.ConfigEntry{
+			{ConfigName: "cleanup.policy", ConfigValue: "compact"}}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for topic, err := range resp.Errors {
+		if err != nil {
+			t.Fatalf("create %s: %v", topic, err)
+		}
+	}
+	var logs bytes.Buffer
+	svc, err := NewService(testBundle(t, 4, 3, 2, 4, 1), Config{Brokers: []string{emb.Addr}, StepMs: testStep, Log: zerolog.New(&logs)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := svc.checkRetention(ctx, nil)
+	if len(got) != 2 || !strings.Contains(got[0]+got[1], "retention.ms 60000") || !strings.Contains(got[0]+got[1], `cleanup.policy "compact"`) {
+		t.Errorf("problems %q: want the readings topic's retention.ms and cleanup.policy", got)
+	}
+	if n := strings.Count(logs.String(), `"level":"warn"`); n != 2 {
+		t.Errorf("%d warnings logged, want 2:\n%s", n, logs.String())
+	}
 }

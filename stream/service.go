@@ -354,6 +354,9 @@ func (s *Service) Run(ctx context.Context) error {
 		return err
 	}
 	transport := cfg.Security.Transport()
+	if !cfg.NoRebuild {
+		s.checkRetention(ctx, transport)
+	}
 	// kafka-go logs each of its retries: one line of a kind per 10 s.
 	readerLog := &throttle{every: 10 * time.Second}
 	s.reader = kafka.NewReader(kafka.ReaderConfig{Brokers: cfg.Brokers, GroupID: cfg.GroupID, Topic: cfg.ReadingsTopic,
