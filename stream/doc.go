@@ -33,6 +33,18 @@
 // in its consumer group (a restart hands its partitions over, and may
 // repeat the forecasts of its last uncommitted batch).
 //
+// # State and the log
+//
+// A State is saved (Snapshot, to Config.StateFile) before every offset
+// commit and restored at start, so a crash loses nothing. The log holds
+// the same state: as a Service begins to hold the readings partitions, it
+// replays into its windows the readings just before the group's committed
+// offsets (State.Replay) and moves each sensor's last emitted slot up to
+// the newest forecast in the forecasts topic (State.MarkEmitted), so that
+// a service without a state file, or a standby on another host that takes
+// over, forecasts from whole windows and emits nothing twice
+// (Config.NoRebuild turns this off).
+//
 // # Encoding
 //
 // Messages are JSON, versioned by a "v" field (Version), so that they are
