@@ -68,6 +68,7 @@ type rebuilt struct {
 	Applied    int // of them, those that changed the state
 	Forecasts  int // forecasts read back
 	Sensors    int // sensors whose last emitted slot was found
+	Moved      int // of them, those whose last emitted slot moved up
 }
 
 // rebuild reads the log back as this service begins to hold the readings
@@ -87,9 +88,26 @@ type rebuilt struct {
 // What the state holds already (restored from a current file) is skipped,
 // so a rebuild is cheap then. It reads at most a few thousand messages
 // per partition. The caller is Run, holding s.loop.
-func (s *Service) rebuild(ctx context.Context, t *kafka.Transport) (rebuilt, error) {
-	var out rebuilt
-	defer s.emitter.Rescan() // whatever was replayed or marked
+func (s *Service) rebuild(ctx context.Context, t *kafka.Transport) (out rebuilt, err error) {
+	// The emitter schedules again what was replayed or marked, and only
+	// then: a holder whose rebuild found nothing new (it held the
+	// partitions a moment before a rebalance) keeps its deadlines, which
+	// a rescan would count from the slots alone, hastening stale
+	// forecasts while it catches up on a backlog.
+	last := make([]int64, s.state.n)
+	for z := range last {
+		last[z] = s.state.nodes[z].lastEmitted
+	}
+	defer func() {
+		for z := range last {
+			if s.state.nodes[z].lastEmitted != last[z] {
+				out.Moved++
+			}
+		}
+		if out.Applied > 0 || out.Moved > 0 {
+			s.emitter.Rescan()
+		}
+	}()
 	cfg := s.cfg
 	client := &kafka.Client{Addr: kafka.TCP(cfg.Brokers...), Timeout: 10 * time.Second, Transport: roundTripper(t)}
 	span := int64(s.state.r) * int64(s.state.n)

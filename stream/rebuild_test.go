@@ -203,28 +203,7 @@ func BenchmarkRebuild(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	client := &kafka.Client{Addr: kafka.TCP(emb.Addr), Timeout: 10 * time.Second}
-	parts := []int{0, 1, 2, 3}
-	bounds, err := offsetBounds(ctx, client, "readings", parts)
-	if err != nil {
-		b.Fatal(err)
-	}
-	var commits []kafka.OffsetCommit
-	for _, p := range parts {
-		commits = append(commits, kafka.OffsetCommit{Partition: p, Offset: bounds[p][1]})
-	}
-	resp, err := client.OffsetCommit(ctx, &kafka.OffsetCommitRequest{GroupID: svc.cfg.GroupID, GenerationID: -1,
-		Topics: map[string][]kafka.OffsetCommit{"readings": commits}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	for _, ps := range resp.Topics {
-		for _, p := range ps {
-			if p.Error != nil {
-				b.Fatal(p.Error)
-			}
-		}
-	}
+	commitAll(ctx, b, emb.Addr, svc.cfg.GroupID, "readings", 4)
 	fresh := func(b *testing.B) {
 		b.StopTimer()
 		st, err := NewStateHistory(bd, testStep, DefaultHistory)
@@ -321,5 +300,103 @@ func TestCheckRetention(t *testing.T) {
 	}
 	if n := strings.Count(logs.String(), `"level":"warn"`); n != 2 {
 		t.Errorf("%d warnings logged, want 2:\n%s", n, logs.String())
+	}
+}
+
+// commitAll commits, for group, the end of every partition of topic, as a
+// service that consumed them all would have.
+func commitAll(ctx context.Context, tb testing.TB, addr, group, topic string, partitions int) {
+	tb.Helper()
+	client := &kafka.Client{Addr: kafka.TCP(addr), Timeout: 10 * time.Second}
+	parts := make([]int, partitions)
+	for p := range parts {
+		parts[p] = p
+	}
+	bounds, err := offsetBounds(ctx, client, topic, parts)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var commits []kafka.OffsetCommit
+	for _, p := range parts {
+		commits = append(commits, kafka.OffsetCommit{Partition: p, Offset: bounds[p][1]})
+	}
+	resp, err := client.OffsetCommit(ctx, &kafka.OffsetCommitRequest{GroupID: group, GenerationID: -1,
+		Topics: map[string][]kafka.OffsetCommit{topic: commits}})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, ps := range resp.Topics {
+		for _, p := range ps {
+			if p.Error != nil {
+				tb.Fatal(p.Error)
+			}
+		}
+	}
+}
+
+// TestRebuildKeepsDeadlines checks that a rebuild that finds nothing new
+// (the holder, after a rebalance) leaves the emitter's deadlines alone: a
+// rescan would count them from the slots alone, and emit stale forecasts
+// at once while the holder catches up on a backlog.
+func TestRebuildKeepsDeadlines(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a broker")
+	}
+	const n, T, C, d, steps, base = 4, 3, 2, 4, 10, 2000
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	emb := testBroker(ctx, t, 2, "readings", "forecasts", "readings-dead-letter")
+	data := make([]float64, steps*n*C)
+	for i := range data {
+		data[i] = 40 + float64(i%17)
+	}
+	for c := 0; c < C; c++ {
+		data[((steps-1)*n+3)*C+c] = 0 // sensor 3's last reading missing: its dependents wait
+	}
+	readings := streamOf(data, steps, n, C, base)
+	var msgs []kafka.Message
+	for _, r := range readings {
+		msgs = append(msgs, kafka.Message{Key: []byte(strconv.Itoa(r.Sensor)), Value: EncodeReading(nil, &r)})
+	}
+	w := &kafka.Writer{Addr: kafka.TCP(emb.Addr), Topic: "readings", Balancer: &kafka.Hash{}, RequiredAcks: kafka.RequireAll}
+	if err := w.WriteMessages(ctx, msgs...); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	svc, err := NewService(testBundle(t, n, T, C, d, 1), Config{Brokers: []string{emb.Addr}, StepMs: testStep, Lateness: time.Hour, Log: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	commitAll(ctx, t, emb.Addr, svc.cfg.GroupID, "readings", 2)
+	// The holder: every reading applied as it came, what was due emitted.
+	now := time.Now()
+	for _, r := range readings {
+		res, err := svc.state.Apply(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		svc.emitter.OnApply(res, now)
+	}
+	var f Forecast
+	for due := svc.emitter.Due(now); len(due) > 0; due = svc.emitter.Due(now) {
+		for _, z := range slices.Clone(due) {
+			if _, err := svc.emitter.Emit(z, now, &f); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	before, ok := svc.emitter.NextDeadline()
+	if !ok || before.Before(now.Add(59*time.Minute)) {
+		t.Fatalf("next deadline %v (%v), want an hour after %v", before, ok, now)
+	}
+	r, err := svc.rebuild(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Readings != len(readings) || r.Applied != 0 || r.Moved != 0 {
+		t.Fatalf("rebuilt %+v, want all %d readings read back and nothing new", r, len(readings))
+	}
+	if after, ok := svc.emitter.NextDeadline(); !ok || !after.Equal(before) {
+		t.Errorf("next deadline %v (%v) after a rebuild that found nothing new, was %v", after, ok, before)
 	}
 }
