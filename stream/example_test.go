@@ -1,6 +1,7 @@
 package stream_test
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
@@ -159,10 +160,10 @@ func ExampleService_Handler_reload() {
 	rollouts := []*sdgnn.Bundle{toy("toy-4-sensors", 4, 2), toy("toy-2", 3, 3)}
 	var svc *stream.Service
 	cfg := stream.Config{Brokers: []string{"127.0.0.1:9092"}, StepMs: 5 * 60000,
-		ReloadModel: func() (string, error) {
+		ReloadModel: func(ctx context.Context) (string, error) {
 			b := rollouts[0]
 			rollouts = rollouts[1:]
-			if err := svc.Reload(b); err != nil {
+			if err := svc.ReloadContext(ctx, b); err != nil {
 				return "", err
 			}
 			return b.Meta.Version, nil

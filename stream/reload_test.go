@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"net/http"
@@ -285,6 +286,8 @@ func TestReloadEndpoint(t *testing.T) {
 		{"refused", http.MethodPost, func() (string, error) { return "test-v1", errors.New("bundle b.sdgnn truncated") }, "", "", http.StatusConflict,
 			"reload refused: bundle b.sdgnn truncated; serving test-v1\n"},
 		{"GET", http.MethodGet, taken, "", "", http.StatusMethodNotAllowed, "Method Not Allowed\n"},
+		{"busy", http.MethodPost, func() (string, error) { return "", fmt.Errorf("reload model: %w", ErrReloadBusy) }, "", "", http.StatusServiceUnavailable,
+			"not reloaded: reload model: the batch in hand is not committed yet; serving test-v1\n"},
 		{"token given", http.MethodPost, taken, "s3cret", "Bearer s3cret", http.StatusOK, "serving v2\n"},
 		{"no token", http.MethodPost, taken, "s3cret", "", http.StatusUnauthorized, "reload refused: missing or wrong bearer token\n"},
 		{"wrong token", http.MethodPost, taken, "s3cret", "Bearer s3cre", http.StatusUnauthorized, "reload refused: missing or wrong bearer token\n"},
@@ -295,7 +298,7 @@ func TestReloadEndpoint(t *testing.T) {
 			calls := 0
 			cfg := Config{Brokers: []string{"127.0.0.1:1"}, StepMs: testStep, ReloadToken: tc.token, Log: zerolog.Nop()}
 			if tc.hook != nil {
-				cfg.ReloadModel = func() (string, error) { calls++; return tc.hook() }
+				cfg.ReloadModel = func(context.Context) (string, error) { calls++; return tc.hook() }
 			}
 			svc, err := NewService(testBundle(t, n, T, C, d, 1), cfg)
 			if err != nil {
@@ -311,7 +314,10 @@ func TestReloadEndpoint(t *testing.T) {
 				t.Errorf("%s /-/reload: %d %q, want %d %q", tc.method, w.Code, w.Body.String(), tc.code, tc.body)
 			}
 			want := 0
-			if tc.code == http.StatusOK || tc.code == http.StatusConflict {
+			if tc.code == http.StatusServiceUnavailable && w.Header().Get("Retry-After") == "" {
+				t.Error("503 without Retry-After")
+			}
+			if tc.code == http.StatusOK || tc.code == http.StatusConflict || tc.code == http.StatusServiceUnavailable {
 				want = 1
 			}
 			if tc.code == http.StatusUnauthorized && w.Header().Get("WWW-Authenticate") == "" {
@@ -321,5 +327,49 @@ func TestReloadEndpoint(t *testing.T) {
 				t.Errorf("hook called %d times, want %d", calls, want)
 			}
 		})
+	}
+}
+
+// TestReloadContextWaits holds the batch lock as Run does while a batch
+// cannot be committed (the broker away), and checks that ReloadContext and
+// POST /-/reload give up when their context ends, changing nothing, and
+// that the reload goes through once the batch is done.
+func TestReloadContextWaits(t *testing.T) {
+	const n, T, C, d = 4, 3, 2, 5
+	next := testBundle(t, n, T, C, d, 2)
+	next.Meta.Version = "test-v2"
+	var svc *Service
+	svc, err := NewService(testBundle(t, n, T, C, d, 1), Config{Brokers: []string{"127.0.0.1:1"}, StepMs: testStep, Log: zerolog.Nop(),
+		ReloadModel: func(ctx context.Context) (string, error) {
+			if err := svc.ReloadContext(ctx, next); err != nil {
+				return "", err
+			}
+			return next.Meta.Version, nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc.loop <- struct{}{} // a batch in hand
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	err = svc.ReloadContext(ctx, next)
+	cancel()
+	if !errors.Is(err, ErrReloadBusy) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("ReloadContext with the batch in hand: %v, want ErrReloadBusy and the deadline", err)
+	}
+	ctx, cancel = context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	w := httptest.NewRecorder()
+	svc.Handler().ServeHTTP(w, httptest.NewRequest(http.MethodPost, "/-/reload", nil).WithContext(ctx))
+	if w.Code != http.StatusServiceUnavailable || !strings.Contains(w.Body.String(), "not committed yet") {
+		t.Errorf("POST /-/reload with the batch in hand: %d %q, want 503", w.Code, w.Body.String())
+	}
+	if v := svc.Bundle().Meta.Version; v != "test-v1" || svc.Counters().ReloadFailures.Load() != 2 || svc.Counters().Reloads.Load() != 0 {
+		t.Errorf("serving %s after two reloads given up, failures %d, reloads %d", v, svc.Counters().ReloadFailures.Load(), svc.Counters().Reloads.Load())
+	}
+	<-svc.loop // the batch committed
+	w = httptest.NewRecorder()
+	svc.Handler().ServeHTTP(w, httptest.NewRequest(http.MethodPost, "/-/reload", nil))
+	if w.Code != http.StatusOK || svc.Bundle().Meta.Version != "test-v2" {
+		t.Errorf("POST /-/reload after the batch: %d %q, serving %s", w.Code, w.Body.String(), svc.Bundle().Meta.Version)
 	}
 }

@@ -89,9 +89,10 @@ type Config struct {
 	// ReloadModel, when set, is served as POST /-/reload on HTTPAddr, for
 	// orchestrators that can call a URL but not send a signal (a sidecar
 	// that watches a mounted model file). It should read the model again
-	// and Reload it, returning the version served afterwards, or why the
-	// model served was kept. Calls are not serialised here.
-	ReloadModel func() (version string, err error)
+	// and ReloadContext it with ctx (which ends after ReloadWait, or when
+	// the caller goes away), returning the version served afterwards, or
+	// why the model served was kept. Calls are not serialised here.
+	ReloadModel func(ctx context.Context) (version string, err error)
 	// ReloadToken, when set, is the secret POST /-/reload must bring as
 	// "Authorization: Bearer TOKEN"; a request without it is answered 401
 	// and does not reload. Without it, whoever reaches HTTPAddr may
@@ -175,8 +176,9 @@ type Service struct {
 
 	// loop is held by Run while it handles a batch (fetch, apply, emit,
 	// flush, commit) and by Reload while it swaps the model, so that a
-	// model changes only between two committed batches.
-	loop sync.Mutex
+	// model changes only between two committed batches. A channel of one
+	// slot rather than a mutex, so that ReloadContext can stop waiting.
+	loop chan struct{}
 
 	mu     sync.RWMutex   // guards what the HTTP handlers read: bundle and below
 	latest map[int][]byte // sensor → last forecast message
@@ -223,7 +225,7 @@ func NewService(b *sdgnn.Bundle, cfg Config) (*Service, error) {
 	if err != nil {
 		return nil, fmt.Errorf("stream service: %w", err)
 	}
-	s := &Service{cfg: cfg, clientID: newClientID(), since: time.Now(), stateSeen: seen, bundle: b, state: st, emitter: NewEmitter(st, cfg.Lateness), counters: st.Counters, latest: map[int][]byte{}, live: live,
+	s := &Service{cfg: cfg, loop: make(chan struct{}, 1), clientID: newClientID(), since: time.Now(), stateSeen: seen, bundle: b, state: st, emitter: NewEmitter(st, cfg.Lateness), counters: st.Counters, latest: map[int][]byte{}, live: live,
 		valid: Validator{Nodes: b.Meta.Nodes, Channels: len(b.Meta.Norm.Mean), StepMs: cfg.StepMs,
 			MaxAgeSlots: cfg.MaxAgeSlots, MaxFutureSlots: cfg.MaxFutureSlots}}
 	if cfg.MaxAgeSlots > 0 || cfg.MaxFutureSlots > 0 {
@@ -257,8 +259,24 @@ func warnWithoutSelf(log zerolog.Logger, b *sdgnn.Bundle) {
 // nothing changes and the service goes on with its model. Safe to call
 // from any goroutine, whether Run is running or not.
 func (s *Service) Reload(b *sdgnn.Bundle) error {
-	s.loop.Lock()
-	defer s.loop.Unlock()
+	return s.ReloadContext(context.Background(), b)
+}
+
+// ReloadContext is Reload, waiting for the batch in hand only until ctx
+// ends: while the broker is away that batch may take up to
+// Config.RetryFor, and a caller that answers a request cannot wait so
+// long. It then returns an error wrapping ctx's (ErrReloadBusy and
+// context.DeadlineExceeded, say), counted as a failed reload, and nothing
+// changes.
+func (s *Service) ReloadContext(ctx context.Context, b *sdgnn.Bundle) error {
+	start := time.Now()
+	select {
+	case s.loop <- struct{}{}:
+	case <-ctx.Done():
+		s.counters.ReloadFailures.Add(1)
+		return fmt.Errorf("reload model: %w after %s (is the broker reachable? see /readyz): %w", ErrReloadBusy, time.Since(start).Round(time.Millisecond), ctx.Err())
+	}
+	defer func() { <-s.loop }()
 	old := s.state.Bundle()
 	if err := compatible(old, b); err != nil {
 		s.counters.ReloadFailures.Add(1)
@@ -273,6 +291,14 @@ func (s *Service) Reload(b *sdgnn.Bundle) error {
 	warnWithoutSelf(s.cfg.Log, b)
 	return nil
 }
+
+// ErrReloadBusy is wrapped by ReloadContext's error when ctx ended before
+// the batch in hand was committed.
+var ErrReloadBusy = errors.New("the batch in hand is not committed yet")
+
+// ReloadWait is how long POST /-/reload waits for the batch in hand
+// before answering 503 Service Unavailable (see ReloadContext).
+const ReloadWait = 20 * time.Second
 
 // compatible returns an error naming what differs when b cannot replace
 // old in a running service (see Service.Reload); NewStateHistory checks
@@ -433,8 +459,8 @@ func (s *Service) Run(ctx context.Context) error {
 	for {
 		// One batch, with the model held (see Reload).
 		stop, err := func() (bool, error) {
-			s.loop.Lock()
-			defer s.loop.Unlock()
+			s.loop <- struct{}{}
+			defer func() { <-s.loop }()
 			var err error
 			batch, dead, out, arrived, held = batch[:0], dead[:0], out[:0], arrived[:0], held[:0]
 			// Block for the first reading until the next forecast deadline.
@@ -824,8 +850,10 @@ func writeAtomic(path string, data []byte) error {
 // (an HTML page for operators), /api/sensors (every sensor's running error,
 // a LiveSummary) and /api/sensors/{sensor} (the sensor's recent readings
 // and forecasts, a LiveSensor). With Config.ReloadModel, POST /-/reload
-// calls it: 200 and the version now served, or 409 Conflict and why the
-// model served was kept (401 without Config.ReloadToken when one is set).
+// calls it: 200 and the version now served, 409 Conflict and why the
+// model served was kept, or 503 with Retry-After when the batch in hand
+// was not committed within ReloadWait (ErrReloadBusy: the broker away);
+// 401 without Config.ReloadToken when one is set.
 func (s *Service) Handler() http.Handler {
 	mux := http.NewServeMux()
 	if reload := s.cfg.ReloadModel; reload != nil {
@@ -837,8 +865,16 @@ func (s *Service) Handler() http.Handler {
 				http.Error(w, "reload refused: missing or wrong bearer token", http.StatusUnauthorized)
 				return
 			}
-			version, err := reload()
-			if err != nil {
+			ctx, cancel := context.WithTimeout(r.Context(), ReloadWait)
+			defer cancel()
+			version, err := reload(ctx)
+			switch {
+			case errors.Is(err, ErrReloadBusy):
+				// Not the model's fault: the same request may succeed later.
+				w.Header().Set("Retry-After", "5")
+				http.Error(w, fmt.Sprintf("not reloaded: %v; serving %s", err, s.Bundle().Meta.Version), http.StatusServiceUnavailable)
+				return
+			case err != nil:
 				http.Error(w, fmt.Sprintf("reload refused: %v; serving %s", err, s.Bundle().Meta.Version), http.StatusConflict)
 				return
 			}

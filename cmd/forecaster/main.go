@@ -285,7 +285,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	cfg := stream.Config{Brokers: brokers, Security: sec, GroupID: *group, StepMs: step, Lateness: *lateness,
 		History: *history, StateFile: *state, NoRebuild: !*rebuild, HTTPAddr: *httpAddr, ReadyMaxLag: *maxLag, Log: log, LivePart: scope}
 	if *httpReload {
-		cfg.ReloadModel = func() (string, error) { return rl.reload("POST /-/reload") }
+		cfg.ReloadModel = func(ctx context.Context) (string, error) { return rl.reload(ctx, "POST /-/reload") }
 		cfg.ReloadToken = token
 	}
 	svc, err := stream.NewService(b, cfg)
@@ -305,7 +305,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			case <-ctx.Done():
 				return
 			case <-hup:
-				rl.reload("SIGHUP")
+				rl.reload(ctx, "SIGHUP")
 			}
 		}
 	}()
@@ -343,8 +343,10 @@ type reloader struct {
 }
 
 // reload reloads the model on behalf of trigger (named in the log) and
-// returns the version served afterwards, or why the model served was kept.
-func (r *reloader) reload(trigger string) (string, error) {
+// returns the version served afterwards, or why the model served was kept;
+// it waits for the batch in hand until ctx ends (see
+// stream.Service.ReloadContext).
+func (r *reloader) reload(ctx context.Context, trigger string) (string, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.log.Info().Str("model", r.path).Str("by", trigger).Msg("reloading the model")
@@ -353,7 +355,7 @@ func (r *reloader) reload(trigger string) (string, error) {
 	if err != nil {
 		r.svc.Counters().ReloadFailures.Add(1)
 	} else {
-		err = r.svc.Reload(b)
+		err = r.svc.ReloadContext(ctx, b)
 	}
 	if err != nil {
 		r.log.Error().Err(err).Str("model", r.path).Str("serving", old.Version).Msg("reload refused: the model served is kept")
@@ -398,7 +400,7 @@ func (r *reloader) watch(ctx context.Context, every time.Duration, loaded os.Fil
 			continue
 		}
 		last = cur
-		r.reload("model file changed")
+		r.reload(ctx, "model file changed")
 	}
 }
 

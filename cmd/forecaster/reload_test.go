@@ -246,7 +246,7 @@ func TestReloadModel(t *testing.T) {
 			var logs strings.Builder
 			log := zerolog.New(&logs)
 			svc := unstartedService(t, first, log)
-			version, err := (&reloader{svc: svc, path: tc.path, scored: tc.scored, log: log}).reload("test")
+			version, err := (&reloader{svc: svc, path: tc.path, scored: tc.scored, log: log}).reload(context.Background(), "test")
 			if (err != nil) != (tc.failures > 0) || version != tc.version || svc.Bundle().Meta.Version != tc.version {
 				t.Errorf("reload: version %q, error %v; serving %q: want %q, error %v", version, err, svc.Bundle().Meta.Version, tc.version, tc.failures > 0)
 			}
