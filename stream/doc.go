@@ -45,6 +45,15 @@
 // over, forecasts from whole windows and emits nothing twice
 // (Config.NoRebuild turns this off).
 //
+// # Transactions
+//
+// Readings written in transactions are read committed: those of an open
+// transaction wait until it ends. The markers that end transactions reach
+// the service as messages (kafka-go does not hide them); TxnMarker tells
+// them from readings, and they are counted, not dead-lettered. kafka-go
+// delivers the readings of aborted transactions too, without their
+// producer, so they are applied, with a warning.
+//
 // # Encoding
 //
 // Messages are JSON, versioned by a "v" field (Version), so that they are

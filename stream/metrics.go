@@ -36,6 +36,9 @@ type Counters struct {
 	// RebuildFailures those that failed, and Rebuilt the readings those
 	// rebuilds applied.
 	Rebuilds, RebuildFailures, Rebuilt atomic.Uint64
+	// TxnCommits and TxnAborts count the transaction markers met in the
+	// readings topic (see TxnMarker): neither readings nor rejected.
+	TxnCommits, TxnAborts atomic.Uint64
 
 	// ForecastLatency is for the caller to observe the time from a
 	// reading's arrival to its forecasts' hand-off.
@@ -158,6 +161,9 @@ func (c *Counters) WritePrometheus(w io.Writer) error {
 	counter("rebuilds_total", "Times the windows were rebuilt from the readings and forecasts topics as the service began to hold the partitions.", c.Rebuilds.Load())
 	counter("rebuild_failures_total", "Rebuilds from the log that failed; the service went on with the state it had.", c.RebuildFailures.Load())
 	counter("rebuilt_readings_total", "Readings read back from the readings topic that a rebuild applied to the windows.", c.Rebuilt.Load())
+	fmt.Fprintf(bw, "# HELP %stransaction_markers_total Transaction markers met in the readings topic, by kind; an aborted transaction's readings were applied all the same.\n# TYPE %stransaction_markers_total counter\n", metricPrefix, metricPrefix)
+	fmt.Fprintf(bw, "%stransaction_markers_total{kind=\"commit\"} %d\n", metricPrefix, c.TxnCommits.Load())
+	fmt.Fprintf(bw, "%stransaction_markers_total{kind=\"abort\"} %d\n", metricPrefix, c.TxnAborts.Load())
 	c.ForecastLatency.write(bw, metricPrefix+"forecast_latency_seconds", "Time from a reading's arrival to its forecasts' hand-off.")
 	c.EmitDelay.write(bw, metricPrefix+"emit_delay_seconds", "Emission time after the start of the forecast slot.")
 	if err := bw.Flush(); err != nil {

@@ -10,6 +10,7 @@ import (
 func TestWritePrometheus(t *testing.T) {
 	var c Counters
 	c.Applied.Add(5)
+	c.TxnAborts.Add(2)
 	c.Reject(&RejectError{Reason: ReasonOffGrid})
 	c.Reject(errors.Join(errors.New("ctx"), &RejectError{Reason: ReasonOffGrid}))
 	c.Reject(errors.New("disk full"))
@@ -34,6 +35,8 @@ func TestWritePrometheus(t *testing.T) {
 		`sdgnn_stream_forecast_latency_seconds_bucket{le="+Inf"} 5`,
 		"sdgnn_stream_forecast_latency_seconds_count 5\n",
 		"sdgnn_stream_emit_delay_seconds_count 0\n",
+		`sdgnn_stream_transaction_markers_total{kind="commit"} 0`,
+		`sdgnn_stream_transaction_markers_total{kind="abort"} 2`,
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q", want)

@@ -173,6 +173,7 @@ type Service struct {
 	stateSeen          os.FileInfo // the state file as last read or written here (nil: none)
 	since              time.Time   // when it started: the group's oldest member holds the partitions
 	holding            bool        // owned by Run: the last batch found this service holding the partitions
+	markerLog          throttle    // warnings of aborted transactions
 
 	// loop is held by Run while it handles a batch (fetch, apply, emit,
 	// flush, commit) and by Reload while it swaps the model, so that a
@@ -225,7 +226,7 @@ func NewService(b *sdgnn.Bundle, cfg Config) (*Service, error) {
 	if err != nil {
 		return nil, fmt.Errorf("stream service: %w", err)
 	}
-	s := &Service{cfg: cfg, loop: make(chan struct{}, 1), clientID: newClientID(), since: time.Now(), stateSeen: seen, bundle: b, state: st, emitter: NewEmitter(st, cfg.Lateness), counters: st.Counters, latest: map[int][]byte{}, live: live,
+	s := &Service{cfg: cfg, loop: make(chan struct{}, 1), clientID: newClientID(), since: time.Now(), markerLog: throttle{every: time.Minute}, stateSeen: seen, bundle: b, state: st, emitter: NewEmitter(st, cfg.Lateness), counters: st.Counters, latest: map[int][]byte{}, live: live,
 		valid: Validator{Nodes: b.Meta.Nodes, Channels: len(b.Meta.Norm.Mean), StepMs: cfg.StepMs,
 			MaxAgeSlots: cfg.MaxAgeSlots, MaxFutureSlots: cfg.MaxFutureSlots}}
 	if cfg.MaxAgeSlots > 0 || cfg.MaxFutureSlots > 0 {
@@ -387,7 +388,11 @@ func (s *Service) Run(ctx context.Context) error {
 	readerLog := &throttle{every: 10 * time.Second}
 	s.reader = kafka.NewReader(kafka.ReaderConfig{Brokers: cfg.Brokers, GroupID: cfg.GroupID, Topic: cfg.ReadingsTopic,
 		MinBytes: 1, MaxBytes: 8 << 20, MaxWait: 50 * time.Millisecond, StartOffset: kafka.FirstOffset,
-		QueueCapacity: 16384, SessionTimeout: cfg.SessionTimeout, Dialer: s.dialer(),
+		// Readings of a transaction still open are not read before it
+		// ends (kafka-go still hands over those of an aborted one: see
+		// TxnMarker). Without transactional producers this changes nothing.
+		IsolationLevel: kafka.ReadCommitted,
+		QueueCapacity:  16384, SessionTimeout: cfg.SessionTimeout, Dialer: s.dialer(),
 		GroupBalancers: []kafka.GroupBalancer{oneMember{since: s.since, holding: s.heldSettled}},
 		// Partitions added to the readings topic are consumed after the
 		// next check (a rebalance hands them to the holder).
@@ -529,6 +534,10 @@ func (s *Service) Run(ctx context.Context) error {
 				}
 				m := h.Msg
 				batch = append(batch, m)
+				if commit, ok := TxnMarker(m.Key, m.Value); ok {
+					s.marker(commit, m)
+					continue
+				}
 				arrived = append(arrived, h.Arrived)
 				err := DecodeReadingInto(&r, m.Key, m.Value)
 				if err == nil {
@@ -588,6 +597,23 @@ func (s *Service) Run(ctx context.Context) error {
 		if stop || err != nil {
 			return err
 		}
+	}
+}
+
+// marker counts a transaction marker met in the readings topic and, for
+// an abort, warns (once a minute at most) that the aborted transaction's
+// readings were applied all the same: kafka-go's Reader delivers them
+// (segmentio/kafka-go#1332) and does not say which producer wrote a
+// message, so they cannot be told from committed ones here.
+func (s *Service) marker(commit bool, m kafka.Message) {
+	if commit {
+		s.state.Counters.TxnCommits.Add(1)
+		return
+	}
+	s.state.Counters.TxnAborts.Add(1)
+	if ok, held := s.markerLog.allow("abort", time.Now()); ok {
+		s.cfg.Log.Warn().Int("partition", m.Partition).Int64("offset", m.Offset).Int("similar_held_back", held).
+			Msg("a transaction that wrote to the readings topic was aborted: its readings were applied all the same (kafka-go delivers them, segmentio/kafka-go#1332)")
 	}
 }
 

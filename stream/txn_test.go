@@ -1,0 +1,244 @@
+package stream
+
+import (
+	"bytes"
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+func TestTxnMarker(t *testing.T) {
+	reading := Reading{Sensor: 1, TS: testStep, Values: []float64{1, 2}}
+	for _, tc := range []struct {
+		name         string
+		key, value   []byte
+		commit, isOK bool
+	}{
+		{"commit", []byte{0, 0, 0, 1}, []byte{0, 0, 0, 0, 0, 7}, true, true},
+		{"abort", []byte{0, 0, 0, 0}, []byte{0, 0, 0, 0, 0, 0}, false, true},
+		{"reading", []byte("1"), EncodeReading(nil, &reading), false, false},
+		{"other control type", []byte{0, 0, 0, 2}, []byte{0, 0, 0, 0, 0, 0}, false, false},
+		{"key version 1", []byte{0, 1, 0, 1}, []byte{0, 0, 0, 0, 0, 0}, false, false},
+		{"value version 1", []byte{0, 0, 0, 1}, []byte{0, 1, 0, 0, 0, 0}, false, false},
+		{"value too short", []byte{0, 0, 0, 1}, []byte{0, 0, 0, 0, 0}, false, false},
+		{"no key", nil, []byte{0, 0, 0, 0, 0, 0}, false, false},
+		{"JSON of six bytes", []byte{0, 0, 0, 1}, []byte(`{"v":}`), false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			commit, ok := TxnMarker(tc.key, tc.value)
+			if commit != tc.commit || ok != tc.isOK {
+				t.Errorf("TxnMarker(%q, %q) = %v, %v; want %v, %v", tc.key, tc.value, commit, ok, tc.commit, tc.isOK)
+			}
+		})
+	}
+}
+
+// txnProducer returns a franz-go client that writes to topic in
+// transactions, as Kafka Streams, Flink or any producer with a
+// transactional id does.
+func txnProducer(t *testing.T, addr, topic string) *kgo.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.TransactionalID("sensors-"+topic), kgo.DefaultProduceTopic(topic),
+		kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
+}
+
+// inTxn writes records in one transaction and ends it (commit or abort);
+// with end false it leaves the transaction open.
+func inTxn(ctx context.Context, t *testing.T, cl *kgo.Client, recs []*kgo.Record, end, commit bool) {
+	t.Helper()
+	if err := cl.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	if end {
+		endTxn(ctx, t, cl, commit)
+	}
+}
+
+func endTxn(ctx context.Context, t *testing.T, cl *kgo.Client, commit bool) {
+	t.Helper()
+	if err := cl.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestReadRangeTransactional reads ranges of a partition written in
+// transactions: a commit marker at offset 2, an abort marker at 5, a
+// commit marker at 8, and an open transaction from 9. Every data record in
+// the range is read (those of the aborted transaction too, as the
+// service's reader applies them), markers are passed over also at the end
+// of a range, and the open transaction ends the range without an error.
+func TestReadRangeTransactional(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "tx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	addr := c.ListenAddrs()[0]
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cl := txnProducer(t, addr, "tx")
+	rec := func(v string) *kgo.Record { return &kgo.Record{Key: []byte("k"), Value: []byte(v)} }
+	inTxn(ctx, t, cl, []*kgo.Record{rec("a0"), rec("a1")}, true, true)
+	inTxn(ctx, t, cl, []*kgo.Record{rec("b0"), rec("b1")}, true, false)
+	inTxn(ctx, t, cl, []*kgo.Record{rec("c0"), rec("c1")}, true, true)
+	inTxn(ctx, t, cl, []*kgo.Record{rec("open")}, false, false)
+
+	client := &kafka.Client{Addr: kafka.TCP(addr)}
+	for _, tc := range []struct {
+		from, to int64
+		want     string
+	}{
+		{0, 3, "a0 a1"},
+		{0, 2, "a0 a1"},
+		{2, 3, ""},
+		{3, 6, "b0 b1"},
+		{1, 7, "a1 b0 b1 c0"},
+		{0, 9, "a0 a1 b0 b1 c0 c1"},
+		{8, 9, ""},
+		{0, 10, "a0 a1 b0 b1 c0 c1"},
+		{9, 10, ""},
+	} {
+		var got []string
+		err := readRange(ctx, client, "tx", 0, tc.from, tc.to, func(_, v []byte) { got = append(got, string(v)) })
+		if err != nil {
+			t.Errorf("[%d, %d): %v", tc.from, tc.to, err)
+		}
+		if s := strings.Join(got, " "); s != tc.want {
+			t.Errorf("[%d, %d): read %q, want %q", tc.from, tc.to, s, tc.want)
+		}
+	}
+}
+
+// TestTransactionalReadings runs the service on readings written in
+// transactions. The markers that end them are neither readings nor
+// rejected (no dead letter), the readings of a transaction still open are
+// not applied before it commits, and a service that takes over rebuilds
+// its windows from the transactional topic.
+func TestTransactionalReadings(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a broker")
+	}
+	const n, T, C, d = 5, 3, 2, 4
+	b := testBundle(t, n, T, C, d, 1)
+	emb, err := StartEmbedded(0, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer emb.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := EnsureTopics(ctx, []string{emb.Addr}, 1, "readings", "forecasts", "readings-dead-letter"); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	cfg := Config{Brokers: []string{emb.Addr}, Partitions: 1, StepMs: testStep, Lateness: time.Hour,
+		Now: func() time.Time { return now }, Log: zerolog.Nop()}
+	slot := func(i int) []*kgo.Record {
+		var recs []*kgo.Record
+		for z := 0; z < n; z++ {
+			r := Reading{Sensor: z, TS: now.UnixMilli() + int64(i-10)*testStep, Values: []float64{50 + float64(i), 60 + float64(z)}}
+			recs = append(recs, &kgo.Record{Key: []byte(strconv.Itoa(z)), Value: EncodeReading(nil, &r)})
+		}
+		return recs
+	}
+	run := func(svc *Service) (stop func()) {
+		runCtx, cancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() { done <- svc.Run(runCtx) }()
+		return func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("service: %v", err)
+			}
+		}
+	}
+	waitApplied := func(svc *Service, want uint64) {
+		t.Helper()
+		for svc.Counters().Applied.Load() < want && ctx.Err() == nil {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if got := svc.Counters().Applied.Load(); got != want {
+			t.Fatalf("applied %d readings, want %d", got, want)
+		}
+	}
+
+	svc, err := NewService(b, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := run(svc)
+	cl := txnProducer(t, emb.Addr, "readings")
+	inTxn(ctx, t, cl, slot(0), true, true)
+	inTxn(ctx, t, cl, slot(1), true, true)
+	waitApplied(svc, 2*n)
+	// An open transaction is not read: a read-uncommitted consumer would
+	// have applied it within its 50 ms fetch wait.
+	inTxn(ctx, t, cl, slot(2), false, false)
+	time.Sleep(time.Second)
+	if got := svc.Counters().Applied.Load(); got != 2*n {
+		t.Fatalf("applied %d readings with a transaction open, want %d", got, 2*n)
+	}
+	endTxn(ctx, t, cl, true)
+	waitApplied(svc, 3*n)
+	// An aborted transaction is counted and warned of; the commit after
+	// it is read.
+	inTxn(ctx, t, cl, slot(3), true, false)
+	inTxn(ctx, t, cl, slot(4), true, true)
+	for svc.Counters().TxnCommits.Load() < 4 && ctx.Err() == nil {
+		time.Sleep(10 * time.Millisecond)
+	}
+	stop()
+	c := svc.Counters()
+	if c.TxnCommits.Load() != 4 || c.TxnAborts.Load() != 1 {
+		t.Errorf("counted %d commit and %d abort markers, want 4 and 1", c.TxnCommits.Load(), c.TxnAborts.Load())
+	}
+	for i, reason := range Reasons {
+		if got := c.Rejected[i].Load(); got != 0 {
+			t.Errorf("%d messages rejected as %s", got, reason)
+		}
+	}
+	if c.Internal.Load() != 0 {
+		t.Errorf("%d messages rejected (internal)", c.Internal.Load())
+	}
+	client := &kafka.Client{Addr: kafka.TCP(emb.Addr)}
+	var letters int
+	if err := readRange(ctx, client, "readings-dead-letter", 0, 0, 1<<40, func(_, _ []byte) { letters++ }); err != nil {
+		t.Fatal(err)
+	}
+	if letters != 0 {
+		t.Errorf("%d dead letters", letters)
+	}
+
+	// A second service, without a state file, takes over: it rebuilds its
+	// windows from the log, which ends with a commit marker.
+	next, err := NewService(b, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop = run(next)
+	for next.Counters().Rebuilds.Load()+next.Counters().RebuildFailures.Load() == 0 && ctx.Err() == nil {
+		time.Sleep(10 * time.Millisecond)
+	}
+	stop()
+	if c := next.Counters(); c.Rebuilds.Load() != 1 || c.RebuildFailures.Load() != 0 || c.Rebuilt.Load() == 0 {
+		t.Errorf("rebuilds %d, failures %d, readings rebuilt %d; want 1, 0 and some", c.Rebuilds.Load(), c.RebuildFailures.Load(), c.Rebuilt.Load())
+	}
+	if !bytes.Equal(svc.State().Snapshot(), next.State().Snapshot()) {
+		t.Error("the rebuilt state differs from the first service's")
+	}
+}
