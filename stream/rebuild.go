@@ -324,12 +324,14 @@ func readRange(ctx context.Context, c *kafka.Client, topic string, p int, from, 
 
 // retentionProblems returns what in a topic's configuration keeps the
 // rebuild from reading back the messages of the last span: a retention.ms
-// shorter than span, or, when compaction is not enough (the readings
-// topic: compaction keeps one message per key, a sensor's newest reading,
-// where the rebuild wants its window), a cleanup.policy that compacts
-// without deleting. configs maps a configuration name to its value; a
-// name it lacks is the broker's default, taken as fine.
-func retentionProblems(topic string, configs map[string]string, span time.Duration, compactionEnough bool) []string {
+// shorter than span; a retention.bytes below need, the bytes of a
+// partition's messages over the span (0: not checked); or, when
+// compaction is not enough (the readings topic: compaction keeps one
+// message per key, a sensor's newest reading, where the rebuild wants its
+// window), a cleanup.policy that compacts without deleting. configs maps a
+// configuration name to its value; a name it lacks is the broker's
+// default, taken as fine.
+func retentionProblems(topic string, configs map[string]string, span time.Duration, need int64, compactionEnough bool) []string {
 	var out []string
 	if v, ok := configs["retention.ms"]; ok {
 		ms, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
@@ -338,6 +340,15 @@ func retentionProblems(topic string, configs map[string]string, span time.Durati
 			out = append(out, fmt.Sprintf("topic %s: retention.ms %q is not a number", topic, v))
 		case ms >= 0 && time.Duration(ms)*time.Millisecond < span:
 			out = append(out, fmt.Sprintf("topic %s: retention.ms %d is shorter than the %s of window and history the rebuild reads back", topic, ms, span))
+		}
+	}
+	if v, ok := configs["retention.bytes"]; ok && need > 0 {
+		b, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		switch {
+		case err != nil:
+			out = append(out, fmt.Sprintf("topic %s: retention.bytes %q is not a number", topic, v))
+		case b >= 0 && b < need:
+			out = append(out, fmt.Sprintf("topic %s: retention.bytes %d is below the about %d bytes a partition takes for the %s of window and history the rebuild reads back", topic, b, need, span))
 		}
 	}
 	if v, ok := configs["cleanup.policy"]; ok && !compactionEnough {
@@ -352,6 +363,44 @@ func retentionProblems(topic string, configs map[string]string, span time.Durati
 	return out
 }
 
+// recordOverhead is about what Kafka adds to a message's key and value in
+// a record batch (the record's varint fields, and its share of the batch
+// header), for the estimates of spanBytes.
+const recordOverhead = 24
+
+// spanBytes estimates the bytes one of parts partitions of a topic takes
+// for the messages of the window and history: a message per sensor and
+// slot, spread over the partitions by key, each of the size of msg.
+func (s *Service) spanBytes(msg []byte, parts int) int64 {
+	perPart := (int64(s.state.r)*int64(s.state.n) + int64(parts) - 1) / int64(max(parts, 1))
+	key := len(strconv.Itoa(s.state.n - 1))
+	return perPart * int64(len(msg)+key+recordOverhead)
+}
+
+// typicalMessages returns a reading and a forecast message of about the
+// size the service reads and writes: the largest sensor id, a timestamp of
+// today, values of six digits, and the most receptive inputs.
+func (s *Service) typicalMessages() (reading, forecast []byte) {
+	b := s.Bundle()
+	C := len(b.Meta.Norm.Mean)
+	vals := make([]float64, C)
+	for c := range vals {
+		vals[c] = 1234.56
+	}
+	ts := time.Now().UnixMilli() / s.cfg.StepMs * s.cfg.StepMs
+	r := Reading{Sensor: s.state.n - 1, TS: ts, Values: vals}
+	f := Forecast{Sensor: s.state.n - 1, TS: ts, Values: vals, Model: b.Meta.Version, EmittedMs: ts}
+	most := 0
+	for z := 0; z < s.state.n; z++ {
+		ks, _ := b.Receptive(z)
+		most = max(most, len(ks))
+	}
+	for range most {
+		f.Inputs = append(f.Inputs, Input{Sensor: s.state.n - 1, TS: ts})
+	}
+	return EncodeReading(nil, &r), EncodeForecast(nil, &f)
+}
+
 // checkRetention logs, as a warning, what in the readings and forecasts
 // topics' configuration keeps the rebuild from working (see
 // retentionProblems), and returns it. A broker that does not say (an ACL
@@ -360,7 +409,9 @@ func (s *Service) checkRetention(ctx context.Context, t *kafka.Transport) []stri
 	cfg := s.cfg
 	client := &kafka.Client{Addr: kafka.TCP(cfg.Brokers...), Timeout: 10 * time.Second, Transport: roundTripper(t)}
 	span := time.Duration(s.state.r) * time.Duration(cfg.StepMs) * time.Millisecond
-	names := []string{"retention.ms", "cleanup.policy"}
+	names := []string{"retention.ms", "retention.bytes", "cleanup.policy"}
+	reading, forecast := s.typicalMessages()
+	size := map[string][]byte{cfg.ReadingsTopic: reading, cfg.ForecastsTopic: forecast}
 	resp, err := client.DescribeConfigs(ctx, &kafka.DescribeConfigsRequest{Resources: []kafka.DescribeConfigRequestResource{
 		{ResourceType: kafka.ResourceTypeTopic, ResourceName: cfg.ReadingsTopic, ConfigNames: names},
 		{ResourceType: kafka.ResourceTypeTopic, ResourceName: cfg.ForecastsTopic, ConfigNames: names},
@@ -379,7 +430,11 @@ func (s *Service) checkRetention(ctx context.Context, t *kafka.Transport) []stri
 		for _, e := range r.ConfigEntries {
 			configs[e.ConfigName] = e.ConfigValue
 		}
-		problems = append(problems, retentionProblems(r.ResourceName, configs, span, r.ResourceName != cfg.ReadingsTopic)...)
+		var need int64 // retention.bytes is per partition
+		if parts, err := partitionsOf(ctx, t, cfg.Brokers, r.ResourceName); err == nil {
+			need = s.spanBytes(size[r.ResourceName], len(parts))
+		}
+		problems = append(problems, retentionProblems(r.ResourceName, configs, span, need, r.ResourceName != cfg.ReadingsTopic)...)
 	}
 	for _, p := range problems {
 		cfg.Log.Warn().Msg(p + ": a service that takes the partitions forecasts from partial windows until they fill (see -rebuild)")

@@ -256,9 +256,15 @@ func TestRetentionProblems(t *testing.T) {
 		{"compacted and deleted", map[string]string{"cleanup.policy": "compact, delete"}, false, 0},
 		{"compacted forecasts", map[string]string{"cleanup.policy": "compact"}, true, 0},
 		{"both wrong", map[string]string{"retention.ms": "60000", "cleanup.policy": "compact"}, false, 2},
+		{"bytes unlimited", map[string]string{"retention.bytes": "-1"}, false, 0},
+		{"bytes enough", map[string]string{"retention.bytes": "1073741824"}, false, 0},
+		{"bytes exactly", map[string]string{"retention.bytes": "500000"}, false, 0},
+		{"bytes too few", map[string]string{"retention.bytes": "499999"}, false, 1},
+		{"bytes too few for forecasts", map[string]string{"retention.bytes": "1000", "cleanup.policy": "compact"}, true, 1},
+		{"bytes not a number", map[string]string{"retention.bytes": "1G"}, false, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := retentionProblems("readings", tc.configs, span, tc.compact)
+			got := retentionProblems("readings", tc.configs, span, 500000, tc.compact)
 			if len(got) != tc.want {
 				t.Errorf("problems %q, want %d", got, tc.want)
 			}
@@ -279,7 +285,7 @@ func TestCheckRetention(t *testing.T) {
 		{Topic: "readings", NumPartitions: 2, ReplicationFactor: 1, ConfigEntries: []kafka.ConfigEntry{
 			{ConfigName: "retention.ms", ConfigValue: "60000"}, {ConfigName: "cleanup.policy", ConfigValue: "compact"}}},
 		{Topic: "forecasts", NumPartitions: 2, ReplicationFactor: 1, ConfigEntries: []kafka.ConfigEntry{
-			{ConfigName: "cleanup.policy", ConfigValue: "compact"}}},
+			{ConfigName: "cleanup.policy", ConfigValue: "compact"}, {ConfigName: "retention.bytes", ConfigValue: "1000"}}},
 	}})
 	if err != nil {
 		t.Fatal(err)
@@ -295,11 +301,36 @@ func TestCheckRetention(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := svc.checkRetention(ctx, nil)
-	if len(got) != 2 || !strings.Contains(got[0]+got[1], "retention.ms 60000") || !strings.Contains(got[0]+got[1], `cleanup.policy "compact"`) {
-		t.Errorf("problems %q: want the readings topic's retention.ms and cleanup.policy", got)
+	all := strings.Join(got, "\n")
+	if len(got) != 3 || !strings.Contains(all, "readings: retention.ms 60000") || !strings.Contains(all, `readings: cleanup.policy "compact"`) ||
+		!strings.Contains(all, "forecasts: retention.bytes 1000 ") {
+		t.Errorf("problems %q: want the readings topic's retention.ms and cleanup.policy, and the forecasts topic's retention.bytes", got)
 	}
-	if n := strings.Count(logs.String(), `"level":"warn"`); n != 2 {
-		t.Errorf("%d warnings logged, want 2:\n%s", n, logs.String())
+	if n := strings.Count(logs.String(), `"level":"warn"`); n != 3 {
+		t.Errorf("%d warnings logged, want 3:\n%s", n, logs.String())
+	}
+}
+
+func TestSpanBytes(t *testing.T) {
+	const n, T = 4, 3
+	svc, err := NewService(testBundle(t, n, T, 2, 4, 1), Config{Brokers: []string{"127.0.0.1:1"}, StepMs: testStep, History: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := make([]byte, 100)
+	// 8 slots of 4 sensors: 32 messages, of 100 + 1 (key "3") + overhead.
+	for _, tc := range []struct{ parts, perPart int64 }{{1, 32}, {4, 8}, {3, 11}, {64, 1}} {
+		if got, want := svc.spanBytes(msg, int(tc.parts)), tc.perPart*(100+1+recordOverhead); got != want {
+			t.Errorf("%d partitions: %d bytes, want %d", tc.parts, got, want)
+		}
+	}
+	reading, forecast := svc.typicalMessages()
+	if _, err := DecodeReading([]byte(strconv.Itoa(n-1)), reading); err != nil {
+		t.Errorf("typical reading %s: %v", reading, err)
+	}
+	f, err := DecodeForecast(forecast)
+	if err != nil || len(f.Inputs) != 3 {
+		t.Errorf("typical forecast %s: %d inputs (want 3, the most receptive nodes of the test bundle), %v", forecast, len(f.Inputs), err)
 	}
 }
 
