@@ -156,16 +156,24 @@ func (l *Live) Nodes() int { return l.n }
 // wrong number of values, a ts off the slot grid or older than the slots
 // kept, or a slot that already has its reading.
 func (l *Live) Reading(sensor int, ts int64, values []float64) bool {
-	return l.record(sensor, ts, values, liveReading)
+	return l.record(sensor, ts, values, liveReading, false)
 }
 
 // Forecast records the forecast of sensor for the slot starting at ts
 // (Unix ms), as Reading records a reading.
 func (l *Live) Forecast(sensor int, ts int64, values []float64) bool {
-	return l.record(sensor, ts, values, liveForecast)
+	return l.record(sensor, ts, values, liveForecast, false)
 }
 
-func (l *Live) record(z int, ts int64, values []float64, kind uint8) bool {
+// backfill records a reading or forecast read back from the log (the
+// rebuild), as Reading and Forecast do, except that one older than the
+// slots kept is not counted as dropped: the log holds more than the view
+// keeps, and nothing was refused.
+func (l *Live) backfill(sensor int, ts int64, values []float64, kind uint8) bool {
+	return l.record(sensor, ts, values, kind, true)
+}
+
+func (l *Live) record(z int, ts int64, values []float64, kind uint8, backfill bool) bool {
 	if z < 0 || z >= l.n || len(values) != l.c || ts%l.stepMs != 0 || ts/l.stepMs == noSlot {
 		l.mu.Lock()
 		l.dropped++
@@ -177,7 +185,9 @@ func (l *Live) record(z int, ts int64, values []float64, kind uint8) bool {
 	defer l.mu.Unlock()
 	newest := l.newest[z]
 	if newest != noSlot && slot <= newest-int64(l.r) {
-		l.dropped++ // older than the ring
+		if !backfill {
+			l.dropped++ // older than the ring
+		}
 		return false
 	}
 	i := z*l.r + posIn(slot, l.r)

@@ -26,6 +26,7 @@ type liveOp struct {
 	slot     int64
 	values   []float64
 	want     bool
+	backfill bool // read back from the log (Live.backfill)
 }
 
 func rd(z int, slot int64, want bool, v ...float64) liveOp {
@@ -35,6 +36,9 @@ func rd(z int, slot int64, want bool, v ...float64) liveOp {
 func fc(z int, slot int64, want bool, v ...float64) liveOp {
 	return liveOp{forecast: true, sensor: z, slot: slot, values: v, want: want}
 }
+
+// back marks op as read back from the log.
+func back(op liveOp) liveOp { op.backfill = true; return op }
 
 func TestLiveJoin(t *testing.T) {
 	// A view slot: the slot and its reading and forecast (nil: none).
@@ -102,6 +106,15 @@ func TestLiveJoin(t *testing.T) {
 		view:  []slot{{7, []float64{20, 20}, []float64{22, 22}}, {8, []float64{10, 10}, nil}, {9, []float64{10, 10}, []float64{11, 11}}},
 		count: 4, mapeCount: 4, mae: 1.5, mape: 10, dropped: 2,
 	}, {
+		name:  "read back from the log, older than the ring: not dropped",
+		slots: 3,
+		ops: []liveOp{back(rd(1, 9, true, 10, 10)), back(fc(1, 9, true, 11, 11)),
+			back(fc(1, 6, false, 1, 1)), back(rd(1, 4, false, 1, 1)), back(rd(1, 8, true, 10, 10)),
+			back(rd(-1, 8, false, 1, 1)), // unknown sensor: dropped
+			rd(1, 5, false, 1, 1)},       // live: dropped
+		view:  []slot{{8, []float64{10, 10}, nil}, {9, []float64{10, 10}, []float64{11, 11}}},
+		count: 2, mapeCount: 2, mae: 1, mape: 10, dropped: 2,
+	}, {
 		name: "unknown sensor, wrong channels, off grid",
 		ops: []liveOp{rd(-1, 10, false, 1, 1), fc(5, 10, false, 1, 1), rd(1, 10, false, 1), fc(1, 10, false, 1, 2, 3),
 			{sensor: 1, slot: -1, values: []float64{1, 1}}},
@@ -118,9 +131,14 @@ func TestLiveJoin(t *testing.T) {
 					ts = testStep / 2 // off the grid
 				}
 				var got bool
-				if op.forecast {
+				switch {
+				case op.backfill && op.forecast:
+					got = l.backfill(op.sensor, ts, op.values, liveForecast)
+				case op.backfill:
+					got = l.backfill(op.sensor, ts, op.values, liveReading)
+				case op.forecast:
 					got = l.Forecast(op.sensor, ts, op.values)
-				} else {
+				default:
 					got = l.Reading(op.sensor, ts, op.values)
 				}
 				if got != op.want {

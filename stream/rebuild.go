@@ -147,7 +147,7 @@ func (s *Service) rebuild(ctx context.Context, t *kafka.Transport) (out rebuilt,
 	out.Readings = len(rs)
 	out.Applied = s.state.Replay(rs)
 	for _, r := range rs { // in slot order
-		s.live.Reading(r.Sensor, r.TS, r.Values)
+		s.live.backfill(r.Sensor, r.TS, r.Values, liveReading)
 	}
 
 	fparts, err := partitionsOf(ctx, t, cfg.Brokers, cfg.ForecastsTopic)
@@ -177,7 +177,7 @@ func (s *Service) rebuild(ctx context.Context, t *kafka.Transport) (out rebuilt,
 				return
 			}
 			out.Forecasts++
-			s.live.Forecast(f.Sensor, f.TS, f.Values)
+			s.live.backfill(f.Sensor, f.TS, f.Values, liveForecast)
 			if l, ok := latest[f.Sensor]; !ok || f.TS >= l.ts {
 				latest[f.Sensor] = found{f.TS, value}
 			}
