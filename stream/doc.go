@@ -52,7 +52,10 @@
 // the service as messages (kafka-go does not hide them); TxnMarker tells
 // them from readings, and they are counted, not dead-lettered. kafka-go
 // delivers the readings of aborted transactions too, without their
-// producer, so they are applied, with a warning.
+// producer; when a batch holds an abort marker, the service fetches that
+// stretch again and tells them by the fetch's aborted transactions, as
+// Kafka's own consumer does, and leaves them out. The rebuild reads the
+// log the same way.
 //
 // # Encoding
 //

@@ -38,7 +38,8 @@ type Counters struct {
 	Rebuilds, RebuildFailures, Rebuilt atomic.Uint64
 	// TxnCommits and TxnAborts count the transaction markers met in the
 	// readings topic (see TxnMarker): neither readings nor rejected.
-	TxnCommits, TxnAborts atomic.Uint64
+	// TxnAborted counts the readings of aborted transactions left out.
+	TxnCommits, TxnAborts, TxnAborted atomic.Uint64
 
 	// ForecastLatency is for the caller to observe the time from a
 	// reading's arrival to its forecasts' hand-off.
@@ -161,7 +162,8 @@ func (c *Counters) WritePrometheus(w io.Writer) error {
 	counter("rebuilds_total", "Times the windows were rebuilt from the readings and forecasts topics as the service began to hold the partitions.", c.Rebuilds.Load())
 	counter("rebuild_failures_total", "Rebuilds from the log that failed; the service went on with the state it had.", c.RebuildFailures.Load())
 	counter("rebuilt_readings_total", "Readings read back from the readings topic that a rebuild applied to the windows.", c.Rebuilt.Load())
-	fmt.Fprintf(bw, "# HELP %stransaction_markers_total Transaction markers met in the readings topic, by kind; an aborted transaction's readings were applied all the same.\n# TYPE %stransaction_markers_total counter\n", metricPrefix, metricPrefix)
+	counter("readings_aborted_total", "Readings of aborted transactions, left out.", c.TxnAborted.Load())
+	fmt.Fprintf(bw, "# HELP %stransaction_markers_total Transaction markers met in the readings topic, by kind.\n# TYPE %stransaction_markers_total counter\n", metricPrefix, metricPrefix)
 	fmt.Fprintf(bw, "%stransaction_markers_total{kind=\"commit\"} %d\n", metricPrefix, c.TxnCommits.Load())
 	fmt.Fprintf(bw, "%stransaction_markers_total{kind=\"abort\"} %d\n", metricPrefix, c.TxnAborts.Load())
 	c.ForecastLatency.write(bw, metricPrefix+"forecast_latency_seconds", "Time from a reading's arrival to its forecasts' hand-off.")

@@ -3,16 +3,13 @@ package stream
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/segmentio/kafka-go"
-	"github.com/segmentio/kafka-go/protocol"
 )
 
 // Replay applies readings that were applied before (by the service that
@@ -256,70 +253,15 @@ func offsetBounds(ctx context.Context, c *kafka.Client, topic string, parts []in
 }
 
 // readRange calls fn with the key and value of every record of topic's
-// partition p at offsets [from, to), in order. Offsets without a record
-// (transaction markers, which it skips; records removed by compaction)
-// are passed over, also at the end of the range; records of transactions
-// still open are not read (read committed), and the range ends short of
-// them.
+// partition p at offsets [from, to), in order, read committed and without
+// the records of aborted transactions (see walkCommitted).
 func readRange(ctx context.Context, c *kafka.Client, topic string, p int, from, to int64, fn func(key, value []byte)) error {
-	for off := from; off < to; {
-		resp, err := c.Fetch(ctx, &kafka.FetchRequest{Topic: topic, Partition: p, Offset: off,
-			MinBytes: 1, MaxBytes: 8 << 20, MaxWait: 500 * time.Millisecond, IsolationLevel: kafka.ReadCommitted})
-		if err == nil {
-			err = resp.Error
+	_, err := walkCommitted(ctx, c, topic, p, from, to, func(_ int64, key, value []byte, aborted bool) {
+		if !aborted {
+			fn(key, value)
 		}
-		if err != nil {
-			return fmt.Errorf("read %s/%d at offset %d: %w", topic, p, off, err)
-		}
-		// The batches one by one, control batches included, which the
-		// response's own ReadRecord skips without a word of their
-		// offsets.
-		batches := []protocol.RecordReader{resp.Records}
-		if rs, ok := resp.Records.(*protocol.RecordStream); ok {
-			batches = rs.Records
-		}
-		next := off
-		for _, b := range batches {
-			_, control := b.(*protocol.ControlBatch)
-			for {
-				rec, err := b.ReadRecord()
-				if errors.Is(err, io.EOF) {
-					break
-				}
-				if err != nil {
-					return fmt.Errorf("read %s/%d at offset %d: %w", topic, p, next, err)
-				}
-				if rec.Offset < off {
-					continue // a batch may begin before the offset asked
-				}
-				next = max(next, rec.Offset+1)
-				if control || rec.Offset >= to {
-					continue
-				}
-				key, err := protocol.ReadAll(rec.Key)
-				if err != nil {
-					return fmt.Errorf("read %s/%d offset %d: key: %w", topic, p, rec.Offset, err)
-				}
-				value, err := protocol.ReadAll(rec.Value)
-				if err != nil {
-					return fmt.Errorf("read %s/%d offset %d: value: %w", topic, p, rec.Offset, err)
-				}
-				fn(key, value)
-			}
-		}
-		if next == off {
-			end := resp.HighWatermark
-			if resp.LastStableOffset > 0 {
-				end = min(end, resp.LastStableOffset)
-			}
-			if end <= off {
-				return nil // the end came sooner: truncated, or an open transaction
-			}
-			return fmt.Errorf("read %s/%d at offset %d: no record returned below offset %d", topic, p, off, end)
-		}
-		off = next
-	}
-	return nil
+	})
+	return err
 }
 
 // retentionProblems returns what in a topic's configuration keeps the

@@ -381,6 +381,7 @@ func (s *Service) Run(ctx context.Context) error {
 		return err
 	}
 	transport := cfg.Security.Transport()
+	client := &kafka.Client{Addr: kafka.TCP(cfg.Brokers...), Timeout: 10 * time.Second, Transport: roundTripper(transport)}
 	if !cfg.NoRebuild {
 		s.checkRetention(ctx, transport)
 	}
@@ -478,8 +479,9 @@ func (s *Service) Run(ctx context.Context) error {
 			}
 			deadline := time.Now().Add(wait)
 			var (
-				fetchErr error
-				got      int
+				fetchErr    error
+				got         int
+				gatherUntil time.Time
 			)
 			for fetched := 0; fetched < cfg.BatchSize; fetched++ {
 				fctx, cancel := context.WithDeadline(ctx, deadline)
@@ -501,8 +503,16 @@ func (s *Service) Run(ctx context.Context) error {
 					h.Slot, h.OK = r.TS/cfg.StepMs, true
 				}
 				align.Add(h)
+				// Gather what is already buffered, and what the broker
+				// said follows (a backlog; the rest of a transaction,
+				// and its marker, fetched together), within the wait.
 				if fetched == 0 {
-					deadline = time.Now().Add(2 * time.Millisecond) // gather what is already buffered
+					gatherUntil = time.Now().Add(wait)
+				}
+				if fetched == 0 || m.Offset+1 < m.HighWaterMark {
+					if deadline = time.Now().Add(2 * time.Millisecond); deadline.After(gatherUntil) {
+						deadline = gatherUntil
+					}
 				}
 			}
 			overflows := align.Overflows
@@ -522,6 +532,7 @@ func (s *Service) Run(ctx context.Context) error {
 				}
 			}
 			s.holding = holding
+			aborted := s.abortedIn(ctx, client, held)
 			// In slot order, emitting at every new slot, so that no input runs
 			// ahead of a pending forecast by more than the partitions' slack.
 			slices.SortStableFunc(held, func(a, b Held) int { return cmp.Compare(a.Slot, b.Slot) })
@@ -535,7 +546,15 @@ func (s *Service) Run(ctx context.Context) error {
 				m := h.Msg
 				batch = append(batch, m)
 				if commit, ok := TxnMarker(m.Key, m.Value); ok {
-					s.marker(commit, m)
+					if commit {
+						s.state.Counters.TxnCommits.Add(1)
+					} else {
+						s.state.Counters.TxnAborts.Add(1)
+					}
+					continue
+				}
+				if aborted[[2]int64{int64(m.Partition), m.Offset}] {
+					s.state.Counters.TxnAborted.Add(1)
 					continue
 				}
 				arrived = append(arrived, h.Arrived)
@@ -600,21 +619,69 @@ func (s *Service) Run(ctx context.Context) error {
 	}
 }
 
-// marker counts a transaction marker met in the readings topic and, for
-// an abort, warns (once a minute at most) that the aborted transaction's
-// readings were applied all the same: kafka-go's Reader delivers them
-// (segmentio/kafka-go#1332) and does not say which producer wrote a
-// message, so they cannot be told from committed ones here.
-func (s *Service) marker(commit bool, m kafka.Message) {
-	if commit {
-		s.state.Counters.TxnCommits.Add(1)
-		return
+// abortedIn returns the messages of held (partition, offset) that belong
+// to a transaction aborted by a marker among held, so that they are not
+// applied. kafka-go's Reader delivers the records of aborted transactions
+// and does not say which producer wrote a message
+// (segmentio/kafka-go#1332), so for every partition with an abort marker
+// in held, the offsets from its first message held to the marker are
+// fetched again, read committed, and told apart as Kafka's own consumer
+// does (walkCommitted). Read committed, a transaction's records come only
+// once it has ended, and as a rule in the same fetch as its marker, which
+// Run gathers into one batch. The exceptions are warned of (once a minute
+// at most), their readings applied: a transaction larger than a batch, or
+// whose marker came after another producer's transaction still open.
+func (s *Service) abortedIn(ctx context.Context, client *kafka.Client, held []Held) map[[2]int64]bool {
+	type span struct{ lo, marker int64 }
+	var spans map[int]*span
+	for _, h := range held {
+		m := h.Msg
+		if commit, ok := TxnMarker(m.Key, m.Value); !ok || commit {
+			continue
+		}
+		if spans == nil {
+			spans = map[int]*span{}
+		}
+		sp := spans[m.Partition]
+		if sp == nil {
+			sp = &span{lo: m.Offset}
+			spans[m.Partition] = sp
+		}
+		sp.marker = max(sp.marker, m.Offset)
 	}
-	s.state.Counters.TxnAborts.Add(1)
-	if ok, held := s.markerLog.allow("abort", time.Now()); ok {
-		s.cfg.Log.Warn().Int("partition", m.Partition).Int64("offset", m.Offset).Int("similar_held_back", held).
-			Msg("a transaction that wrote to the readings topic was aborted: its readings were applied all the same (kafka-go delivers them, segmentio/kafka-go#1332)")
+	if spans == nil {
+		return nil
 	}
+	for _, h := range held {
+		if sp := spans[h.Msg.Partition]; sp != nil {
+			sp.lo = min(sp.lo, h.Msg.Offset)
+		}
+	}
+	// The batch in hand is finished even when Run is told to stop.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	out := map[[2]int64]bool{}
+	topic := s.cfg.ReadingsTopic
+	for p, sp := range spans {
+		earlier, err := walkCommitted(ctx, client, topic, p, sp.lo, sp.marker, func(off int64, _, _ []byte, aborted bool) {
+			if aborted {
+				out[[2]int64{int64(p), off}] = true
+			}
+		})
+		switch {
+		case err != nil:
+			if ok, held := s.markerLog.allow("abort-read", time.Now()); ok {
+				s.cfg.Log.Warn().Err(err).Int("partition", p).Int("similar_held_back", held).
+					Msg("cannot tell the readings of an aborted transaction: those in this batch are applied")
+			}
+		case earlier:
+			if ok, held := s.markerLog.allow("abort-earlier", time.Now()); ok {
+				s.cfg.Log.Warn().Int("partition", p).Int64("offset", sp.marker).Int("similar_held_back", held).
+					Msg("readings of an aborted transaction came in an earlier batch than its marker and were applied (kafka-go delivers them, segmentio/kafka-go#1332)")
+			}
+		}
+	}
+	return out
 }
 
 // dialer returns the reader's dialer: the security's, with the service's

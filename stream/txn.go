@@ -1,6 +1,18 @@
 package stream
 
-import "encoding/binary"
+import (
+	"cmp"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+
+	"github.com/segmentio/kafka-go"
+	"github.com/segmentio/kafka-go/protocol"
+	fetchAPI "github.com/segmentio/kafka-go/protocol/fetch"
+)
 
 // TxnMarker reports whether a message of the readings topic, as kafka-go's
 // Reader delivers it, is a transaction marker rather than a reading, and
@@ -26,4 +38,182 @@ func TxnMarker(key, value []byte) (commit, ok bool) {
 		return true, true
 	}
 	return false, false
+}
+
+// abortFilter tells the records of aborted transactions in the batches of
+// read-committed fetches of one partition, as Kafka's own consumer does:
+// a fetch response lists the aborted transactions it overlaps (producer
+// id, first offset); from its first offset on, the transactional batches
+// of that producer are aborted, until the producer's abort marker.
+// kafka-go's Reader ignores the list (segmentio/kafka-go#1332), so the
+// service applies this to what it reads with its own fetches.
+type abortFilter struct {
+	pending []fetchAPI.ResponseTransaction // listed, first offset not reached yet; ascending
+	seen    map[fetchAPI.ResponseTransaction]bool
+	aborted map[int64]bool // producers inside an aborted transaction
+	from    int64          // where the walk began
+	earlier bool           // a listed transaction began before from
+}
+
+// list adds the aborted transactions of a fetch response; those listed
+// by an earlier response of the same walk are passed over.
+func (f *abortFilter) list(txns []fetchAPI.ResponseTransaction) {
+	if f.seen == nil {
+		f.seen, f.aborted = map[fetchAPI.ResponseTransaction]bool{}, map[int64]bool{}
+	}
+	for _, t := range txns {
+		if !f.seen[t] {
+			f.seen[t] = true
+			f.pending = append(f.pending, t)
+			f.earlier = f.earlier || t.FirstOffset < f.from
+		}
+	}
+	slices.SortFunc(f.pending, func(a, b fetchAPI.ResponseTransaction) int { return cmp.Compare(a.FirstOffset, b.FirstOffset) })
+}
+
+// batch reports whether the records of a batch are to be passed over: a
+// control batch (a marker; an abort marker ends its producer's aborted
+// transaction), or a transactional batch of a producer inside an aborted
+// transaction. base is the batch's first offset.
+func (f *abortFilter) batch(base, producer int64, transactional, control, abortMarker bool) bool {
+	if f.seen == nil {
+		f.list(nil)
+	}
+	i := 0
+	for ; i < len(f.pending) && f.pending[i].FirstOffset <= base; i++ {
+		f.aborted[f.pending[i].ProducerID] = true
+	}
+	f.pending = f.pending[i:]
+	if control {
+		if abortMarker {
+			delete(f.aborted, producer)
+		}
+		return true
+	}
+	return transactional && f.aborted[producer]
+}
+
+// walkCommitted calls fn with every record of topic's partition p at
+// offsets [from, to), in order, read committed, and whether the record
+// belongs to an aborted transaction (see abortFilter); transaction
+// markers are not passed. Offsets without a record (markers, records
+// removed by compaction) are passed over, also at the end of the range;
+// the records of a transaction still open end the range early. earlier
+// reports an aborted transaction begun before from, whose records before
+// from fn did not see.
+func walkCommitted(ctx context.Context, c *kafka.Client, topic string, p int, from, to int64, fn func(offset int64, key, value []byte, aborted bool)) (earlier bool, err error) {
+	f := abortFilter{from: from}
+	for off := from; off < to; {
+		part, err := fetchPartition(ctx, c, topic, p, off)
+		if err != nil {
+			return false, fmt.Errorf("read %s/%d at offset %d: %w", topic, p, off, err)
+		}
+		f.list(part.AbortedTransactions)
+		var batches []protocol.RecordReader
+		switch rs := part.RecordSet.Records.(type) {
+		case nil:
+		case *protocol.RecordStream:
+			batches = rs.Records
+		default:
+			batches = []protocol.RecordReader{rs}
+		}
+		next := off
+		for _, b := range batches {
+			var skip bool
+			switch b := b.(type) {
+			case *protocol.RecordBatch:
+				skip = f.batch(b.BaseOffset, b.ProducerID, b.Attributes.Transactional(), false, false)
+			case *protocol.ControlBatch:
+				abort := false
+				if rec, err := b.ReadRecord(); err == nil {
+					key, _ := protocol.ReadAll(rec.Key)
+					value, _ := protocol.ReadAll(rec.Value)
+					commit, ok := TxnMarker(key, value)
+					abort = ok && !commit
+					next = max(next, rec.Offset+1)
+				}
+				f.batch(b.BaseOffset, b.ProducerID, true, true, abort)
+				for { // the rest of the batch (a marker batch holds one record)
+					rec, err := b.ReadRecord()
+					if err != nil {
+						break
+					}
+					next = max(next, rec.Offset+1)
+				}
+				continue
+			}
+			for {
+				rec, err := b.ReadRecord()
+				if errors.Is(err, io.EOF) {
+					break
+				}
+				if err != nil {
+					return f.earlier, fmt.Errorf("read %s/%d at offset %d: %w", topic, p, next, err)
+				}
+				if rec.Offset < off {
+					continue // a batch may begin before the offset asked
+				}
+				next = max(next, rec.Offset+1)
+				if rec.Offset >= to {
+					continue
+				}
+				key, err := protocol.ReadAll(rec.Key)
+				if err != nil {
+					return f.earlier, fmt.Errorf("read %s/%d offset %d: key: %w", topic, p, rec.Offset, err)
+				}
+				value, err := protocol.ReadAll(rec.Value)
+				if err != nil {
+					return f.earlier, fmt.Errorf("read %s/%d offset %d: value: %w", topic, p, rec.Offset, err)
+				}
+				fn(rec.Offset, key, value, skip)
+			}
+		}
+		if next == off {
+			end := part.HighWatermark
+			if part.LastStableOffset > 0 {
+				end = min(end, part.LastStableOffset)
+			}
+			if end <= off {
+				return f.earlier, nil // the end came sooner: truncated, or an open transaction
+			}
+			return f.earlier, fmt.Errorf("read %s/%d at offset %d: no record returned below offset %d", topic, p, off, end)
+		}
+		off = next
+	}
+	return f.earlier, nil
+}
+
+// fetchPartition fetches, read committed, what follows offset off in
+// topic's partition p: kafka.Client.Fetch drops the response's aborted
+// transactions, so the fetch request is sent through c's transport as
+// kafka-go's Client sends it.
+func fetchPartition(ctx context.Context, c *kafka.Client, topic string, p int, off int64) (*fetchAPI.ResponsePartition, error) {
+	rt := c.Transport
+	if rt == nil {
+		rt = kafka.DefaultTransport
+	}
+	if c.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.Timeout)
+		defer cancel()
+	}
+	m, err := rt.RoundTrip(ctx, c.Addr, &fetchAPI.Request{ReplicaID: -1, MaxWaitTime: 500, MinBytes: 1, MaxBytes: 8 << 20,
+		IsolationLevel: int8(kafka.ReadCommitted), SessionID: -1, SessionEpoch: -1,
+		Topics: []fetchAPI.RequestTopic{{Topic: topic, Partitions: []fetchAPI.RequestPartition{{
+			Partition: int32(p), CurrentLeaderEpoch: -1, FetchOffset: off, LogStartOffset: -1, PartitionMaxBytes: 8 << 20}}}}})
+	if err != nil {
+		return nil, err
+	}
+	res, ok := m.(*fetchAPI.Response)
+	if !ok || len(res.Topics) == 0 || len(res.Topics[0].Partitions) == 0 {
+		return nil, fmt.Errorf("fetch: an answer without the partition")
+	}
+	if res.ErrorCode != 0 {
+		return nil, kafka.Error(res.ErrorCode)
+	}
+	part := &res.Topics[0].Partitions[0]
+	if part.ErrorCode != 0 {
+		return nil, kafka.Error(part.ErrorCode)
+	}
+	return part, nil
 }

@@ -43,9 +43,9 @@ func TestTxnMarker(t *testing.T) {
 // txnProducer returns a franz-go client that writes to topic in
 // transactions, as Kafka Streams, Flink or any producer with a
 // transactional id does.
-func txnProducer(t *testing.T, addr, topic string) *kgo.Client {
+func txnProducer(t *testing.T, addr, topic, id string) *kgo.Client {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.TransactionalID("sensors-"+topic), kgo.DefaultProduceTopic(topic),
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.TransactionalID(id), kgo.DefaultProduceTopic(topic),
 		kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)))
 	if err != nil {
 		t.Fatal(err)
@@ -76,12 +76,17 @@ func endTxn(ctx context.Context, t *testing.T, cl *kgo.Client, commit bool) {
 	}
 }
 
-// TestReadRangeTransactional reads ranges of a partition written in
-// transactions: a commit marker at offset 2, an abort marker at 5, a
-// commit marker at 8, and an open transaction from 9. Every data record in
-// the range is read (those of the aborted transaction too, as the
-// service's reader applies them), markers are passed over also at the end
-// of a range, and the open transaction ends the range without an error.
+// TestReadRangeTransactional reads ranges of a partition written by two
+// transactional producers, A and B:
+//
+//	0 a0, 1 a1, 2 commit A; 3 b0, 4 b1 (A); 5 x0 (B), 6 commit B;
+//	7 b2 (A), 8 abort A; 9 c0, 10 c1, 11 commit A; 12 open (A, not ended)
+//
+// The records of A's aborted transaction (3, 4, 7) are left out, B's
+// committed one between them is read, markers are passed over also at
+// the end of a range, and the open transaction ends the range without an
+// error. walkCommitted says when the range begins inside an aborted
+// transaction.
 func TestReadRangeTransactional(t *testing.T) {
 	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "tx"))
 	if err != nil {
@@ -91,35 +96,55 @@ func TestReadRangeTransactional(t *testing.T) {
 	addr := c.ListenAddrs()[0]
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cl := txnProducer(t, addr, "tx")
+	a, b := txnProducer(t, addr, "tx", "a"), txnProducer(t, addr, "tx", "b")
 	rec := func(v string) *kgo.Record { return &kgo.Record{Key: []byte("k"), Value: []byte(v)} }
-	inTxn(ctx, t, cl, []*kgo.Record{rec("a0"), rec("a1")}, true, true)
-	inTxn(ctx, t, cl, []*kgo.Record{rec("b0"), rec("b1")}, true, false)
-	inTxn(ctx, t, cl, []*kgo.Record{rec("c0"), rec("c1")}, true, true)
-	inTxn(ctx, t, cl, []*kgo.Record{rec("open")}, false, false)
+	inTxn(ctx, t, a, []*kgo.Record{rec("a0"), rec("a1")}, true, true)
+	inTxn(ctx, t, a, []*kgo.Record{rec("b0"), rec("b1")}, false, false)
+	inTxn(ctx, t, b, []*kgo.Record{rec("x0")}, true, true)
+	if err := a.ProduceSync(ctx, rec("b2")).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	endTxn(ctx, t, a, false)
+	inTxn(ctx, t, a, []*kgo.Record{rec("c0"), rec("c1")}, true, true)
+	inTxn(ctx, t, a, []*kgo.Record{rec("open")}, false, false)
 
 	client := &kafka.Client{Addr: kafka.TCP(addr)}
 	for _, tc := range []struct {
 		from, to int64
-		want     string
+		want     string // records read
+		aborted  string // records of the aborted transaction walked over
+		earlier  bool
 	}{
-		{0, 3, "a0 a1"},
-		{0, 2, "a0 a1"},
-		{2, 3, ""},
-		{3, 6, "b0 b1"},
-		{1, 7, "a1 b0 b1 c0"},
-		{0, 9, "a0 a1 b0 b1 c0 c1"},
-		{8, 9, ""},
-		{0, 10, "a0 a1 b0 b1 c0 c1"},
-		{9, 10, ""},
+		{0, 3, "a0 a1", "", false},
+		{0, 2, "a0 a1", "", false},
+		{2, 3, "", "", false},
+		{3, 9, "x0", "b0 b1 b2", false},
+		{4, 6, "x0", "b1", true},
+		{5, 9, "x0", "b2", true},
+		{8, 9, "", "", true}, // the marker of a transaction begun at 3
+		{1, 10, "a1 x0 c0", "b0 b1 b2", false},
+		{0, 12, "a0 a1 x0 c0 c1", "b0 b1 b2", false},
+		{0, 13, "a0 a1 x0 c0 c1", "b0 b1 b2", false},
+		{9, 13, "c0 c1", "", false},
+		{12, 13, "", "", false},
 	} {
-		var got []string
-		err := readRange(ctx, client, "tx", 0, tc.from, tc.to, func(_, v []byte) { got = append(got, string(v)) })
+		var got, aborted []string
+		earlier, err := walkCommitted(ctx, client, "tx", 0, tc.from, tc.to, func(_ int64, _, v []byte, ab bool) {
+			if ab {
+				aborted = append(aborted, string(v))
+			} else {
+				got = append(got, string(v))
+			}
+		})
 		if err != nil {
 			t.Errorf("[%d, %d): %v", tc.from, tc.to, err)
 		}
-		if s := strings.Join(got, " "); s != tc.want {
-			t.Errorf("[%d, %d): read %q, want %q", tc.from, tc.to, s, tc.want)
+		if s, ab := strings.Join(got, " "), strings.Join(aborted, " "); s != tc.want || ab != tc.aborted || earlier != tc.earlier {
+			t.Errorf("[%d, %d): read %q, aborted %q, earlier %v; want %q, %q, %v", tc.from, tc.to, s, ab, earlier, tc.want, tc.aborted, tc.earlier)
+		}
+		var read []string
+		if err := readRange(ctx, client, "tx", 0, tc.from, tc.to, func(_, v []byte) { read = append(read, string(v)) }); err != nil || strings.Join(read, " ") != tc.want {
+			t.Errorf("readRange [%d, %d): %q, %v; want %q", tc.from, tc.to, read, err, tc.want)
 		}
 	}
 }
@@ -127,8 +152,10 @@ func TestReadRangeTransactional(t *testing.T) {
 // TestTransactionalReadings runs the service on readings written in
 // transactions. The markers that end them are neither readings nor
 // rejected (no dead letter), the readings of a transaction still open are
-// not applied before it commits, and a service that takes over rebuilds
-// its windows from the transactional topic.
+// not applied before it commits, those of an aborted one are left out (the
+// same slots written again with other values are applied, not taken for
+// conflicts), and a service that takes over rebuilds the same windows
+// from the transactional topic.
 func TestTransactionalReadings(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a broker")
@@ -148,14 +175,15 @@ func TestTransactionalReadings(t *testing.T) {
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	cfg := Config{Brokers: []string{emb.Addr}, Partitions: 1, StepMs: testStep, Lateness: time.Hour,
 		Now: func() time.Time { return now }, Log: zerolog.Nop()}
-	slot := func(i int) []*kgo.Record {
+	slotOf := func(i int, v float64) []*kgo.Record {
 		var recs []*kgo.Record
 		for z := 0; z < n; z++ {
-			r := Reading{Sensor: z, TS: now.UnixMilli() + int64(i-10)*testStep, Values: []float64{50 + float64(i), 60 + float64(z)}}
+			r := Reading{Sensor: z, TS: now.UnixMilli() + int64(i-10)*testStep, Values: []float64{v + float64(i), 60 + float64(z)}}
 			recs = append(recs, &kgo.Record{Key: []byte(strconv.Itoa(z)), Value: EncodeReading(nil, &r)})
 		}
 		return recs
 	}
+	slot := func(i int) []*kgo.Record { return slotOf(i, 50) }
 	run := func(svc *Service) (stop func()) {
 		runCtx, cancel := context.WithCancel(ctx)
 		done := make(chan error, 1)
@@ -182,7 +210,7 @@ func TestTransactionalReadings(t *testing.T) {
 		t.Fatal(err)
 	}
 	stop := run(svc)
-	cl := txnProducer(t, emb.Addr, "readings")
+	cl := txnProducer(t, emb.Addr, "readings", "sensors")
 	inTxn(ctx, t, cl, slot(0), true, true)
 	inTxn(ctx, t, cl, slot(1), true, true)
 	waitApplied(svc, 2*n)
@@ -195,17 +223,19 @@ func TestTransactionalReadings(t *testing.T) {
 	}
 	endTxn(ctx, t, cl, true)
 	waitApplied(svc, 3*n)
-	// An aborted transaction is counted and warned of; the commit after
-	// it is read.
-	inTxn(ctx, t, cl, slot(3), true, false)
-	inTxn(ctx, t, cl, slot(4), true, true)
-	for svc.Counters().TxnCommits.Load() < 4 && ctx.Err() == nil {
-		time.Sleep(10 * time.Millisecond)
-	}
+	// An aborted transaction is left out, and the same slot written again
+	// with other values is applied.
+	inTxn(ctx, t, cl, slotOf(3, 900), true, false)
+	inTxn(ctx, t, cl, slot(3), true, true)
+	waitApplied(svc, 4*n)
 	stop()
 	c := svc.Counters()
-	if c.TxnCommits.Load() != 4 || c.TxnAborts.Load() != 1 {
-		t.Errorf("counted %d commit and %d abort markers, want 4 and 1", c.TxnCommits.Load(), c.TxnAborts.Load())
+	if c.TxnCommits.Load() != 4 || c.TxnAborts.Load() != 1 || c.TxnAborted.Load() != n {
+		t.Errorf("counted %d commit and %d abort markers and %d aborted readings, want 4, 1 and %d",
+			c.TxnCommits.Load(), c.TxnAborts.Load(), c.TxnAborted.Load(), n)
+	}
+	if c.Conflicts.Load() != 0 || c.Duplicates.Load() != 0 {
+		t.Errorf("%d conflicts and %d duplicates: the aborted readings were applied", c.Conflicts.Load(), c.Duplicates.Load())
 	}
 	for i, reason := range Reasons {
 		if got := c.Rejected[i].Load(); got != 0 {
