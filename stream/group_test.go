@@ -142,9 +142,7 @@ func testStandbyTakesOver(t *testing.T, shared, noRebuild, exact bool) {
 		return svc
 	}
 	run := func(svc *Service) (stop func() error) {
-		runCtx, cancel := context.WithCancel(ctx)
-		done := make(chan error, 1)
-		go func() { done <- svc.Run(runCtx) }()
+		cancel, done := runService(ctx, svc)
 		return func() error { cancel(); return <-done }
 	}
 	ready := func(svc *Service) bool { return svc.Readiness().Ready }

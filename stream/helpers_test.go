@@ -135,3 +135,12 @@ func testBroker(ctx context.Context, tb testing.TB, partitions int, topics ...st
 	}
 	return emb
 }
+
+// runService runs svc in the background until ctx ends or stop is called;
+// done then receives what Run returned.
+func runService(ctx context.Context, svc *Service) (stop context.CancelFunc, done <-chan error) {
+	runCtx, stop := context.WithCancel(ctx)
+	ch := make(chan error, 1)
+	go func() { ch <- svc.Run(runCtx) }()
+	return stop, ch
+}

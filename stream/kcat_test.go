@@ -76,9 +76,7 @@ func testKcatInterop(t *testing.T, kcat, addr string, sec Security, kcatArgs []s
 	if err := sec.EnsureTopics(ctx, []string{addr}, 4, "readings", "forecasts", "readings-dead-letter"); err != nil {
 		t.Fatal(err)
 	}
-	runCtx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- svc.Run(runCtx) }()
+	stop, done := runService(ctx, svc)
 	defer func() {
 		stop()
 		if err := <-done; err != nil {

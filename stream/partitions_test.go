@@ -28,9 +28,7 @@ func TestServiceConsumesAddedPartitions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	runCtx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- svc.Run(runCtx) }()
+	stop, done := runService(ctx, svc)
 	defer func() {
 		stop()
 		if err := <-done; err != nil {

@@ -213,9 +213,7 @@ func TestServiceReadinessThroughBrokerRestart(t *testing.T) {
 	split := slices.IndexFunc(readings, func(r Reading) bool { return r.TS >= (1000+before)*testStep })
 	publish(readings[:split])
 
-	runCtx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- svc.Run(runCtx) }()
+	stop, done := runService(ctx, svc)
 	waitFor := func(what string, ok func() bool) {
 		t.Helper()
 		for deadline := time.Now().Add(30 * time.Second); !ok(); time.Sleep(20 * time.Millisecond) {

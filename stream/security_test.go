@@ -74,9 +74,7 @@ func TestServiceOverTLSAndSASL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	runCtx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- svc.Run(runCtx) }()
+	stop, done := runService(ctx, svc)
 	const steps = 12
 	data := testSeries(steps, n, C, 5)
 	sent, err := Publish(ctx, Series{Steps: steps, Nodes: n, Channels: C, Data: data}, PublishConfig{Brokers: []string{addr},
@@ -150,10 +148,8 @@ func TestServiceMutualTLS(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			runCtx, stop := context.WithCancel(ctx)
+			stop, done := runService(ctx, svc)
 			defer stop()
-			done := make(chan error, 1)
-			go func() { done <- svc.Run(runCtx) }()
 			if tc.wantErr != "" {
 				if err := <-done; err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("Run: %v, want an error mentioning %q", err, tc.wantErr)

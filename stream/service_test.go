@@ -58,9 +58,7 @@ func TestEndToEndMatchesOffline(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	runCtx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- svc.Run(runCtx) }()
+	stop, done := runService(ctx, svc)
 
 	if err := EnsureTopics(ctx, []string{emb.Addr}, 4, "readings", "forecasts", "readings-dead-letter"); err != nil {
 		t.Fatal(err)
@@ -203,9 +201,7 @@ func TestServiceDeadLettersBadInput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	runCtx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- svc.Run(runCtx) }()
+	stop, done := runService(ctx, svc)
 
 	valid := func(sensor int, ts int64) kafka.Message {
 		r := Reading{Sensor: sensor, TS: ts, Values: []float64{50, 60}}

@@ -100,9 +100,7 @@ func replayBacklog(tb testing.TB, slots int, secure bool) backlogRun {
 	r.counters = svc.state.Counters
 	r.want = uint64(slots * s.Nodes) // targets 1 … slots of every sensor
 	t0 = time.Now()
-	runCtx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- svc.Run(runCtx) }()
+	stop, done := runService(ctx, svc)
 	for svc.state.Counters.Emitted.Load() < r.want && ctx.Err() == nil {
 		select {
 		case err := <-done:

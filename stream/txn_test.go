@@ -185,9 +185,7 @@ func TestTransactionalReadings(t *testing.T) {
 	}
 	slot := func(i int) []*kgo.Record { return slotOf(i, 50) }
 	run := func(svc *Service) (stop func()) {
-		runCtx, cancel := context.WithCancel(ctx)
-		done := make(chan error, 1)
-		go func() { done <- svc.Run(runCtx) }()
+		cancel, done := runService(ctx, svc)
 		return func() {
 			cancel()
 			if err := <-done; err != nil {
