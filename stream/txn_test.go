@@ -160,6 +160,15 @@ func TestTransactionalReadings(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a broker")
 	}
+	for _, tc := range []struct {
+		name       string
+		partitions int
+	}{{"one partition", 1}, {"four partitions", 4}} {
+		t.Run(tc.name, func(t *testing.T) { testTransactionalReadings(t, tc.partitions) })
+	}
+}
+
+func testTransactionalReadings(t *testing.T, partitions int) {
 	const n, T, C, d = 5, 3, 2, 4
 	b := testBundle(t, n, T, C, d, 1)
 	emb, err := StartEmbedded(0, "")
@@ -169,11 +178,11 @@ func TestTransactionalReadings(t *testing.T) {
 	defer emb.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	if err := EnsureTopics(ctx, []string{emb.Addr}, 1, "readings", "forecasts", "readings-dead-letter"); err != nil {
+	if err := EnsureTopics(ctx, []string{emb.Addr}, partitions, "readings", "forecasts", "readings-dead-letter"); err != nil {
 		t.Fatal(err)
 	}
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-	cfg := Config{Brokers: []string{emb.Addr}, Partitions: 1, StepMs: testStep, Lateness: time.Hour,
+	cfg := Config{Brokers: []string{emb.Addr}, Partitions: partitions, StepMs: testStep, Lateness: time.Hour,
 		Now: func() time.Time { return now }, Log: zerolog.Nop()}
 	slotOf := func(i int, v float64) []*kgo.Record {
 		var recs []*kgo.Record
@@ -184,6 +193,13 @@ func TestTransactionalReadings(t *testing.T) {
 		return recs
 	}
 	slot := func(i int) []*kgo.Record { return slotOf(i, 50) }
+	// A transaction ends with a marker in every partition it wrote to.
+	touched := map[int]bool{}
+	for _, r := range slot(0) {
+		touched[kgo.StickyKeyPartitioner(nil).ForTopic("readings").Partition(r, partitions)] = true
+	}
+	markers := uint64(len(touched))
+	t.Logf("a transaction writes to %d partitions", markers)
 	run := func(svc *Service) (stop func()) {
 		cancel, done := runService(ctx, svc)
 		return func() {
@@ -228,9 +244,9 @@ func TestTransactionalReadings(t *testing.T) {
 	waitApplied(svc, 4*n)
 	stop()
 	c := svc.Counters()
-	if c.TxnCommits.Load() != 4 || c.TxnAborts.Load() != 1 || c.TxnAborted.Load() != n {
-		t.Errorf("counted %d commit and %d abort markers and %d aborted readings, want 4, 1 and %d",
-			c.TxnCommits.Load(), c.TxnAborts.Load(), c.TxnAborted.Load(), n)
+	if c.TxnCommits.Load() != 4*markers || c.TxnAborts.Load() != markers || c.TxnAborted.Load() != n {
+		t.Errorf("counted %d commit and %d abort markers and %d aborted readings, want %d, %d and %d",
+			c.TxnCommits.Load(), c.TxnAborts.Load(), c.TxnAborted.Load(), 4*markers, markers, n)
 	}
 	if c.Conflicts.Load() != 0 || c.Duplicates.Load() != 0 {
 		t.Errorf("%d conflicts and %d duplicates: the aborted readings were applied", c.Conflicts.Load(), c.Duplicates.Load())
@@ -245,8 +261,10 @@ func TestTransactionalReadings(t *testing.T) {
 	}
 	client := &kafka.Client{Addr: kafka.TCP(emb.Addr)}
 	var letters int
-	if err := readRange(ctx, client, "readings-dead-letter", 0, 0, 1<<40, func(_, _ []byte) { letters++ }); err != nil {
-		t.Fatal(err)
+	for p := range partitions {
+		if err := readRange(ctx, client, "readings-dead-letter", p, 0, 1<<40, func(_, _ []byte) { letters++ }); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if letters != 0 {
 		t.Errorf("%d dead letters", letters)
