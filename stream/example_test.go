@@ -222,3 +222,18 @@ func ExampleSecurity() {
 	cfg := stream.Config{Brokers: []string{"kafka-1.example.net:9093"}, Security: sec, StepMs: 5 * 60 * 1000}
 	fmt.Println(cfg.Security)
 }
+
+// A transaction marker, as kafka-go's Reader hands it over among the
+// readings, told from a reading.
+func ExampleTxnMarker() {
+	commit, ok := stream.TxnMarker([]byte{0, 0, 0, 1}, []byte{0, 0, 0, 0, 0, 3})
+	fmt.Println(commit, ok)
+	commit, ok = stream.TxnMarker([]byte{0, 0, 0, 0}, []byte{0, 0, 0, 0, 0, 3})
+	fmt.Println(commit, ok)
+	_, ok = stream.TxnMarker([]byte("12"), []byte(`{"v":1,"sensor":12,"ts":1767225600000,"values":[64.2]}`))
+	fmt.Println(ok)
+	// Output:
+	// true true
+	// false true
+	// false
+}
