@@ -43,7 +43,11 @@
 // the newest forecast in the forecasts topic (State.MarkEmitted), so that
 // a service without a state file, or a standby on another host that takes
 // over, forecasts from whole windows and emits nothing twice
-// (Config.NoRebuild turns this off).
+// (Config.NoRebuild turns this off). A sensor whose forecasts have left
+// the tail read is not forecast again either: a forecast all of whose
+// inputs the replayed windows hold was emitted by the holder that applied
+// them, when the forecasts show it ran the same model and no clock check
+// could have refused a replayed reading.
 //
 // # Transactions
 //

@@ -65,7 +65,8 @@ type rebuilt struct {
 	Applied    int // of them, those that changed the state
 	Forecasts  int // forecasts read back
 	Sensors    int // sensors whose last emitted slot was found
-	Moved      int // of them, those whose last emitted slot moved up
+	Moved      int // sensors whose last emitted slot moved up (found, or inferred)
+	Inferred   int // sensors whose last emitted slot the replayed readings moved up
 }
 
 // rebuild reads the log back as this service begins to hold the readings
@@ -154,11 +155,8 @@ func (s *Service) rebuild(ctx context.Context, t *kafka.Transport) (out rebuilt,
 	if bounds, err = offsetBounds(ctx, client, cfg.ForecastsTopic, fparts); err != nil {
 		return out, err
 	}
-	type found struct {
-		ts  int64
-		msg []byte
-	}
 	latest := map[int]found{}
+	lastOf := map[int][]byte{} // each partition's last forecast read
 	for _, p := range fparts {
 		first, end := bounds[p][0], bounds[p][1]
 		if end <= first {
@@ -178,12 +176,20 @@ func (s *Service) rebuild(ctx context.Context, t *kafka.Transport) (out rebuilt,
 			if l, ok := latest[f.Sensor]; !ok || f.TS >= l.ts {
 				latest[f.Sensor] = found{f.TS, value}
 			}
+			lastOf[p] = value
 		})
 		if err != nil {
 			return out, err
 		}
 	}
 	out.Sensors = len(latest)
+	if out.Readings > 0 && s.valid.MaxAgeSlots == 0 && s.valid.MaxFutureSlots == 0 && s.sameModel(lastOf, latest) {
+		for z := range s.state.n {
+			if s.markFresh(z) {
+				out.Inferred++
+			}
+		}
+	}
 	s.mu.Lock()
 	for z, l := range latest {
 		if old, ok := s.latest[z]; !ok || tsOf(old) < l.ts {
@@ -192,6 +198,76 @@ func (s *Service) rebuild(ctx context.Context, t *kafka.Transport) (out rebuilt,
 	}
 	s.mu.Unlock()
 	return out, nil
+}
+
+// found is the latest forecast of a sensor that a rebuild read back: its
+// slot (Unix ms) and the message.
+type found struct {
+	ts  int64
+	msg []byte
+}
+
+// markFresh moves sensor z's last emitted slot up to the end of the run
+// of its next targets whose inputs the state all holds, and reports
+// whether it moved. After a replay those were emitted: the holder that
+// applied the replayed readings emitted every target all of whose inputs
+// it held (a fresh one, at once) before it committed them, and it held
+// at least what was replayed. This covers the sensors whose forecasts
+// are no longer in the tail of the forecasts topic that the rebuild reads
+// (a sensor silent for long, a forecasts topic busier than the readings).
+//
+// It holds only where the holder applied every reading replayed and
+// forecast with the same receptive sets: the caller checks that no
+// reading was refused by the clock (Validator.MaxAgeSlots and
+// MaxFutureSlots off, as the replay ignores them) and that the holder ran
+// this model (sameModel). Otherwise a forecast the holder never emitted
+// could be marked, and lost; a repeated one is the lesser harm.
+func (s *Service) markFresh(z int) bool {
+	t, ok := s.emitter.target(z)
+	if !ok {
+		return false
+	}
+	end := int64(noSlot)
+	for ; s.state.readyFor(z, t); t++ {
+		end = t
+	}
+	before := s.state.nodes[z].lastEmitted
+	if end == noSlot || (before != noSlot && end <= before) {
+		return false
+	}
+	return s.state.MarkEmitted(z, end*s.state.stepMs)
+}
+
+// sameModel reports whether the forecasts read back were made by this
+// service's model: the last of every partition read carries its version,
+// and every sensor's latest names as inputs the sensor's receptive nodes
+// under this model's Θ.
+func (s *Service) sameModel(last map[int][]byte, latest map[int]found) bool {
+	if len(last) == 0 {
+		return false
+	}
+	b := s.Bundle()
+	for _, msg := range last {
+		if f, err := DecodeForecast(msg); err != nil || f.Model != b.Meta.Version {
+			return false
+		}
+	}
+	for z, l := range latest {
+		f, err := DecodeForecast(l.msg)
+		if err != nil || f.Model != b.Meta.Version {
+			return false
+		}
+		ks, _ := b.Receptive(z)
+		if len(f.Inputs) != len(ks) {
+			return false
+		}
+		for i, in := range f.Inputs {
+			if in.Sensor != ks[i] {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // tsOf returns the slot of a forecast message, or the lowest int64 if it

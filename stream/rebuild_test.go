@@ -431,3 +431,119 @@ func TestRebuildKeepsDeadlines(t *testing.T) {
 		t.Errorf("next deadline %v (%v) after a rebuild that found nothing new, was %v", after, ok, before)
 	}
 }
+
+// TestRebuildInfersEmitted rebuilds where the tail of the forecasts topic
+// no longer holds most sensors' forecasts, as when a sensor has been
+// silent for long or the forecasts topic is busier than the readings: the
+// holder's forecasts are followed by more of sensor 1's than the rebuild
+// reads back. Every target whose inputs the replayed windows hold was
+// emitted by the holder, so the new service has nothing due. The control
+// turns the inference off (the clock check of MaxFutureSlots, which the
+// replay ignores, so a reading the holder refused might be replayed): the
+// sensors not found are forecast again from their earliest slot. A
+// holder that ran another model (a version the forecasts do not carry)
+// turns it off too.
+func TestRebuildInfersEmitted(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a broker")
+	}
+	const n, T, C, d, steps, base, history = 4, 3, 2, 4, 12, 2000, 5
+	for _, tc := range []struct {
+		name          string
+		maxFuture     int64
+		version       string // of the new service's bundle; "" the holder's
+		wantInferred  bool
+		wantDueSensor []int // sensors with a forecast due after the rebuild
+	}{
+		{"inferred", 0, "", true, nil},
+		{"clock checks on (control)", 1 << 40, "", false, []int{0, 2, 3}},
+		{"another model (control)", 0, "test-v2", false, []int{0, 2, 3}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			emb := testBroker(ctx, t, 1, "readings", "forecasts", "readings-dead-letter")
+			data := make([]float64, steps*n*C)
+			for i := range data {
+				data[i] = 40 + float64(i%17)
+			}
+			readings := streamOf(data, steps, n, C, base)
+			write := func(topic string, msgs []kafka.Message) {
+				t.Helper()
+				w := &kafka.Writer{Addr: kafka.TCP(emb.Addr), Topic: topic, Balancer: &kafka.Hash{}, RequiredAcks: kafka.RequireAll}
+				defer w.Close()
+				if err := w.WriteMessages(ctx, msgs...); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var msgs []kafka.Message
+			for _, r := range readings {
+				msgs = append(msgs, kafka.Message{Key: []byte(strconv.Itoa(r.Sensor)), Value: EncodeReading(nil, &r)})
+			}
+			write("readings", msgs)
+			cfg := Config{Brokers: []string{emb.Addr}, StepMs: testStep, Lateness: time.Hour, History: history, Log: zerolog.Nop()}
+			holder, err := NewService(testBundle(t, n, T, C, d, 1), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			commitAll(ctx, t, emb.Addr, holder.cfg.GroupID, "readings", 1)
+			// The holder applies every reading and emits what is due.
+			now := time.Now()
+			var out []kafka.Message
+			var f Forecast
+			for _, r := range readings {
+				res, err := holder.state.Apply(r)
+				if err != nil {
+					t.Fatal(err)
+				}
+				holder.emitter.OnApply(res, now)
+				for _, z := range slices.Clone(holder.emitter.Due(now)) {
+					if ok, err := holder.emitter.Emit(z, now, &f); err != nil || !ok {
+						t.Fatalf("emit %d: %v, %v", z, ok, err)
+					}
+					out = append(out, kafka.Message{Key: []byte(strconv.Itoa(z)), Value: EncodeForecast(nil, &f)})
+				}
+			}
+			// Then more of sensor 1's last forecast than the rebuild reads.
+			span := (T + history) * n
+			var one kafka.Message
+			for _, m := range out {
+				if string(m.Key) == "1" {
+					one = m
+				}
+			}
+			for range span + 5 {
+				out = append(out, one)
+			}
+			write("forecasts", out)
+
+			b := testBundle(t, n, T, C, d, 1)
+			if tc.version != "" {
+				b.Meta.Version = tc.version
+			}
+			cfg.MaxFutureSlots = tc.maxFuture
+			svc, err := NewService(b, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := svc.rebuild(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Sensors != 1 || (r.Inferred > 0) != tc.wantInferred {
+				t.Fatalf("rebuilt %+v: want sensor 1's forecasts found, inferred %v", r, tc.wantInferred)
+			}
+			due := slices.Clone(svc.emitter.Due(now))
+			if !slices.Equal(due, tc.wantDueSensor) {
+				t.Errorf("sensors due after the rebuild %v, want %v", due, tc.wantDueSensor)
+			}
+			if tc.wantInferred {
+				for z := range n {
+					if got, want := svc.state.nodes[z].lastEmitted, holder.state.nodes[z].lastEmitted; got != want {
+						t.Errorf("sensor %d: last emitted slot %d after the rebuild, the holder's %d", z, got, want)
+					}
+				}
+			}
+		})
+	}
+}
