@@ -108,7 +108,7 @@ func (s *Service) rebuild(ctx context.Context, t *kafka.Transport) (out rebuilt,
 		}
 	}()
 	cfg := s.cfg
-	client := &kafka.Client{Addr: kafka.TCP(cfg.Brokers...), Timeout: 10 * time.Second, Transport: roundTripper(t)}
+	client := brokerClient(cfg.Brokers, t)
 	span := int64(s.state.r) * int64(s.state.n)
 
 	parts, err := partitionsOf(ctx, t, cfg.Brokers, cfg.ReadingsTopic)
@@ -231,11 +231,8 @@ func (s *Service) markFresh(z int) bool {
 	for ; s.state.readyFor(z, t); t++ {
 		end = t
 	}
-	before := s.state.nodes[z].lastEmitted
-	if end == noSlot || (before != noSlot && end <= before) {
-		return false
-	}
-	return s.state.MarkEmitted(z, end*s.state.stepMs)
+	// The first target follows the last emitted slot, so end moves it.
+	return end != noSlot && s.state.MarkEmitted(z, end*s.state.stepMs)
 }
 
 // sameModel reports whether the forecasts read back were made by this
@@ -425,7 +422,7 @@ func (s *Service) typicalMessages() (reading, forecast []byte) {
 // refusing DescribeConfigs) is logged too; the service goes on either way.
 func (s *Service) checkRetention(ctx context.Context, t *kafka.Transport) []string {
 	cfg := s.cfg
-	client := &kafka.Client{Addr: kafka.TCP(cfg.Brokers...), Timeout: 10 * time.Second, Transport: roundTripper(t)}
+	client := brokerClient(cfg.Brokers, t)
 	span := time.Duration(s.state.r) * time.Duration(cfg.StepMs) * time.Millisecond
 	names := []string{"retention.ms", "retention.bytes", "cleanup.policy"}
 	reading, forecast := s.typicalMessages()

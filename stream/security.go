@@ -72,6 +72,12 @@ func roundTripper(t *kafka.Transport) kafka.RoundTripper {
 	return t
 }
 
+// brokerClient returns a client of the brokers through t (nil: kafka-go's
+// default transport), whose requests give up after 10 s.
+func brokerClient(brokers []string, t *kafka.Transport) *kafka.Client {
+	return &kafka.Client{Addr: kafka.TCP(brokers...), Timeout: 10 * time.Second, Transport: roundTripper(t)}
+}
+
 // closeTransport releases t's connections and background work, if any.
 func closeTransport(t *kafka.Transport) {
 	if t != nil {

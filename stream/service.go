@@ -353,7 +353,7 @@ func EnsureTopics(ctx context.Context, brokers []string, partitions int, topics 
 func (s Security) EnsureTopics(ctx context.Context, brokers []string, partitions int, topics ...string) error {
 	t := s.Transport()
 	defer closeTransport(t)
-	client := &kafka.Client{Addr: kafka.TCP(brokers...), Timeout: 10 * time.Second, Transport: roundTripper(t)}
+	client := brokerClient(brokers, t)
 	req := &kafka.CreateTopicsRequest{}
 	for _, t := range topics {
 		req.Topics = append(req.Topics, kafka.TopicConfig{Topic: t, NumPartitions: partitions, ReplicationFactor: 1})
@@ -381,7 +381,7 @@ func (s *Service) Run(ctx context.Context) error {
 		return err
 	}
 	transport := cfg.Security.Transport()
-	client := &kafka.Client{Addr: kafka.TCP(cfg.Brokers...), Timeout: 10 * time.Second, Transport: roundTripper(transport)}
+	client := brokerClient(cfg.Brokers, transport)
 	if !cfg.NoRebuild {
 		s.checkRetention(ctx, transport)
 	}
@@ -390,8 +390,9 @@ func (s *Service) Run(ctx context.Context) error {
 	s.reader = kafka.NewReader(kafka.ReaderConfig{Brokers: cfg.Brokers, GroupID: cfg.GroupID, Topic: cfg.ReadingsTopic,
 		MinBytes: 1, MaxBytes: 8 << 20, MaxWait: 50 * time.Millisecond, StartOffset: kafka.FirstOffset,
 		// Readings of a transaction still open are not read before it
-		// ends (kafka-go still hands over those of an aborted one: see
-		// TxnMarker). Without transactional producers this changes nothing.
+		// ends (kafka-go still hands over its markers and the readings of
+		// an aborted one: see TxnMarker and abortedIn). Without
+		// transactional producers this changes nothing.
 		IsolationLevel: kafka.ReadCommitted,
 		QueueCapacity:  16384, SessionTimeout: cfg.SessionTimeout, Dialer: s.dialer(),
 		GroupBalancers: []kafka.GroupBalancer{oneMember{since: s.since, holding: s.heldSettled}},
@@ -698,7 +699,7 @@ func (s *Service) dialer() *kafka.Dialer {
 // partitionsOf returns the partition ids of topic, asked over t (nil:
 // kafka-go's default transport).
 func partitionsOf(ctx context.Context, t *kafka.Transport, brokers []string, topic string) ([]int, error) {
-	client := &kafka.Client{Addr: kafka.TCP(brokers...), Timeout: 10 * time.Second, Transport: roundTripper(t)}
+	client := brokerClient(brokers, t)
 	resp, err := client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{topic}})
 	if err != nil {
 		return nil, fmt.Errorf("metadata of %s: %w", topic, err)
