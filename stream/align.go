@@ -23,7 +23,11 @@ import (
 // A partition counts as catching up while it has messages left after the
 // last one fetched (Message.HighWaterMark) or, before its first message,
 // for Idle after the aligner started. Partitions that are caught up or
-// idle hold nobody back. Readings that cannot be decoded (slot unknown)
+// idle hold nobody back. Read committed, a partition cannot be read past
+// its last stable offset, the first record of a transaction still open,
+// while its high watermark lies beyond: the caller asks the broker for the
+// last stable offsets of the partitions Quiet names and passes them to
+// Stable, so that a transaction left open does not hold the others back. Readings that cannot be decoded (slot unknown)
 // are released as soon as they reach the head of their partition, to be
 // dead-lettered in order. If more than MaxHeld readings are held, all are
 // released (and Overflows counts it): exactness gives way to memory.
@@ -56,7 +60,9 @@ type partQueue struct {
 	head     int
 	frontier int64 // largest slot fetched, noSlot if none
 	seen     bool
-	behind   bool // messages were left after the last one fetched
+	behind   bool      // messages were left after the last one fetched
+	next     int64     // the offset after the last one fetched
+	at       time.Time // when the last one was fetched
 }
 
 // NewAligner returns an aligner for the given partitions (those of the
@@ -86,10 +92,37 @@ func (a *Aligner) Add(h Held) {
 	q.items = append(q.items, h)
 	q.seen = true
 	q.behind = h.Msg.HighWaterMark > h.Msg.Offset+1
+	q.next, q.at = h.Msg.Offset+1, h.Arrived
 	if h.OK {
 		q.frontier = max(q.frontier, h.Slot)
 	}
 	a.held++
+}
+
+// Quiet appends to dst, in ascending order, the partitions counted as
+// catching up whose last message was fetched more than after before now:
+// either slow to fetch or stopped at an open transaction (see Stable).
+func (a *Aligner) Quiet(now time.Time, after time.Duration, dst []int) []int {
+	for _, p := range a.order {
+		if q := a.parts[p]; q.seen && q.behind && now.Sub(q.at) > after {
+			dst = append(dst, p)
+		}
+	}
+	return dst
+}
+
+// Stable tells the aligner that partition p's last stable offset is lso:
+// read committed, nothing at or past it can be fetched before the
+// transactions open there end. If every message before lso was fetched,
+// the partition is caught up, until its next message says otherwise. It
+// reports whether p was counted as catching up and no longer is.
+func (a *Aligner) Stable(p int, lso int64) bool {
+	q := a.parts[p]
+	if q == nil || !q.seen || !q.behind || q.next < lso {
+		return false
+	}
+	q.behind = false
+	return true
 }
 
 // Len returns the number of readings held.

@@ -63,3 +63,60 @@ func TestAligner(t *testing.T) {
 		t.Fatalf("overflow: released %d (want 5), overflows %d (want 1)", len(got), b.Overflows)
 	}
 }
+
+// TestAlignerStable holds partition 1's readings for partition 0, which
+// says more follows but stops at an open transaction: Quiet names it once
+// it has been quiet long enough, Stable with an offset past what it
+// fetched changes nothing, Stable at what it fetched releases partition 1
+// until partition 0's next message says it is behind again.
+func TestAlignerStable(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	msg := func(p int, off, hwm int64) kafka.Message {
+		return kafka.Message{Partition: p, Offset: off, HighWaterMark: hwm}
+	}
+	a := NewAligner([]int{0, 1}, 2, time.Second, 100, t0)
+	for i := int64(0); i < 5; i++ { // offsets 0…4, slots 0…4; an open transaction from 5 to 9
+		a.Add(Held{Msg: msg(0, i, 10), Slot: i, OK: true, Arrived: t0})
+	}
+	for i := int64(0); i < 20; i++ { // caught up at slot 19
+		a.Add(Held{Msg: msg(1, i, 20), Slot: i, OK: true, Arrived: t0.Add(time.Second)})
+	}
+	if got := a.Release(t0, nil); len(got) != 5+7 {
+		t.Fatalf("released %d, want 12 (partition 1 up to slot 4+2)", len(got))
+	}
+	if got := a.Quiet(t0.Add(time.Second), time.Second, nil); len(got) != 0 {
+		t.Fatalf("quiet after a second: %v, want none yet", got)
+	}
+	now := t0.Add(1500 * time.Millisecond)
+	if got := a.Quiet(now, time.Second, nil); !slices.Equal(got, []int{0}) {
+		t.Fatalf("quiet %v, want [0] (partition 1 is caught up)", got)
+	}
+	for _, tc := range []struct {
+		p        int
+		lso      int64
+		released int
+	}{
+		{1, 20, 0}, // caught up already
+		{0, 7, 0},  // offsets 5 and 6 can still be fetched
+		{2, 0, 0},  // unknown partition
+		{0, 5, 13}, // stopped at the transaction: the rest of partition 1 goes
+	} {
+		if changed := a.Stable(tc.p, tc.lso); changed != (tc.released > 0) {
+			t.Errorf("Stable(%d, %d) = %v", tc.p, tc.lso, changed)
+		}
+		if got := a.Release(now, nil); len(got) != tc.released {
+			t.Fatalf("after Stable(%d, %d): released %d, want %d", tc.p, tc.lso, len(got), tc.released)
+		}
+	}
+	if got := a.Quiet(now, time.Second, nil); len(got) != 0 {
+		t.Fatalf("quiet %v after Stable, want none", got)
+	}
+	// The transaction commits: partition 0's next message (offset 5, its
+	// marker at 10 still to come) counts it as catching up again.
+	a.Add(Held{Msg: msg(1, 20, 22), Slot: 20, OK: true, Arrived: now})
+	a.Add(Held{Msg: msg(1, 21, 22), Slot: 21, OK: true, Arrived: now})
+	a.Add(Held{Msg: msg(0, 5, 11), Slot: 5, OK: true, Arrived: now})
+	if got := a.Release(now, nil); len(got) != 1 || got[0].Msg.Partition != 0 {
+		t.Fatalf("released %v, want only partition 0's slot 5 (partition 1 waits again)", got)
+	}
+}

@@ -59,7 +59,11 @@
 // producer; when a batch holds an abort marker, the service fetches that
 // stretch again and tells them by the fetch's aborted transactions, as
 // Kafka's own consumer does, and leaves them out. The rebuild reads the
-// log the same way.
+// log the same way. A partition stopped at a transaction left open looks
+// behind (its high watermark lies past it) and would hold the others back
+// while catching up; the service asks the broker for its last stable
+// offset and, if everything before it was read, does not wait for it
+// (Aligner.Stable).
 //
 // # Encoding
 //

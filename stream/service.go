@@ -173,7 +173,7 @@ type Service struct {
 	stateSeen          os.FileInfo // the state file as last read or written here (nil: none)
 	since              time.Time   // when it started: the group's oldest member holds the partitions
 	holding            bool        // owned by Run: the last batch found this service holding the partitions
-	markerLog          throttle    // warnings of aborted transactions
+	markerLog          throttle    // warnings about transactions
 
 	// loop is held by Run while it handles a batch (fetch, apply, emit,
 	// flush, commit) and by Reload while it swaps the model, so that a
@@ -462,6 +462,8 @@ func (s *Service) Run(ctx context.Context) error {
 		// reconnects by itself and reports the errors meanwhile.
 		fetchWarned  time.Time
 		fetchFailing bool
+		quiet        []int     // partitions quiet while catching up
+		stableAsked  time.Time // when their last stable offsets were last asked
 	)
 	for {
 		// One batch, with the model held (see Reload).
@@ -514,6 +516,15 @@ func (s *Service) Run(ctx context.Context) error {
 					if deadline = time.Now().Add(2 * time.Millisecond); deadline.After(gatherUntil) {
 						deadline = gatherUntil
 					}
+				}
+			}
+			// A partition that holds others back and has said for a
+			// second that more follows may be stopped at a transaction
+			// left open: ask the broker where it stops (Aligner.Stable).
+			if align.Len() > 0 && time.Since(stableAsked) > time.Second {
+				if quiet = align.Quiet(time.Now(), time.Second, quiet[:0]); len(quiet) > 0 {
+					stableAsked = time.Now()
+					s.stable(ctx, client, quiet, align)
 				}
 			}
 			overflows := align.Overflows
@@ -616,6 +627,40 @@ func (s *Service) Run(ctx context.Context) error {
 		}()
 		if stop || err != nil {
 			return err
+		}
+	}
+}
+
+// stable asks the broker for the last stable offsets of the readings
+// partitions ps, read committed, and passes them to align (see
+// Aligner.Stable), logging each partition found stopped at an open
+// transaction. Errors are warned of (once a minute at most); the
+// partitions then stay counted as catching up.
+func (s *Service) stable(ctx context.Context, client *kafka.Client, ps []int, align *Aligner) {
+	topic := s.cfg.ReadingsTopic
+	req := &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{}, IsolationLevel: kafka.ReadCommitted}
+	for _, p := range ps {
+		req.Topics[topic] = append(req.Topics[topic], kafka.LastOffsetOf(p))
+	}
+	lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	resp, err := client.ListOffsets(lctx, req)
+	if err == nil {
+		for _, po := range resp.Topics[topic] {
+			if po.Error != nil {
+				err = fmt.Errorf("partition %d: %w", po.Partition, po.Error)
+				continue
+			}
+			if align.Stable(po.Partition, po.LastOffset) {
+				s.cfg.Log.Info().Int("partition", po.Partition).Int64("offset", po.LastOffset).
+					Msg("partition stops at a transaction still open: the others are not held for it")
+			}
+		}
+	}
+	if err != nil && ctx.Err() == nil {
+		if ok, held := s.markerLog.allow("stable", time.Now()); ok {
+			s.cfg.Log.Warn().Err(err).Int("suppressed", held).Ints("partitions", ps).
+				Msg("cannot ask where quiet partitions stop: the others are held for them")
 		}
 	}
 }

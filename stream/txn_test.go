@@ -288,3 +288,88 @@ func testTransactionalReadings(t *testing.T, partitions int) {
 		t.Error("the rebuilt state differs from the first service's")
 	}
 }
+
+// TestOpenTransactionHoldsNoPartitionBack catches up on a backlog of two
+// partitions while a producer's transaction is open on the first: read
+// committed, nothing past its first record can be fetched, so that
+// partition is caught up (at its last stable offset) however far its high
+// watermark lies, and the second's readings, many slots ahead, are applied
+// at once rather than held for it. Once the transaction commits, its
+// readings follow.
+func TestOpenTransactionHoldsNoPartitionBack(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a broker")
+	}
+	const n, T, C, d = 4, 3, 2, 4
+	const history, ahead = 4, 30 // slack history/2 = 2 slots; the second partition runs 30 ahead
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	emb := testBroker(ctx, t, 2, "readings", "forecasts", "readings-dead-letter")
+	base := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC).UnixMilli()
+	// Sensors 0 and 1 on partition 0, 2 and 3 on partition 1.
+	rec := func(z, i int) *kgo.Record {
+		r := Reading{Sensor: z, TS: base + int64(i)*testStep, Values: []float64{50 + float64(i), 60 + float64(z)}}
+		return &kgo.Record{Key: []byte(strconv.Itoa(z)), Value: EncodeReading(nil, &r), Partition: int32(z / 2)}
+	}
+	slots := func(p, from, to int) []*kgo.Record {
+		var recs []*kgo.Record
+		for i := from; i < to; i++ {
+			recs = append(recs, rec(2*p, i), rec(2*p+1, i))
+		}
+		return recs
+	}
+	txn, err := kgo.NewClient(kgo.SeedBrokers(emb.Addr), kgo.TransactionalID("sensors-0-1"), kgo.DefaultProduceTopic("readings"),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer txn.Close()
+	plain, err := kgo.NewClient(kgo.SeedBrokers(emb.Addr), kgo.DefaultProduceTopic("readings"),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	inTxn(ctx, t, txn, slots(0, 0, 5), true, true)
+	inTxn(ctx, t, txn, slots(0, 5, 6), false, false) // open, from offset 11 (10: the commit marker)
+	if err := plain.ProduceSync(ctx, slots(1, 0, ahead)...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+
+	var logs bytes.Buffer
+	svc, err := NewService(testBundle(t, n, T, C, d, 1), Config{Brokers: []string{emb.Addr}, Partitions: 2, StepMs: testStep,
+		History: history, Lateness: time.Hour, Log: zerolog.New(zerolog.SyncWriter(&logs))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop, done := runService(ctx, svc)
+	stopped := false
+	defer func() {
+		if !stopped {
+			stop()
+			<-done
+		}
+	}()
+	waitApplied := func(want uint64, within time.Duration) {
+		t.Helper()
+		until := time.Now().Add(within)
+		for svc.Counters().Applied.Load() < want && time.Now().Before(until) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if got := svc.Counters().Applied.Load(); got != want {
+			t.Fatalf("applied %d readings, want %d", got, want)
+		}
+	}
+	// Held back, the second partition would stop at slot 4+2.
+	waitApplied(2*5+2*ahead, 10*time.Second)
+	endTxn(ctx, t, txn, true)
+	waitApplied(2*6+2*ahead, 10*time.Second)
+	stop()
+	stopped = true
+	if err := <-done; err != nil {
+		t.Error(err)
+	}
+	if want := `"partition":0,"offset":11,"message":"partition stops at a transaction still open`; !strings.Contains(logs.String(), want) {
+		t.Errorf("log lacks %s:\n%s", want, logs.String())
+	}
+}
