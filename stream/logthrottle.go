@@ -1,8 +1,15 @@
 package stream
 
 import (
+	"errors"
+	"io"
+	"reflect"
+	"strings"
 	"sync"
 	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/segmentio/kafka-go"
 )
 
 // throttle lets a log line of a given kind through at most once per every,
@@ -41,4 +48,41 @@ func (t *throttle) allow(kind string, now time.Time) (ok bool, suppressed int) {
 	}
 	suppressed, e.last, e.suppressed = e.suppressed, now, 0
 	return true, suppressed
+}
+
+// readerErrorLogger returns the error logger of the service's kafka-go
+// reader: its lines as warnings, one of a kind per 10 s, since kafka-go
+// logs each of its retries.
+//
+// One kind is logged as information, once a minute: a fetch that ends
+// without records although the partition's high watermark lies past its
+// offset. kafka-go reads that as a broken connection ("unknown error …
+// unexpected EOF") and reconnects, but it is what a broker answers a
+// read-committed fetch at a transaction still open (and, as
+// segmentio/kafka-go#1286 reports, some brokers at other times). While a
+// transaction is open at the reader's offset, the reader so reconnects to
+// that partition's leader over and over (5 times in 3 s on the embedded
+// broker); nothing is lost.
+func readerErrorLogger(log zerolog.Logger) kafka.LoggerFunc {
+	th := &throttle{every: 10 * time.Second}
+	quiet := &throttle{every: time.Minute}
+	return func(msg string, args ...any) {
+		if strings.HasPrefix(msg, "the kafka reader got an unknown error reading partition") && len(args) == 4 {
+			if err, ok := args[3].(error); ok && errors.Is(err, io.ErrUnexpectedEOF) {
+				if ok, held := quiet.allow(msg, time.Now()); ok {
+					p, _ := args[0].(int)
+					off := int64(-1) // kafka-go passes its own int64 type
+					if v := reflect.ValueOf(args[2]); v.CanInt() {
+						off = v.Int()
+					}
+					log.Info().Str("component", "kafka-reader").Int("partition", p).Int64("offset", off).Int("similar_held_back", held).
+						Msg("a fetch ended without records below the high watermark, as at a transaction still open: kafka-go reconnects")
+				}
+				return
+			}
+		}
+		if ok, held := th.allow(msg, time.Now()); ok {
+			log.Warn().Str("component", "kafka-reader").Int("similar_held_back", held).Msgf(msg, args...)
+		}
+	}
 }

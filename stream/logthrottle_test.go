@@ -1,8 +1,15 @@
 package stream
 
 import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/rs/zerolog"
 )
 
 func TestThrottle(t *testing.T) {
@@ -26,6 +33,36 @@ func TestThrottle(t *testing.T) {
 		ok, n := th.allow(step.kind, t0.Add(step.at))
 		if ok != step.ok || n != step.suppressed {
 			t.Errorf("%q at %v: allow %v with %d held back, want %v with %d", step.kind, step.at, ok, n, step.ok, step.suppressed)
+		}
+	}
+}
+
+// TestReaderErrorLogger feeds kafka-go's error lines, in turn, to one
+// logger: the EOF of a fetch at an open transaction is information once a
+// minute, the rest warnings once per 10 s and kind.
+func TestReaderErrorLogger(t *testing.T) {
+	const unknown = "the kafka reader got an unknown error reading partition %d of %s at offset %d: %s"
+	var logs bytes.Buffer
+	logger := readerErrorLogger(zerolog.New(&logs))
+	for _, step := range []struct {
+		name string
+		msg  string
+		args []any
+		want string // the line logged, "" none
+	}{
+		{"EOF at an open transaction", unknown, []any{2, "readings", int64(40), io.ErrUnexpectedEOF},
+			`{"level":"info","component":"kafka-reader","partition":2,"offset":40,"similar_held_back":0,"message":"a fetch ended without records below the high watermark, as at a transaction still open: kafka-go reconnects"}`},
+		{"the same within the minute", unknown, []any{1, "readings", int64(7), fmt.Errorf("read: %w", io.ErrUnexpectedEOF)}, ""},
+		{"another error of the kind", unknown, []any{2, "readings", int64(40), errors.New("connection reset")},
+			`{"level":"warn","component":"kafka-reader","similar_held_back":0,"message":"the kafka reader got an unknown error reading partition 2 of readings at offset 40: connection reset"}`},
+		{"held back for 10 s", unknown, []any{2, "readings", int64(41), errors.New("connection reset")}, ""},
+		{"another kind", "error initializing the kafka reader for partition %d of %s: %s", []any{0, "readings", io.ErrUnexpectedEOF},
+			`{"level":"warn","component":"kafka-reader","similar_held_back":0,"message":"error initializing the kafka reader for partition 0 of readings: unexpected EOF"}`},
+	} {
+		logs.Reset()
+		logger(step.msg, step.args...)
+		if got := strings.TrimSpace(logs.String()); got != step.want {
+			t.Errorf("%s: logged %s, want %s", step.name, got, step.want)
 		}
 	}
 }

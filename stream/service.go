@@ -385,8 +385,6 @@ func (s *Service) Run(ctx context.Context) error {
 	if !cfg.NoRebuild {
 		s.checkRetention(ctx, transport)
 	}
-	// kafka-go logs each of its retries: one line of a kind per 10 s.
-	readerLog := &throttle{every: 10 * time.Second}
 	s.reader = kafka.NewReader(kafka.ReaderConfig{Brokers: cfg.Brokers, GroupID: cfg.GroupID, Topic: cfg.ReadingsTopic,
 		MinBytes: 1, MaxBytes: 8 << 20, MaxWait: 50 * time.Millisecond, StartOffset: kafka.FirstOffset,
 		// Readings of a transaction still open are not read before it
@@ -400,11 +398,7 @@ func (s *Service) Run(ctx context.Context) error {
 		// next check (a rebalance hands them to the holder).
 		WatchPartitionChanges: true, PartitionWatchInterval: 5 * time.Second, HeartbeatInterval: cfg.SessionTimeout / 6,
 		RebalanceTimeout: cfg.SessionTimeout,
-		ErrorLogger: kafka.LoggerFunc(func(msg string, args ...any) {
-			if ok, held := readerLog.allow(msg, time.Now()); ok {
-				cfg.Log.Warn().Str("component", "kafka-reader").Int("similar_held_back", held).Msgf(msg, args...)
-			}
-		})})
+		ErrorLogger:      readerErrorLogger(cfg.Log)})
 	newWriter := func(topic string) *kafka.Writer {
 		// RequiredAcks must be set: the zero value does not wait for the
 		// broker and so hides its errors.
