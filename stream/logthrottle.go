@@ -61,8 +61,8 @@ func (t *throttle) allow(kind string, now time.Time) (ok bool, suppressed int) {
 // read-committed fetch at a transaction still open (and, as
 // segmentio/kafka-go#1286 reports, some brokers at other times). While a
 // transaction is open at the reader's offset, the reader so reconnects to
-// that partition's leader over and over (5 times in 3 s on the embedded
-// broker); nothing is lost.
+// that partition's leader several times a second; nothing is lost
+// (TestReaderReconnectsAtOpenTransaction).
 func readerErrorLogger(log zerolog.Logger) kafka.LoggerFunc {
 	th := &throttle{every: 10 * time.Second}
 	quiet := &throttle{every: time.Minute}

@@ -3,8 +3,11 @@ package stream
 import (
 	"bytes"
 	"context"
+	"errors"
+	"io"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -379,5 +382,58 @@ func TestOpenTransactionHoldsNoPartitionBack(t *testing.T) {
 	}
 	if strings.Contains(logs.String(), `"level":"warn"`) {
 		t.Errorf("warnings logged:\n%s", logs.String())
+	}
+}
+
+// TestReaderReconnectsAtOpenTransaction pins the kafka-go behaviour that
+// readerErrorLogger tells operators about: read committed, a fetch at a
+// transaction still open returns no records below the high watermark, and
+// kafka-go's reader takes that for a broken connection and reconnects,
+// over and over. If an upgrade of kafka-go stops it, this test fails: drop
+// the special case in readerErrorLogger and the README's paragraph on it.
+func TestReaderReconnectsAtOpenTransaction(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a broker")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	emb := testBroker(ctx, t, 1, "tx")
+	cl := txnProducer(t, emb.Addr, "tx", "p")
+	inTxn(ctx, t, cl, []*kgo.Record{{Value: []byte("committed")}}, true, true)
+	inTxn(ctx, t, cl, []*kgo.Record{{Value: []byte("open")}}, false, false)
+	var inits, eofs atomic.Int64
+	r := kafka.NewReader(kafka.ReaderConfig{Brokers: []string{emb.Addr}, Topic: "tx", Partition: 0, IsolationLevel: kafka.ReadCommitted,
+		MaxWait: 50 * time.Millisecond,
+		Logger: kafka.LoggerFunc(func(msg string, _ ...any) {
+			if strings.HasPrefix(msg, "initializing kafka reader") {
+				inits.Add(1)
+			}
+		}),
+		ErrorLogger: kafka.LoggerFunc(func(msg string, args ...any) {
+			if err, ok := args[len(args)-1].(error); ok && errors.Is(err, io.ErrUnexpectedEOF) {
+				eofs.Add(1)
+			}
+		})})
+	defer r.Close()
+	if m, err := r.FetchMessage(ctx); err != nil || string(m.Value) != "committed" {
+		t.Fatalf("first message %q, %v; want the committed record", m.Value, err)
+	}
+	if m, err := r.FetchMessage(ctx); err != nil {
+		t.Fatal(err)
+	} else if commit, ok := TxnMarker(m.Key, m.Value); !ok || !commit {
+		t.Fatalf("second message %q %q, want the commit marker", m.Key, m.Value)
+	}
+	i0, e0, start := inits.Load(), eofs.Load(), time.Now()
+	for (inits.Load()-i0 < 3 || eofs.Load()-e0 < 3) && time.Since(start) < 10*time.Second {
+		time.Sleep(10 * time.Millisecond)
+	}
+	gotInits, gotEOFs := inits.Load()-i0, eofs.Load()-e0
+	t.Logf("in %v at an open transaction: %d reconnections, %d unexpected EOFs", time.Since(start).Round(time.Millisecond), gotInits, gotEOFs)
+	if gotInits < 3 || gotEOFs < 3 {
+		t.Errorf("%d reconnections and %d unexpected EOFs in 10 s at an open transaction, want at least 3 of each", gotInits, gotEOFs)
+	}
+	endTxn(ctx, t, cl, true)
+	if m, err := r.FetchMessage(ctx); err != nil || string(m.Value) != "open" {
+		t.Fatalf("after the commit: %q, %v; want the transaction's record", m.Value, err)
 	}
 }
