@@ -27,9 +27,9 @@ import (
 // its last stable offset, the first record of a transaction still open,
 // while its high watermark lies beyond: the caller asks the broker for the
 // last stable offsets of the partitions Quiet names and passes them to
-// Stable, so that a transaction left open does not hold the others back. Readings that cannot be decoded (slot unknown)
-// are released as soon as they reach the head of their partition, to be
-// dead-lettered in order. If more than MaxHeld readings are held, all are
+// Stable, so that a transaction left open does not hold the others back.
+// Readings that cannot be decoded (slot unknown) are released as soon as
+// they reach the head of their partition, to be dead-lettered in order. If more than MaxHeld readings are held, all are
 // released (and Overflows counts it): exactness gives way to memory.
 //
 // An Aligner is not safe for concurrent use.
