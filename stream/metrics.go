@@ -38,8 +38,12 @@ type Counters struct {
 	Rebuilds, RebuildFailures, Rebuilt atomic.Uint64
 	// TxnCommits and TxnAborts count the transaction markers met in the
 	// readings topic (see TxnMarker): neither readings nor rejected.
-	// TxnAborted counts the readings of aborted transactions left out.
-	TxnCommits, TxnAborts, TxnAborted atomic.Uint64
+	// TxnAborted counts the readings of aborted transactions left out,
+	// TxnChecks the stretches of transactional partitions fetched again to
+	// tell them (see Service.abortedIn) and TxnUnchecked the readings of
+	// such partitions applied without that check (read before the
+	// partition's first marker, or the fetch failed).
+	TxnCommits, TxnAborts, TxnAborted, TxnChecks, TxnUnchecked atomic.Uint64
 
 	// ForecastLatency is for the caller to observe the time from a
 	// reading's arrival to its forecasts' hand-off.
@@ -163,6 +167,8 @@ func (c *Counters) WritePrometheus(w io.Writer) error {
 	counter("rebuild_failures_total", "Rebuilds from the log that failed; the service went on with the state it had.", c.RebuildFailures.Load())
 	counter("rebuilt_readings_total", "Readings read back from the readings topic that a rebuild applied to the windows.", c.Rebuilt.Load())
 	counter("readings_aborted_total", "Readings of aborted transactions, left out.", c.TxnAborted.Load())
+	counter("transaction_checks_total", "Stretches of transactional readings partitions fetched again, read committed, to tell the readings of aborted transactions.", c.TxnChecks.Load())
+	counter("readings_unchecked_total", "Readings of transactional partitions applied without that check: read before the partition's first marker, or the fetch failed.", c.TxnUnchecked.Load())
 	fmt.Fprintf(bw, "# HELP %stransaction_markers_total Transaction markers met in the readings topic, by kind.\n# TYPE %stransaction_markers_total counter\n", metricPrefix, metricPrefix)
 	fmt.Fprintf(bw, "%stransaction_markers_total{kind=\"commit\"} %d\n", metricPrefix, c.TxnCommits.Load())
 	fmt.Fprintf(bw, "%stransaction_markers_total{kind=\"abort\"} %d\n", metricPrefix, c.TxnAborts.Load())

@@ -3,10 +3,12 @@ package stream
 import (
 	"context"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/pemsforecast/sdgnn/internal/datatest"
 	"github.com/pemsforecast/sdgnn/internal/tlstest"
@@ -18,15 +20,37 @@ import (
 // the four partitions unevenly, and checks that every reading is applied
 // and every forecast slot of every sensor emitted, none stale or skipped:
 // the Aligner and the history kept the windows exact.
+// Written in transactions, one per slot, every batch of the backlog is
+// also checked for aborted readings (Service.abortedIn), and none is
+// found.
 func TestCatchUpBacklog(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a broker")
 	}
-	r := replayBacklog(t, 300, false)
-	c := r.counters
-	if c.Emitted.Load() != r.want || c.Skipped.Load() != 0 || c.Stale.Load() != 0 || c.Applied.Load() != uint64(r.readings) {
-		t.Fatalf("applied %d of %d readings; emitted %d of %d forecasts, %d stale, %d skipped",
-			c.Applied.Load(), r.readings, c.Emitted.Load(), r.want, c.Stale.Load(), c.Skipped.Load())
+	for _, tc := range []struct {
+		name string
+		mode backlogMode
+	}{{"plaintext", plaintext}, {"transactional", transactional}} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := replayBacklog(t, 300, tc.mode)
+			c := r.counters
+			if c.Emitted.Load() != r.want || c.Skipped.Load() != 0 || c.Stale.Load() != 0 || c.Applied.Load() != uint64(r.readings) {
+				t.Fatalf("applied %d of %d readings; emitted %d of %d forecasts, %d stale, %d skipped",
+					c.Applied.Load(), r.readings, c.Emitted.Load(), r.want, c.Stale.Load(), c.Skipped.Load())
+			}
+			if c.TxnAborted.Load() != 0 || c.TxnUnchecked.Load() != 0 {
+				t.Errorf("%d readings taken for aborted, %d applied unchecked", c.TxnAborted.Load(), c.TxnUnchecked.Load())
+			}
+			// A plain partition is checked once, at its first stretch; a
+			// transactional one at every batch that holds its readings.
+			const partitions = 4
+			if checks := c.TxnChecks.Load(); tc.mode == transactional && (c.TxnCommits.Load() == 0 || checks <= partitions) {
+				t.Errorf("%d commit markers counted, %d stretches checked; want some and more than %d", c.TxnCommits.Load(), checks, partitions)
+			} else if tc.mode == plaintext && checks != partitions {
+				t.Errorf("%d stretches checked, want %d (one per partition)", checks, partitions)
+			}
+			t.Logf("%d stretches checked", c.TxnChecks.Load())
+		})
 	}
 }
 
@@ -37,12 +61,23 @@ type backlogRun struct {
 	counters            *Counters
 }
 
+// backlogMode says how replayBacklog publishes and reaches the broker.
+type backlogMode int
+
+const (
+	plaintext     backlogMode = iota // PLAINTEXT, published by Publish
+	secured                          // TLS and SASL (SCRAM-SHA-512), published by Publish
+	transactional                    // PLAINTEXT, published by franz-go in one transaction per slot
+)
+
 // replayBacklog publishes slots of the real SZ-taxi series as fast as
 // possible into a fresh embedded broker, then runs the service (state file
 // on, 6 receptive nodes, hidden 16) until it has emitted every forecast.
-// With secure, the broker speaks TLS and SASL, publisher and service
-// authenticate with SCRAM-SHA-512.
-func replayBacklog(tb testing.TB, slots int, secure bool) backlogRun {
+// Secured, the broker speaks TLS and SASL, publisher and service
+// authenticate with SCRAM-SHA-512; transactional, a transactional
+// producer writes every slot in a transaction of its own, as Kafka
+// Streams or Flink with exactly-once delivery would.
+func replayBacklog(tb testing.TB, slots int, mode backlogMode) backlogRun {
 	tb.Helper()
 	ds := datatest.SZTaxi(tb)
 	s := ds.Series
@@ -59,7 +94,7 @@ func replayBacklog(tb testing.TB, slots int, secure bool) backlogRun {
 		addr string
 		sec  Security
 	)
-	if secure {
+	if mode == secured {
 		certs := tlstest.New(tb)
 		addr = tlstest.Broker(tb, certs, tlstest.User{Mechanism: "SCRAM-SHA-512", Name: "bench", Password: "pw"})
 		c, err := NewTLS(certs.CAFile, "", "", "")
@@ -86,10 +121,14 @@ func replayBacklog(tb testing.TB, slots int, secure bool) backlogRun {
 	}
 	var r backlogRun
 	t0 := time.Now()
-	r.readings, err = Publish(ctx, Series{Steps: s.Steps, Nodes: s.Nodes, Channels: s.Channels, Data: s.Data},
-		PublishConfig{Brokers: []string{addr}, Security: sec, Topic: "readings", From: 0, To: slots, Start: start, StepMs: stepMs})
-	if err != nil {
-		tb.Fatal(err)
+	if mode == transactional {
+		r.readings = publishInTxns(ctx, tb, addr, s.Data, slots, s.Nodes, s.Channels, start.UnixMilli(), stepMs)
+	} else {
+		r.readings, err = Publish(ctx, Series{Steps: s.Steps, Nodes: s.Nodes, Channels: s.Channels, Data: s.Data},
+			PublishConfig{Brokers: []string{addr}, Security: sec, Topic: "readings", From: 0, To: slots, Start: start, StepMs: stepMs})
+		if err != nil {
+			tb.Fatal(err)
+		}
 	}
 	r.published = time.Since(t0)
 	svc, err := NewService(bd, Config{Brokers: []string{addr}, Security: sec, StepMs: stepMs, Lateness: time.Hour,
@@ -116,6 +155,29 @@ func replayBacklog(tb testing.TB, slots int, secure bool) backlogRun {
 	return r
 }
 
+// publishInTxns writes the first slots of data (steps × nodes × channels)
+// to the readings topic with franz-go's transactional producer, one
+// transaction per slot, and returns the number of readings.
+func publishInTxns(ctx context.Context, tb testing.TB, addr string, data []float64, slots, nodes, channels int, base, stepMs int64) int {
+	tb.Helper()
+	cl := txnProducer(tb, addr, "readings", "bench")
+	var recs []*kgo.Record
+	r := Reading{Values: make([]float64, channels)}
+	n := 0
+	for t := 0; t < slots; t++ {
+		recs = recs[:0]
+		for i := 0; i < nodes; i++ {
+			off := (t*nodes + i) * channels
+			r.Sensor, r.TS = i, base+int64(t)*stepMs
+			copy(r.Values, data[off:off+channels])
+			recs = append(recs, &kgo.Record{Key: strconv.AppendInt(nil, int64(i), 10), Value: EncodeReading(nil, &r)})
+		}
+		inTxn(ctx, tb, cl, recs, true, true)
+		n += len(recs)
+	}
+	return n
+}
+
 // BenchmarkServiceThroughput measures readings/s end to end through the
 // embedded broker over TCP: 600 slots of the real SZ-taxi series (156
 // sensors, 93,600 readings) are published first (their rate is reported
@@ -124,17 +186,20 @@ func replayBacklog(tb testing.TB, slots int, secure bool) backlogRun {
 // 16). readings/s counts from the service's start until it has emitted
 // the last forecast and committed. PLAINTEXT runs against the embedded
 // broker; SASL_SSL against kfake over TLS with SCRAM-SHA-512, so that the
-// ratio of the two is the cost of a secured cluster on this machine.
+// ratio of the two is the cost of a secured cluster on this machine;
+// transactional against the embedded broker, published in one transaction
+// per slot, so that its ratio to PLAINTEXT is the cost of reading
+// committed and checking every batch for aborted readings.
 func BenchmarkServiceThroughput(b *testing.B) {
 	for _, bc := range []struct {
-		name   string
-		secure bool
-	}{{"PLAINTEXT", false}, {"SASL_SSL", true}} {
+		name string
+		mode backlogMode
+	}{{"PLAINTEXT", plaintext}, {"SASL_SSL", secured}, {"transactional", transactional}} {
 		b.Run(bc.name, func(b *testing.B) {
 			var consumed, published time.Duration
 			readings := 0
 			for b.Loop() {
-				r := replayBacklog(b, 600, bc.secure)
+				r := replayBacklog(b, 600, bc.mode)
 				if c := r.counters; c.Emitted.Load() != r.want {
 					b.Fatalf("emitted %d of %d forecasts (%d skipped)", c.Emitted.Load(), r.want, c.Skipped.Load())
 				}

@@ -93,20 +93,28 @@ func (f *abortFilter) batch(base, producer int64, transactional, control, abortM
 	return transactional && f.aborted[producer]
 }
 
+// walk is what walkCommitted met besides the records it passed to fn.
+type walk struct {
+	// Earlier reports an aborted transaction begun before the walk's
+	// start, whose records before it fn did not see.
+	Earlier bool
+	// Transactional reports a batch written in a transaction, or a marker.
+	Transactional bool
+}
+
 // walkCommitted calls fn with every record of topic's partition p at
 // offsets [from, to), in order, read committed, and whether the record
 // belongs to an aborted transaction (see abortFilter); transaction
 // markers are not passed. Offsets without a record (markers, records
 // removed by compaction) are passed over, also at the end of the range;
-// the records of a transaction still open end the range early. earlier
-// reports an aborted transaction begun before from, whose records before
-// from fn did not see.
-func walkCommitted(ctx context.Context, c *kafka.Client, topic string, p int, from, to int64, fn func(offset int64, key, value []byte, aborted bool)) (earlier bool, err error) {
+// the records of a transaction still open end the range early.
+func walkCommitted(ctx context.Context, c *kafka.Client, topic string, p int, from, to int64, fn func(offset int64, key, value []byte, aborted bool)) (w walk, err error) {
 	f := abortFilter{from: from}
+	defer func() { w.Earlier = f.earlier }()
 	for off := from; off < to; {
 		part, err := fetchPartition(ctx, c, topic, p, off)
 		if err != nil {
-			return false, fmt.Errorf("read %s/%d at offset %d: %w", topic, p, off, err)
+			return w, fmt.Errorf("read %s/%d at offset %d: %w", topic, p, off, err)
 		}
 		f.list(part.AbortedTransactions)
 		var batches []protocol.RecordReader
@@ -123,7 +131,9 @@ func walkCommitted(ctx context.Context, c *kafka.Client, topic string, p int, fr
 			switch b := b.(type) {
 			case *protocol.RecordBatch:
 				skip = f.batch(b.BaseOffset, b.ProducerID, b.Attributes.Transactional(), false, false)
+				w.Transactional = w.Transactional || b.Attributes.Transactional()
 			case *protocol.ControlBatch:
+				w.Transactional = true
 				abort := false
 				if rec, err := b.ReadRecord(); err == nil {
 					key, _ := protocol.ReadAll(rec.Key)
@@ -148,7 +158,7 @@ func walkCommitted(ctx context.Context, c *kafka.Client, topic string, p int, fr
 					break
 				}
 				if err != nil {
-					return f.earlier, fmt.Errorf("read %s/%d at offset %d: %w", topic, p, next, err)
+					return w, fmt.Errorf("read %s/%d at offset %d: %w", topic, p, next, err)
 				}
 				if rec.Offset < off {
 					continue // a batch may begin before the offset asked
@@ -159,11 +169,11 @@ func walkCommitted(ctx context.Context, c *kafka.Client, topic string, p int, fr
 				}
 				key, err := protocol.ReadAll(rec.Key)
 				if err != nil {
-					return f.earlier, fmt.Errorf("read %s/%d offset %d: key: %w", topic, p, rec.Offset, err)
+					return w, fmt.Errorf("read %s/%d offset %d: key: %w", topic, p, rec.Offset, err)
 				}
 				value, err := protocol.ReadAll(rec.Value)
 				if err != nil {
-					return f.earlier, fmt.Errorf("read %s/%d offset %d: value: %w", topic, p, rec.Offset, err)
+					return w, fmt.Errorf("read %s/%d offset %d: value: %w", topic, p, rec.Offset, err)
 				}
 				fn(rec.Offset, key, value, skip)
 			}
@@ -174,13 +184,13 @@ func walkCommitted(ctx context.Context, c *kafka.Client, topic string, p int, fr
 				end = min(end, part.LastStableOffset)
 			}
 			if end <= off {
-				return f.earlier, nil // the end came sooner: truncated, or an open transaction
+				return w, nil // the end came sooner: truncated, or an open transaction
 			}
-			return f.earlier, fmt.Errorf("read %s/%d at offset %d: no record returned below offset %d", topic, p, off, end)
+			return w, fmt.Errorf("read %s/%d at offset %d: no record returned below offset %d", topic, p, off, end)
 		}
 		off = next
 	}
-	return f.earlier, nil
+	return w, nil
 }
 
 // fetchPartition fetches, read committed, what follows offset off in

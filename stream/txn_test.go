@@ -46,7 +46,7 @@ func TestTxnMarker(t *testing.T) {
 // txnProducer returns a franz-go client that writes to topic in
 // transactions, as Kafka Streams, Flink or any producer with a
 // transactional id does.
-func txnProducer(t *testing.T, addr, topic, id string) *kgo.Client {
+func txnProducer(t testing.TB, addr, topic, id string) *kgo.Client {
 	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.TransactionalID(id), kgo.DefaultProduceTopic(topic),
 		kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)))
@@ -59,7 +59,7 @@ func txnProducer(t *testing.T, addr, topic, id string) *kgo.Client {
 
 // inTxn writes records in one transaction and ends it (commit or abort);
 // with end false it leaves the transaction open.
-func inTxn(ctx context.Context, t *testing.T, cl *kgo.Client, recs []*kgo.Record, end, commit bool) {
+func inTxn(ctx context.Context, t testing.TB, cl *kgo.Client, recs []*kgo.Record, end, commit bool) {
 	t.Helper()
 	if err := cl.BeginTransaction(); err != nil {
 		t.Fatal(err)
@@ -72,7 +72,7 @@ func inTxn(ctx context.Context, t *testing.T, cl *kgo.Client, recs []*kgo.Record
 	}
 }
 
-func endTxn(ctx context.Context, t *testing.T, cl *kgo.Client, commit bool) {
+func endTxn(ctx context.Context, t testing.TB, cl *kgo.Client, commit bool) {
 	t.Helper()
 	if err := cl.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
 		t.Fatal(err)
@@ -91,7 +91,7 @@ func endTxn(ctx context.Context, t *testing.T, cl *kgo.Client, commit bool) {
 // error. walkCommitted says when the range begins inside an aborted
 // transaction.
 func TestReadRangeTransactional(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "tx"))
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "tx", "plain"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,27 +112,38 @@ func TestReadRangeTransactional(t *testing.T) {
 	inTxn(ctx, t, a, []*kgo.Record{rec("open")}, false, false)
 
 	client := &kafka.Client{Addr: kafka.TCP(addr)}
+	plain, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic("plain"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	if err := plain.ProduceSync(ctx, rec("p0"), rec("p1")).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
-		from, to int64
-		want     string // records read
-		aborted  string // records of the aborted transaction walked over
-		earlier  bool
+		topic         string
+		from, to      int64
+		want          string // records read
+		aborted       string // records of the aborted transaction walked over
+		earlier       bool
+		transactional bool // a transactional batch or a marker met
 	}{
-		{0, 3, "a0 a1", "", false},
-		{0, 2, "a0 a1", "", false},
-		{2, 3, "", "", false},
-		{3, 9, "x0", "b0 b1 b2", false},
-		{4, 6, "x0", "b1", true},
-		{5, 9, "x0", "b2", true},
-		{8, 9, "", "", true}, // the marker of a transaction begun at 3
-		{1, 10, "a1 x0 c0", "b0 b1 b2", false},
-		{0, 12, "a0 a1 x0 c0 c1", "b0 b1 b2", false},
-		{0, 13, "a0 a1 x0 c0 c1", "b0 b1 b2", false},
-		{9, 13, "c0 c1", "", false},
-		{12, 13, "", "", false},
+		{"tx", 0, 3, "a0 a1", "", false, true},
+		{"tx", 0, 2, "a0 a1", "", false, true},
+		{"tx", 2, 3, "", "", false, true},
+		{"tx", 3, 9, "x0", "b0 b1 b2", false, true},
+		{"tx", 4, 6, "x0", "b1", true, true},
+		{"tx", 5, 9, "x0", "b2", true, true},
+		{"tx", 8, 9, "", "", true, true}, // the marker of a transaction begun at 3
+		{"tx", 1, 10, "a1 x0 c0", "b0 b1 b2", false, true},
+		{"tx", 0, 12, "a0 a1 x0 c0 c1", "b0 b1 b2", false, true},
+		{"tx", 0, 13, "a0 a1 x0 c0 c1", "b0 b1 b2", false, true},
+		{"tx", 9, 13, "c0 c1", "", false, true},
+		{"tx", 12, 13, "", "", false, false}, // open: nothing read
+		{"plain", 0, 2, "p0 p1", "", false, false},
 	} {
 		var got, aborted []string
-		earlier, err := walkCommitted(ctx, client, "tx", 0, tc.from, tc.to, func(_ int64, _, v []byte, ab bool) {
+		w, err := walkCommitted(ctx, client, tc.topic, 0, tc.from, tc.to, func(_ int64, _, v []byte, ab bool) {
 			if ab {
 				aborted = append(aborted, string(v))
 			} else {
@@ -140,14 +151,15 @@ func TestReadRangeTransactional(t *testing.T) {
 			}
 		})
 		if err != nil {
-			t.Errorf("[%d, %d): %v", tc.from, tc.to, err)
+			t.Errorf("%s [%d, %d): %v", tc.topic, tc.from, tc.to, err)
 		}
-		if s, ab := strings.Join(got, " "), strings.Join(aborted, " "); s != tc.want || ab != tc.aborted || earlier != tc.earlier {
-			t.Errorf("[%d, %d): read %q, aborted %q, earlier %v; want %q, %q, %v", tc.from, tc.to, s, ab, earlier, tc.want, tc.aborted, tc.earlier)
+		if s, ab := strings.Join(got, " "), strings.Join(aborted, " "); s != tc.want || ab != tc.aborted || w.Earlier != tc.earlier || w.Transactional != tc.transactional {
+			t.Errorf("%s [%d, %d): read %q, aborted %q, earlier %v, transactional %v; want %q, %q, %v, %v",
+				tc.topic, tc.from, tc.to, s, ab, w.Earlier, w.Transactional, tc.want, tc.aborted, tc.earlier, tc.transactional)
 		}
 		var read []string
-		if err := readRange(ctx, client, "tx", 0, tc.from, tc.to, func(_, v []byte) { read = append(read, string(v)) }); err != nil || strings.Join(read, " ") != tc.want {
-			t.Errorf("readRange [%d, %d): %q, %v; want %q", tc.from, tc.to, read, err, tc.want)
+		if err := readRange(ctx, client, tc.topic, 0, tc.from, tc.to, func(_, v []byte) { read = append(read, string(v)) }); err != nil || strings.Join(read, " ") != tc.want {
+			t.Errorf("readRange %s [%d, %d): %q, %v; want %q", tc.topic, tc.from, tc.to, read, err, tc.want)
 		}
 	}
 }
@@ -435,5 +447,74 @@ func TestReaderReconnectsAtOpenTransaction(t *testing.T) {
 	endTxn(ctx, t, cl, true)
 	if m, err := r.FetchMessage(ctx); err != nil || string(m.Value) != "open" {
 		t.Fatalf("after the commit: %q, %v; want the transaction's record", m.Value, err)
+	}
+}
+
+// TestAbortedBehindOpenTransaction has producer A abort a transaction
+// while producer B's, begun after A's, is still open on the same
+// partition. Read committed, A's records come at once (they lie below B's
+// first record, the last stable offset) but A's abort marker only once B
+// commits, in a later batch: the service must tell them aborted without
+// their marker, and apply neither them nor a conflict with A's retry.
+func TestAbortedBehindOpenTransaction(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a broker")
+	}
+	const n, T, C, d = 4, 3, 2, 4
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	emb := testBroker(ctx, t, 1, "readings", "forecasts", "readings-dead-letter")
+	base := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC).UnixMilli()
+	rec := func(z, i int, v float64) *kgo.Record {
+		r := Reading{Sensor: z, TS: base + int64(i)*testStep, Values: []float64{v, 60 + float64(z)}}
+		return &kgo.Record{Key: []byte(strconv.Itoa(z)), Value: EncodeReading(nil, &r)}
+	}
+	a := txnProducer(t, emb.Addr, "readings", "a")
+	b := txnProducer(t, emb.Addr, "readings", "b")
+	var logs bytes.Buffer
+	svc, err := NewService(testBundle(t, n, T, C, d, 1), Config{Brokers: []string{emb.Addr}, StepMs: testStep,
+		Lateness: time.Hour, Log: zerolog.New(zerolog.SyncWriter(&logs))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop, done := runService(ctx, svc)
+	stopped := false
+	defer func() {
+		if !stopped {
+			stop()
+			<-done
+		}
+	}()
+	waitFor := func(what string, ok func(c *Counters) bool) {
+		t.Helper()
+		until := time.Now().Add(10 * time.Second)
+		for !ok(svc.Counters()) && time.Now().Before(until) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if c := svc.Counters(); !ok(c) {
+			t.Fatalf("no %s: applied %d, aborted %d, conflicts %d", what, c.Applied.Load(), c.TxnAborted.Load(), c.Conflicts.Load())
+		}
+	}
+	inTxn(ctx, t, a, []*kgo.Record{rec(0, 0, 50), rec(1, 0, 51), rec(2, 0, 52), rec(3, 0, 53)}, true, true)
+	waitFor("first slot", func(c *Counters) bool { return c.Applied.Load() == 4 })
+	inTxn(ctx, t, a, []*kgo.Record{rec(0, 1, 900), rec(1, 1, 901)}, false, false)
+	inTxn(ctx, t, b, []*kgo.Record{rec(2, 1, 62), rec(3, 1, 63)}, false, false)
+	endTxn(ctx, t, a, false) // aborted; its marker lies after B's first record
+	waitFor("aborted readings told apart", func(c *Counters) bool { return c.TxnAborted.Load() == 2 || c.Applied.Load() > 4 })
+	inTxn(ctx, t, a, []*kgo.Record{rec(0, 1, 60), rec(1, 1, 61)}, true, true)
+	endTxn(ctx, t, b, true)
+	waitFor("second slot", func(c *Counters) bool { return c.Applied.Load() >= 8 })
+	stop()
+	stopped = true
+	if err := <-done; err != nil {
+		t.Error(err)
+	}
+	c := svc.Counters()
+	if c.Applied.Load() != 8 || c.TxnAborted.Load() != 2 || c.Conflicts.Load() != 0 || c.TxnUnchecked.Load() != 0 {
+		t.Errorf("applied %d, aborted %d, conflicts %d, unchecked %d; want 8, 2, 0 and 0",
+			c.Applied.Load(), c.TxnAborted.Load(), c.Conflicts.Load(), c.TxnUnchecked.Load())
+	}
+	if strings.Contains(logs.String(), `"level":"warn"`) {
+		t.Errorf("warnings logged:\n%s", logs.String())
 	}
 }
