@@ -126,18 +126,28 @@ func walkCommitted(ctx context.Context, c *kafka.Client, topic string, p int, fr
 			batches = []protocol.RecordReader{rs}
 		}
 		next := off
+	batches:
 		for _, b := range batches {
 			var skip bool
 			switch b := b.(type) {
 			case *protocol.RecordBatch:
+				if b.BaseOffset >= to {
+					next = max(next, to) // nothing lies between
+					break batches        // the rest of the answer lies past the range
+				}
 				skip = f.batch(b.BaseOffset, b.ProducerID, b.Attributes.Transactional(), false, false)
 				w.Transactional = w.Transactional || b.Attributes.Transactional()
 			case *protocol.ControlBatch:
+				if b.BaseOffset >= to {
+					next = max(next, to)
+					break batches
+				}
 				w.Transactional = true
 				abort := false
 				if rec, err := b.ReadRecord(); err == nil {
 					key, _ := protocol.ReadAll(rec.Key)
 					value, _ := protocol.ReadAll(rec.Value)
+					release(rec)
 					commit, ok := TxnMarker(key, value)
 					abort = ok && !commit
 					next = max(next, rec.Offset+1)
@@ -148,6 +158,7 @@ func walkCommitted(ctx context.Context, c *kafka.Client, topic string, p int, fr
 					if err != nil {
 						break
 					}
+					release(rec)
 					next = max(next, rec.Offset+1)
 				}
 				continue
@@ -158,26 +169,26 @@ func walkCommitted(ctx context.Context, c *kafka.Client, topic string, p int, fr
 					break
 				}
 				if err != nil {
+					releaseAll(batches)
 					return w, fmt.Errorf("read %s/%d at offset %d: %w", topic, p, next, err)
 				}
-				if rec.Offset < off {
-					continue // a batch may begin before the offset asked
-				}
-				next = max(next, rec.Offset+1)
-				if rec.Offset >= to {
+				if rec.Offset < off || rec.Offset >= to { // a batch may begin before the offset asked
+					next = max(next, min(rec.Offset+1, to))
+					release(rec)
 					continue
 				}
-				key, err := protocol.ReadAll(rec.Key)
-				if err != nil {
-					return w, fmt.Errorf("read %s/%d offset %d: key: %w", topic, p, rec.Offset, err)
-				}
-				value, err := protocol.ReadAll(rec.Value)
-				if err != nil {
-					return w, fmt.Errorf("read %s/%d offset %d: value: %w", topic, p, rec.Offset, err)
+				next = max(next, rec.Offset+1)
+				key, kerr := protocol.ReadAll(rec.Key)
+				value, verr := protocol.ReadAll(rec.Value)
+				release(rec)
+				if err := cmp.Or(kerr, verr); err != nil {
+					releaseAll(batches)
+					return w, fmt.Errorf("read %s/%d offset %d: %w", topic, p, rec.Offset, err)
 				}
 				fn(rec.Offset, key, value, skip)
 			}
 		}
+		releaseAll(batches)
 		if next == off {
 			end := part.HighWatermark
 			if part.LastStableOffset > 0 {
@@ -191,6 +202,31 @@ func walkCommitted(ctx context.Context, c *kafka.Client, topic string, p int, fr
 		off = next
 	}
 	return w, nil
+}
+
+// release hands the pages that hold a record's key and value back to
+// kafka-go's pool; a record set not released leaves its pages (64 KiB
+// each, one at least per batch) to the garbage collector.
+func release(rec *protocol.Record) {
+	if rec.Key != nil {
+		rec.Key.Close()
+	}
+	if rec.Value != nil {
+		rec.Value.Close()
+	}
+}
+
+// releaseAll releases the records of batches not read yet.
+func releaseAll(batches []protocol.RecordReader) {
+	for _, b := range batches {
+		for {
+			rec, err := b.ReadRecord()
+			if err != nil {
+				break
+			}
+			release(rec)
+		}
+	}
 }
 
 // fetchPartition fetches, read committed, what follows offset off in
@@ -207,10 +243,10 @@ func fetchPartition(ctx context.Context, c *kafka.Client, topic string, p int, o
 		ctx, cancel = context.WithTimeout(ctx, c.Timeout)
 		defer cancel()
 	}
-	m, err := rt.RoundTrip(ctx, c.Addr, &fetchAPI.Request{ReplicaID: -1, MaxWaitTime: 500, MinBytes: 1, MaxBytes: 8 << 20,
+	m, err := rt.RoundTrip(ctx, c.Addr, &fetchAPI.Request{ReplicaID: -1, MaxWaitTime: 500, MinBytes: 1, MaxBytes: 1 << 20,
 		IsolationLevel: int8(kafka.ReadCommitted), SessionID: -1, SessionEpoch: -1,
 		Topics: []fetchAPI.RequestTopic{{Topic: topic, Partitions: []fetchAPI.RequestPartition{{
-			Partition: int32(p), CurrentLeaderEpoch: -1, FetchOffset: off, LogStartOffset: -1, PartitionMaxBytes: 8 << 20}}}}})
+			Partition: int32(p), CurrentLeaderEpoch: -1, FetchOffset: off, LogStartOffset: -1, PartitionMaxBytes: 1 << 20}}}}})
 	if err != nil {
 		return nil, err
 	}
