@@ -56,9 +56,10 @@
 // the service as messages (kafka-go does not hide them); TxnMarker tells
 // them from readings, and they are counted, not dead-lettered. kafka-go
 // delivers the readings of aborted transactions too, without their
-// producer; when a batch holds an abort marker, the service fetches that
-// stretch again and tells them by the fetch's aborted transactions, as
-// Kafka's own consumer does, and leaves them out. The rebuild reads the
+// producer; the service fetches each batch's stretch of a transactional
+// partition again and tells them by the fetch's aborted transactions, as
+// Kafka's own consumer does, even before their marker comes, and leaves
+// them out. The rebuild reads the
 // log the same way. A partition stopped at a transaction left open looks
 // behind (its high watermark lies past it) and would hold the others back
 // while catching up; the service asks the broker for its last stable
