@@ -4,6 +4,7 @@ import (
 	"context"
 	"math/rand/v2"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/pemsforecast/sdgnn/datasets/pems"
@@ -143,4 +144,17 @@ func runService(ctx context.Context, svc *Service) (stop context.CancelFunc, don
 	ch := make(chan error, 1)
 	go func() { ch <- svc.Run(runCtx) }()
 	return stop, ch
+}
+
+// serveInTest runs svc in the background like runService and returns a
+// stop that ends it and returns what Run returned; stop may be called more
+// than once, and is called at the test's end if the test has not.
+func serveInTest(ctx context.Context, tb testing.TB, svc *Service) (stop func() error) {
+	cancel, done := runService(ctx, svc)
+	stop = sync.OnceValue(func() error {
+		cancel()
+		return <-done
+	})
+	tb.Cleanup(func() { stop() })
+	return stop
 }

@@ -357,14 +357,7 @@ func TestOpenTransactionHoldsNoPartitionBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stop, done := runService(ctx, svc)
-	stopped := false
-	defer func() {
-		if !stopped {
-			stop()
-			<-done
-		}
-	}()
+	stop := serveInTest(ctx, t, svc)
 	waitApplied := func(want uint64, within time.Duration) {
 		t.Helper()
 		until := time.Now().Add(within)
@@ -379,9 +372,7 @@ func TestOpenTransactionHoldsNoPartitionBack(t *testing.T) {
 	waitApplied(2*5+2*ahead, 10*time.Second)
 	endTxn(ctx, t, txn, true)
 	waitApplied(2*6+2*ahead, 10*time.Second)
-	stop()
-	stopped = true
-	if err := <-done; err != nil {
+	if err := stop(); err != nil {
 		t.Error(err)
 	}
 	if want := `"partition":0,"offset":11,"message":"partition stops at a transaction still open`; !strings.Contains(logs.String(), want) {
@@ -477,14 +468,7 @@ func TestAbortedBehindOpenTransaction(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stop, done := runService(ctx, svc)
-	stopped := false
-	defer func() {
-		if !stopped {
-			stop()
-			<-done
-		}
-	}()
+	stop := serveInTest(ctx, t, svc)
 	waitFor := func(what string, ok func(c *Counters) bool) {
 		t.Helper()
 		until := time.Now().Add(10 * time.Second)
@@ -504,9 +488,7 @@ func TestAbortedBehindOpenTransaction(t *testing.T) {
 	inTxn(ctx, t, a, []*kgo.Record{rec(0, 1, 60), rec(1, 1, 61)}, true, true)
 	endTxn(ctx, t, b, true)
 	waitFor("second slot", func(c *Counters) bool { return c.Applied.Load() >= 8 })
-	stop()
-	stopped = true
-	if err := <-done; err != nil {
+	if err := stop(); err != nil {
 		t.Error(err)
 	}
 	c := svc.Counters()
