@@ -11,7 +11,15 @@
 //
 // with h₀ = 0. The three input projections are one matrix Wx = [Wz|Wr|Wn] and
 // the two recurrent gate projections one matrix Uzr = [Uz|Ur], so that each
-// step costs three BLAS matrix products over all rows of the batch.
+// step costs three BLAS matrix products over a block of rows.
+//
+// Rows are independent sequences, so the batch is cut into blocks of
+// blockRows rows, each carried through all steps, forward and back, on one
+// goroutine. Within a block the activations are stored feature-major (one
+// row per hidden unit, one column per sequence): with tens of features and
+// hundreds of sequences, the products then run along vectors of the block's
+// length rather than of the hidden width, which BLAS does several times
+// faster.
 package gru
 
 import (
@@ -19,6 +27,8 @@ import (
 	"math"
 	"math/rand/v2"
 
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas64"
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/pemsforecast/sdgnn/nn"
@@ -32,21 +42,63 @@ type GRU struct {
 	Un         *nn.Param // Hidden × Hidden: recurrent projection of n
 	B          *nn.Param // 1 × 3·Hidden: biases of z, r, n
 
-	steps []step // activations of the last Forward, one per time step
-	xs    []*mat.Dense
-	dh    *mat.Dense // work buffers of Backward
-	dgx   *mat.Dense
-	drh   *mat.Dense
-	h0    *mat.Dense
+	// Transposed weights, refreshed by each Forward and used by Backward.
+	wxT, uzrT, unT blas64.General
+
+	blocks []*block // state of the last Forward, one per block of rows
+	rows   int      // rows of the last Forward; 0 before the first
+	out    *mat.Dense
 }
 
-type step struct {
-	hPrev *mat.Dense // h before the step (aliases the previous step's h)
-	gx    *mat.Dense // x·Wx + b, rows × 3H; later reused for pre-activation gates
-	z, r  *mat.Dense
-	rh    *mat.Dense
-	n     *mat.Dense
-	h     *mat.Dense
+// blockRows is the number of rows (sequences) that one goroutine carries
+// through every step of Forward and Backward. A block's activations stay in
+// cache from one step to the next, and with at most 192 columns gonum's Dgemm
+// runs a block's products serially (it splits a product only from 4 blocks
+// of 64×64 of the output on), so the cores are shared out once per pass
+// instead of several times per step. The size is fixed, not derived from the
+// core count, so that gradients, summed over blocks in block order, are the
+// same bit for bit on every machine.
+const blockRows = 128
+
+// block holds one block's activations, feature-major: gx is 3H × R, the
+// others H × R, for R rows of the batch.
+type block struct {
+	lo, hi int
+	xs     []blas64.General // per step, In × R: the block's inputs transposed
+	steps  []blockStep
+	h0     blas64.General // H × R zeros
+	// Work buffers and gradients of Backward.
+	dh, dgx, drh          blas64.General
+	dwx, duzr, dun, dbias blas64.General
+}
+
+type blockStep struct {
+	gx          blas64.General // pre-activations of z, r, n: 3H × R
+	z, r, rh, n blas64.General
+	h           blas64.General
+}
+
+func dense(r, c int) blas64.General {
+	return blas64.General{Rows: r, Cols: c, Stride: c, Data: make([]float64, r*c)}
+}
+
+// rowsOf returns rows [lo, hi) of the feature-major matrix m.
+func rowsOf(m blas64.General, lo, hi int) blas64.General {
+	return blas64.General{Rows: hi - lo, Cols: m.Cols, Stride: m.Stride, Data: m.Data[lo*m.Stride : hi*m.Stride]}
+}
+
+func (g *GRU) newBlock(lo, hi, steps int) *block {
+	H, R := g.Hidden, hi-lo
+	b := &block{lo: lo, hi: hi, h0: dense(H, R),
+		dh: dense(H, R), dgx: dense(3*H, R), drh: dense(H, R),
+		dwx: dense(3*H, g.In), duzr: dense(2*H, H), dun: dense(H, H), dbias: dense(1, 3*H)}
+	b.xs = make([]blas64.General, steps)
+	b.steps = make([]blockStep, steps)
+	for t := range b.steps {
+		b.xs[t] = dense(g.In, R)
+		b.steps[t] = blockStep{gx: dense(3*H, R), z: dense(H, R), r: dense(H, R), rh: dense(H, R), n: dense(H, R), h: dense(H, R)}
+	}
+	return b
 }
 
 // New returns a GRU whose weights are drawn from U(−1/√H, 1/√H), PyTorch's
@@ -72,135 +124,190 @@ func New(in, hidden int, rng *rand.Rand) *GRU {
 // Params returns the GRU's parameters.
 func (g *GRU) Params() []*nn.Param { return []*nn.Param{g.Wx, g.Uzr, g.Un, g.B} }
 
+// transpose sets dst (allocated when its shape differs) to the transpose of m.
+func transpose(dst *blas64.General, m *mat.Dense) {
+	r, c := m.Dims()
+	if dst.Rows != c || dst.Cols != r {
+		*dst = dense(c, r)
+	}
+	for i := 0; i < r; i++ {
+		for j := 0; j < c; j++ {
+			dst.Data[j*dst.Stride+i] = m.At(i, j)
+		}
+	}
+}
+
+// ensure sizes the blocks for a window of t steps over rows rows.
 func (g *GRU) ensure(t, rows int) {
-	H := g.Hidden
-	if len(g.steps) != t {
-		g.steps = make([]step, t)
+	n := (rows + blockRows - 1) / blockRows
+	if g.rows != rows || len(g.blocks) != n || len(g.blocks[0].steps) != t {
+		g.blocks = make([]*block, n)
+		for i := range g.blocks {
+			g.blocks[i] = g.newBlock(i*blockRows, min((i+1)*blockRows, rows), t)
+		}
+		g.rows = rows
 	}
-	for i := range g.steps {
-		s := &g.steps[i]
-		s.gx = nn.Resize(s.gx, rows, 3*H)
-		s.z = nn.Resize(s.z, rows, H)
-		s.r = nn.Resize(s.r, rows, H)
-		s.rh = nn.Resize(s.rh, rows, H)
-		s.n = nn.Resize(s.n, rows, H)
-		s.h = nn.Resize(s.h, rows, H)
-	}
-	g.h0 = nn.Resize(g.h0, rows, H)
+	g.out = nn.Resize(g.out, rows, g.Hidden)
 }
 
 // Forward runs the GRU over the window xs (xs[t] is rows × In, one row per
 // sequence) and returns the last hidden state, rows × Hidden. The result is
-// owned by g and overwritten by the next Forward; xs must stay unchanged until
-// Backward.
+// owned by g and overwritten by the next Forward. Backward uses the state of
+// the last Forward, not xs, which the caller may change at once.
 func (g *GRU) Forward(xs []*mat.Dense) (*mat.Dense, error) {
 	if len(xs) == 0 {
 		return nil, fmt.Errorf("gru forward: empty window")
 	}
-	rows, c := xs[0].Dims()
+	rows, _ := xs[0].Dims()
 	for t, x := range xs {
-		r, cc := x.Dims()
-		if r != rows || cc != g.In {
-			return nil, fmt.Errorf("gru forward: step %d input is %dx%d, want %dx%d", t, r, cc, rows, g.In)
+		r, c := x.Dims()
+		if r != rows || c != g.In {
+			return nil, fmt.Errorf("gru forward: step %d input is %dx%d, want %dx%d", t, r, c, rows, g.In)
 		}
 	}
-	_ = c
-	H := g.Hidden
+	if rows == 0 {
+		return nil, fmt.Errorf("gru forward: no rows")
+	}
 	g.ensure(len(xs), rows)
-	g.xs = xs
-	g.h0.Zero()
-	hPrev := g.h0
+	transpose(&g.wxT, g.Wx.W)
+	transpose(&g.uzrT, g.Uzr.W)
+	transpose(&g.unT, g.Un.W)
+	nn.ParallelChunks(len(g.blocks), func(i int) { g.forward(g.blocks[i], xs) })
+	return g.out, nil
+}
+
+// forward carries block b through every step and writes its last hidden
+// state to its rows of g.out.
+func (g *GRU) forward(b *block, xs []*mat.Dense) {
+	H, R := g.Hidden, b.hi-b.lo
+	nt := blas.NoTrans
+	bias := g.B.W.RawRowView(0)
+	hPrev := b.h0
 	for t, x := range xs {
-		s := &g.steps[t]
-		s.hPrev = hPrev
-		// Gate pre-activations: x·Wx + b, then + h·Uzr on the z and r columns.
-		nn.Gemm(false, false, 1, x, g.Wx.W, 0, s.gx)
-		nn.AddRowVector(s.gx, g.B.W)
-		nn.Gemm(false, false, 1, hPrev, g.Uzr.W, 1, nn.Cols(s.gx, 0, 2*H))
-		gx, z, r, rh := s.gx.RawMatrix(), s.z.RawMatrix().Data, s.r.RawMatrix().Data, s.rh.RawMatrix().Data
-		hp := hPrev.RawMatrix().Data
-		nn.ParallelRows(rows, func(lo, hi int) {
-			for i := lo; i < hi; i++ {
-				row := gx.Data[i*gx.Stride:]
-				for j := 0; j < H; j++ {
-					k := i*H + j
-					z[k] = nn.Sigmoid(row[j])
-					r[k] = nn.Sigmoid(row[H+j])
-					rh[k] = r[k] * hp[k]
-				}
+		s := &b.steps[t]
+		xt, raw := b.xs[t], x.RawMatrix()
+		for i := 0; i < R; i++ {
+			for c, v := range raw.Data[(b.lo+i)*raw.Stride : (b.lo+i)*raw.Stride+g.In] {
+				xt.Data[c*R+i] = v
 			}
-		})
-		// Candidate: tanh(x·Wn + b_n + (r⊙h)·Un).
-		nGx := nn.Cols(s.gx, 2*H, 3*H)
-		nn.Gemm(false, false, 1, s.rh, g.Un.W, 1, nGx)
-		n, h := s.n.RawMatrix().Data, s.h.RawMatrix().Data
-		nn.ParallelRows(rows, func(lo, hi int) {
-			for i := lo; i < hi; i++ {
-				row := gx.Data[i*gx.Stride+2*H:]
-				for j := 0; j < H; j++ {
-					k := i*H + j
-					n[k] = math.Tanh(row[j])
-					h[k] = (1-z[k])*hp[k] + z[k]*n[k]
-				}
+		}
+		// Gate pre-activations: Wxᵀ·x + b, then + Uzrᵀ·h on the z and r rows.
+		for j := 0; j < 3*H; j++ {
+			row := s.gx.Data[j*R : (j+1)*R]
+			for i := range row {
+				row[i] = bias[j]
 			}
-		})
+		}
+		blas64.Gemm(nt, nt, 1, g.wxT, xt, 1, s.gx)
+		blas64.Gemm(nt, nt, 1, g.uzrT, hPrev, 1, rowsOf(s.gx, 0, 2*H))
+		gz, gr := s.gx.Data[:H*R], s.gx.Data[H*R:2*H*R]
+		for k := range s.z.Data {
+			s.z.Data[k] = nn.Sigmoid(gz[k])
+			s.r.Data[k] = nn.Sigmoid(gr[k])
+			s.rh.Data[k] = s.r.Data[k] * hPrev.Data[k]
+		}
+		// Candidate: tanh(Wnᵀ·x + b_n + Unᵀ·(r⊙h)).
+		blas64.Gemm(nt, nt, 1, g.unT, s.rh, 1, rowsOf(s.gx, 2*H, 3*H))
+		gn := s.gx.Data[2*H*R:]
+		for k := range s.n.Data {
+			n := math.Tanh(gn[k])
+			s.n.Data[k] = n
+			s.h.Data[k] = (1-s.z.Data[k])*hPrev.Data[k] + s.z.Data[k]*n
+		}
 		hPrev = s.h
 	}
-	return hPrev, nil
+	out := g.out.RawMatrix()
+	for i := 0; i < R; i++ {
+		row := out.Data[(b.lo+i)*out.Stride:]
+		for j := 0; j < H; j++ {
+			row[j] = hPrev.Data[j*R+i]
+		}
+	}
 }
 
 // Backward accumulates the parameter gradients for dH, the gradient of the
 // loss with respect to the output of the last Forward (rows × Hidden). The
-// inputs are data, so no input gradient is computed.
+// inputs are data, so no input gradient is computed. Each block is taken back
+// through time on its own goroutine into gradients of its own, which are then
+// added to the parameters' in block order.
 func (g *GRU) Backward(dH *mat.Dense) error {
-	if len(g.steps) == 0 || g.xs == nil {
+	if len(g.blocks) == 0 {
 		return fmt.Errorf("gru backward: no forward pass")
 	}
-	rows, _ := g.steps[0].h.Dims()
-	if r, c := dH.Dims(); r != rows || c != g.Hidden {
-		return fmt.Errorf("gru backward: gradient is %dx%d, want %dx%d", r, c, rows, g.Hidden)
+	if r, c := dH.Dims(); r != g.rows || c != g.Hidden {
+		return fmt.Errorf("gru backward: gradient is %dx%d, want %dx%d", r, c, g.rows, g.Hidden)
 	}
+	nn.ParallelChunks(len(g.blocks), func(i int) { g.backward(g.blocks[i], dH) })
 	H := g.Hidden
-	g.dh = nn.Resize(g.dh, rows, H)
-	g.dgx = nn.Resize(g.dgx, rows, 3*H)
-	g.drh = nn.Resize(g.drh, rows, H)
-	g.dh.Copy(dH)
-	dh, dgx, drh := g.dh.RawMatrix().Data, g.dgx.RawMatrix().Data, g.drh.RawMatrix().Data
-	for t := len(g.steps) - 1; t >= 0; t-- {
-		s := &g.steps[t]
-		z, r, n := s.z.RawMatrix().Data, s.r.RawMatrix().Data, s.n.RawMatrix().Data
-		hp := s.hPrev.RawMatrix().Data
-		// Through h' = (1−z)⊙h + z⊙n and n = tanh(a_n).
-		nn.ParallelRows(rows, func(lo, hi int) {
-			for i := lo; i < hi; i++ {
-				for j := 0; j < H; j++ {
-					k := i*H + j
-					dz := dh[k] * (n[k] - hp[k])
-					dan := dh[k] * z[k] * (1 - n[k]*n[k])
-					dgx[i*3*H+j] = dz * z[k] * (1 - z[k])
-					dgx[i*3*H+2*H+j] = dan
-					dh[k] *= 1 - z[k]
-				}
+	wx, uzr, un, bias := g.Wx.G.RawMatrix(), g.Uzr.G.RawMatrix(), g.Un.G.RawMatrix(), g.B.G.RawRowView(0)
+	for _, b := range g.blocks {
+		// The block's gradients are of the transposed weights.
+		for j := 0; j < 3*H; j++ {
+			for c := 0; c < g.In; c++ {
+				wx.Data[c*wx.Stride+j] += b.dwx.Data[j*g.In+c]
 			}
-		})
-		dan := nn.Cols(g.dgx, 2*H, 3*H)
-		nn.Gemm(true, false, 1, s.rh, dan, 1, g.Un.G)
-		nn.Gemm(false, true, 1, dan, g.Un.W, 0, g.drh)
-		nn.ParallelRows(rows, func(lo, hi int) {
-			for i := lo; i < hi; i++ {
-				for j := 0; j < H; j++ {
-					k := i*H + j
-					dr := drh[k] * hp[k]
-					dh[k] += drh[k] * r[k]
-					dgx[i*3*H+H+j] = dr * r[k] * (1 - r[k])
-				}
+			bias[j] += b.dbias.Data[j]
+		}
+		for j := 0; j < 2*H; j++ {
+			for k := 0; k < H; k++ {
+				uzr.Data[k*uzr.Stride+j] += b.duzr.Data[j*H+k]
 			}
-		})
-		nn.Gemm(true, false, 1, g.xs[t], g.dgx, 1, g.Wx.G)
-		nn.AddColSums(g.B.G, g.dgx)
-		dzr := nn.Cols(g.dgx, 0, 2*H)
-		nn.Gemm(true, false, 1, s.hPrev, dzr, 1, g.Uzr.G)
-		nn.Gemm(false, true, 1, dzr, g.Uzr.W, 1, g.dh)
+		}
+		for j := 0; j < H; j++ {
+			for k := 0; k < H; k++ {
+				un.Data[k*un.Stride+j] += b.dun.Data[j*H+k]
+			}
+		}
 	}
 	return nil
+}
+
+// backward takes block b back through every step, into its own gradients of
+// the transposed weights.
+func (g *GRU) backward(b *block, dH *mat.Dense) {
+	H, R := g.Hidden, b.hi-b.lo
+	nt, tr := blas.NoTrans, blas.Trans
+	for _, m := range []blas64.General{b.dwx, b.duzr, b.dun, b.dbias} {
+		clear(m.Data)
+	}
+	dh, dgx, drh := b.dh.Data, b.dgx.Data, b.drh.Data
+	raw := dH.RawMatrix()
+	for i := 0; i < R; i++ {
+		for j, v := range raw.Data[(b.lo+i)*raw.Stride : (b.lo+i)*raw.Stride+H] {
+			dh[j*R+i] = v
+		}
+	}
+	dz, dr, dan := dgx[:H*R], dgx[H*R:2*H*R], dgx[2*H*R:]
+	for t := len(b.steps) - 1; t >= 0; t-- {
+		s := &b.steps[t]
+		hp := b.h0
+		if t > 0 {
+			hp = b.steps[t-1].h
+		}
+		z, r, n := s.z.Data, s.r.Data, s.n.Data
+		// Through h' = (1−z)⊙h + z⊙n and n = tanh(a_n).
+		for k := range dh {
+			dz[k] = dh[k] * (n[k] - hp.Data[k]) * z[k] * (1 - z[k])
+			dan[k] = dh[k] * z[k] * (1 - n[k]*n[k])
+			dh[k] *= 1 - z[k]
+		}
+		danM := rowsOf(b.dgx, 2*H, 3*H)
+		blas64.Gemm(nt, tr, 1, danM, s.rh, 1, b.dun)
+		blas64.Gemm(tr, nt, 1, g.unT, danM, 0, b.drh)
+		for k := range dh {
+			dh[k] += drh[k] * r[k]
+			dr[k] = drh[k] * hp.Data[k] * r[k] * (1 - r[k])
+		}
+		blas64.Gemm(nt, tr, 1, b.dgx, b.xs[t], 1, b.dwx)
+		for j := 0; j < 3*H; j++ {
+			var sum float64
+			for _, v := range dgx[j*R : (j+1)*R] {
+				sum += v
+			}
+			b.dbias.Data[j] += sum
+		}
+		dzr := rowsOf(b.dgx, 0, 2*H)
+		blas64.Gemm(nt, tr, 1, dzr, hp, 1, b.duzr)
+		blas64.Gemm(tr, nt, 1, g.uzrT, dzr, 1, b.dh)
+	}
 }

@@ -3,6 +3,7 @@ package gru
 import (
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"testing"
 
 	"gonum.org/v1/gonum/mat"
@@ -32,6 +33,7 @@ func TestGradients(t *testing.T) {
 		{1, 3, 2, 4},
 		{5, 6, 3, 5},
 		{12, 4, 1, 16},
+		{3, 2*blockRows + 5, 2, 3}, // three blocks, the last one short
 	} {
 		rng := rand.New(rand.NewPCG(uint64(tc.steps), 7))
 		g := New(tc.in, tc.hidden, rng)
@@ -62,8 +64,14 @@ func TestGradients(t *testing.T) {
 // TestMatchesScalarCell checks the batched cell against a direct scalar
 // transcription of the GRU equations.
 func TestMatchesScalarCell(t *testing.T) {
+	for _, rows := range []int{2, blockRows + 1} {
+		testMatchesScalarCell(t, rows)
+	}
+}
+
+func testMatchesScalarCell(t *testing.T, rows int) {
 	rng := rand.New(rand.NewPCG(9, 9))
-	in, H, rows, steps := 2, 3, 2, 4
+	in, H, steps := 2, 3, 4
 	g := New(in, H, rng)
 	xs := window(rng, steps, rows, in)
 	got, err := g.Forward(xs)
@@ -109,6 +117,68 @@ func TestMatchesScalarCell(t *testing.T) {
 	}
 }
 
+// TestBlocksAgree checks what cutting the batch into blocks must not change:
+// the gradients are the same bit for bit on one core and on several (blocks
+// are summed in block order), a row's output does not depend on the other
+// rows of its batch, and Backward uses the window Forward saw even if the
+// caller has since overwritten it.
+func TestBlocksAgree(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	const in, H, steps, rows = 3, 5, 6, 3*blockRows + 17
+	g := New(in, H, rng)
+	xs := window(rng, steps, rows, in)
+	dh := randDense(rng, rows, H)
+	run := func(procs int, xs []*mat.Dense) (*mat.Dense, []*mat.Dense) {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+		nn.ZeroGrad(g.Params())
+		h, err := g.Forward(xs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h = mat.DenseCopyOf(h)
+		for _, x := range xs {
+			x.Zero() // Backward must not read the window again
+		}
+		if err := g.Backward(dh); err != nil {
+			t.Fatal(err)
+		}
+		var gs []*mat.Dense
+		for _, p := range g.Params() {
+			gs = append(gs, mat.DenseCopyOf(p.G))
+		}
+		return h, gs
+	}
+	clone := func(xs []*mat.Dense) []*mat.Dense {
+		out := make([]*mat.Dense, len(xs))
+		for i, x := range xs {
+			out[i] = mat.DenseCopyOf(x)
+		}
+		return out
+	}
+	h1, g1 := run(1, clone(xs))
+	h4, g4 := run(4, clone(xs))
+	if !mat.Equal(h1, h4) {
+		t.Error("outputs differ between 1 and 4 cores")
+	}
+	for i := range g1 {
+		if !mat.Equal(g1[i], g4[i]) {
+			t.Errorf("%s: gradients differ between 1 and 4 cores", g.Params()[i].Name)
+		}
+	}
+	// The last 17 rows alone, a batch of one short block.
+	tail := make([]*mat.Dense, steps)
+	for i, x := range xs {
+		tail[i] = mat.DenseCopyOf(x.Slice(rows-17, rows, 0, in))
+	}
+	ht, err := g.Forward(tail)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := h1.Slice(rows-17, rows, 0, H); !mat.EqualApprox(ht, want, 1e-14) {
+		t.Errorf("rows alone give\n%v\nwant\n%v", mat.Formatted(ht), mat.Formatted(want))
+	}
+}
+
 func TestForwardErrors(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 1))
 	g := New(2, 4, rng)
@@ -120,6 +190,9 @@ func TestForwardErrors(t *testing.T) {
 	}
 	if _, err := g.Forward([]*mat.Dense{mat.NewDense(3, 5, nil)}); err == nil {
 		t.Error("wrong input width accepted")
+	}
+	if _, err := g.Forward([]*mat.Dense{{}}); err == nil {
+		t.Error("window without rows accepted")
 	}
 	if err := New(2, 4, rng).Backward(mat.NewDense(3, 4, nil)); err == nil {
 		t.Error("backward without forward accepted")
