@@ -165,3 +165,76 @@ func overlap(a, b []float64) bool {
 func (m *CSR) String() string {
 	return fmt.Sprintf("CSR{N: %d, NNZ: %d}", m.N, len(m.Col))
 }
+
+// Reach returns, in increasing order, the nodes that rows nodes of a
+// product by m applied hops times depend on: nodes themselves and every j
+// reached from them in at most hops steps from a row to a column of its
+// nonzeros. For a graph convolution of depth hops, these are the nodes whose
+// inputs the outputs at nodes need.
+func (m *CSR) Reach(nodes []int, hops int) ([]int, error) {
+	if hops < 0 {
+		return nil, fmt.Errorf("pems: reach: %d hops", hops)
+	}
+	in := make([]bool, m.N)
+	frontier := make([]int, 0, len(nodes))
+	for _, i := range nodes {
+		if uint(i) >= uint(m.N) {
+			return nil, fmt.Errorf("pems: reach: node %d outside [0, %d)", i, m.N)
+		}
+		if !in[i] {
+			in[i] = true
+			frontier = append(frontier, i)
+		}
+	}
+	for range hops {
+		var next []int
+		for _, i := range frontier {
+			for _, j := range m.Col[m.RowPtr[i]:m.RowPtr[i+1]] {
+				if !in[j] {
+					in[j] = true
+					next = append(next, j)
+				}
+			}
+		}
+		frontier = next
+	}
+	out := make([]int, 0, len(nodes))
+	for i, ok := range in {
+		if ok {
+			out = append(out, i)
+		}
+	}
+	return out, nil
+}
+
+// Induced returns the submatrix of m on the rows and columns nodes, which
+// must be increasing and inside [0, N); node nodes[k] of m is node k of the
+// result. Entries keep their values and, within a row, their order, so a
+// product by the result sums the same terms in the same order as one by m
+// for every row whose nonzeros all lie in nodes.
+func (m *CSR) Induced(nodes []int) (*CSR, error) {
+	pos := make([]int, m.N)
+	for i := range pos {
+		pos[i] = -1
+	}
+	for k, i := range nodes {
+		if uint(i) >= uint(m.N) {
+			return nil, fmt.Errorf("pems: induced: node %d outside [0, %d)", i, m.N)
+		}
+		if k > 0 && i <= nodes[k-1] {
+			return nil, fmt.Errorf("pems: induced: nodes not increasing (%d after %d)", i, nodes[k-1])
+		}
+		pos[i] = k
+	}
+	s := &CSR{N: len(nodes), RowPtr: make([]int, len(nodes)+1)}
+	for k, i := range nodes {
+		for e := m.RowPtr[i]; e < m.RowPtr[i+1]; e++ {
+			if p := pos[m.Col[e]]; p >= 0 {
+				s.Col = append(s.Col, p)
+				s.Val = append(s.Val, m.Val[e])
+			}
+		}
+		s.RowPtr[k+1] = len(s.Col)
+	}
+	return s, nil
+}

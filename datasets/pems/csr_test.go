@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"gonum.org/v1/gonum/mat"
@@ -214,5 +215,106 @@ func BenchmarkMulBlocks(bm *testing.B) {
 	bm.ResetTimer()
 	for bm.Loop() {
 		m.MulBlocks(dst, b)
+	}
+}
+
+func TestReach(t *testing.T) {
+	// Path 0-…-9 and an isolated node 10.
+	g := pathGraph(10)
+	g.Nodes = 11
+	m := g.NormalizedAdjacency()
+	for _, tc := range []struct {
+		nodes []int
+		hops  int
+		want  []int
+	}{
+		{[]int{4}, 0, []int{4}},
+		{[]int{4}, 1, []int{3, 4, 5}},
+		{[]int{4}, 2, []int{2, 3, 4, 5, 6}},
+		{[]int{0, 9}, 2, []int{0, 1, 2, 7, 8, 9}},
+		{[]int{9, 0, 9}, 1, []int{0, 1, 8, 9}},
+		{[]int{10}, 3, []int{10}},
+		{nil, 2, []int{}},
+		{[]int{5}, 20, []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}},
+	} {
+		got, err := m.Reach(tc.nodes, tc.hops)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("Reach(%v, %d) = %v, want %v", tc.nodes, tc.hops, got, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		nodes []int
+		hops  int
+	}{{[]int{11}, 1}, {[]int{-1}, 1}, {[]int{1}, -1}} {
+		if _, err := m.Reach(tc.nodes, tc.hops); err == nil {
+			t.Errorf("Reach(%v, %d) accepted", tc.nodes, tc.hops)
+		}
+	}
+}
+
+// TestInduced checks the submatrix's entries against At, and that a product
+// by it gives, bit for bit, the rows of the whole graph's product whose
+// neighbourhoods it holds: two products (a two-layer convolution) over the
+// 2-hop reach of some nodes equal the whole graph's at those nodes.
+func TestInduced(t *testing.T) {
+	g := ringGraph(12)
+	g.Edges = append(g.Edges, Edge{From: 2, To: 7, Cost: 1})
+	m := g.NormalizedAdjacency()
+	targets := []int{1, 8}
+	keep, err := m.Reach(targets, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(keep) >= m.N {
+		t.Fatalf("reach %v is the whole graph; the test needs a part", keep)
+	}
+	s, err := m.Induced(keep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for a, i := range keep {
+		for b, j := range keep {
+			if s.At(a, b) != m.At(i, j) {
+				t.Errorf("induced (%d, %d) = %v, whole (%d, %d) = %v", a, b, s.At(a, b), i, j, m.At(i, j))
+			}
+		}
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	const snaps, d = 3, 9
+	x := mat.NewDense(snaps*m.N, d, nil)
+	for i := range x.RawMatrix().Data {
+		x.RawMatrix().Data[i] = rng.NormFloat64()
+	}
+	xs := mat.NewDense(snaps*len(keep), d, nil)
+	for b := range snaps {
+		for k, i := range keep {
+			xs.SetRow(b*len(keep)+k, x.RawRowView(b*m.N+i))
+		}
+	}
+	twice := func(a *CSR, x *mat.Dense) *mat.Dense {
+		r, c := x.Dims()
+		y, z := mat.NewDense(r, c, nil), mat.NewDense(r, c, nil)
+		a.MulBlocks(y, x)
+		a.MulBlocks(z, y)
+		return z
+	}
+	whole, sub := twice(m, x), twice(s, xs)
+	for b := range snaps {
+		for k, i := range keep {
+			if !slices.Contains(targets, i) {
+				continue
+			}
+			if !slices.Equal(sub.RawRowView(b*len(keep)+k), whole.RawRowView(b*m.N+i)) {
+				t.Errorf("snapshot %d node %d: induced %v, whole %v", b, i, sub.RawRowView(b*len(keep)+k), whole.RawRowView(b*m.N+i))
+			}
+		}
+	}
+	for _, bad := range [][]int{{3, 2}, {1, 1}, {12}, {-1}} {
+		if _, err := m.Induced(bad); err == nil {
+			t.Errorf("Induced(%v) accepted", bad)
+		}
 	}
 }
