@@ -154,12 +154,14 @@ func (g *GCN) Forward(h *mat.Dense, a Propagator) *mat.Dense {
 func softplusBackward(dst, dy, a *mat.Dense) {
 	r, c := a.Dims()
 	ad, dd, y := a.RawMatrix().Data, dst.RawMatrix().Data, dy.RawMatrix()
-	for i := 0; i < r; i++ {
-		for j := 0; j < c; j++ {
-			k := i*c + j
-			dd[k] = y.Data[i*y.Stride+j] * nn.Sigmoid(ad[k])
+	nn.ParallelRows(r, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			for j := 0; j < c; j++ {
+				k := i*c + j
+				dd[k] = y.Data[i*y.Stride+j] * nn.Sigmoid(ad[k])
+			}
 		}
-	}
+	})
 }
 
 // Backward accumulates parameter gradients for dz and returns the gradient

@@ -148,16 +148,20 @@ func Cols(m *mat.Dense, from, to int) *mat.Dense {
 }
 
 // Apply sets dst[i][j] = f(src[i][j]); dst and src must have equal shapes and
-// may be the same matrix.
+// may be the same matrix. Rows are shared out over the cores (ParallelRows),
+// so f is called concurrently: the activations it serves (Softplus) cost as
+// much as the products around them.
 func Apply(dst, src *mat.Dense, f func(float64) float64) {
 	d, s := dst.RawMatrix(), src.RawMatrix()
-	for i := 0; i < s.Rows; i++ {
-		dr := d.Data[i*d.Stride : i*d.Stride+s.Cols]
-		sr := s.Data[i*s.Stride : i*s.Stride+s.Cols]
-		for j, v := range sr {
-			dr[j] = f(v)
+	ParallelRows(s.Rows, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			dr := d.Data[i*d.Stride : i*d.Stride+s.Cols]
+			sr := s.Data[i*s.Stride : i*s.Stride+s.Cols]
+			for j, v := range sr {
+				dr[j] = f(v)
+			}
 		}
-	}
+	})
 }
 
 // Softplus returns log(1+e^x), computed without overflow.
@@ -276,10 +280,12 @@ func (m *MLP) Backward(dy *mat.Dense) *mat.Dense {
 	m.dh = Resize(m.dh, r, m.L1.Out())
 	m.dx = Resize(m.dx, r, c)
 	m.L2.Backward(m.dh, m.h, dy)
-	ad, dd := m.a.RawMatrix(), m.dh.RawMatrix()
-	for i := range ad.Data {
-		dd.Data[i] *= Sigmoid(ad.Data[i])
-	}
+	ad, dd, w := m.a.RawMatrix().Data, m.dh.RawMatrix().Data, m.L1.Out()
+	ParallelRows(r, func(lo, hi int) {
+		for i := lo * w; i < hi*w; i++ {
+			dd[i] *= Sigmoid(ad[i])
+		}
+	})
 	m.L1.Backward(m.dx, m.x, m.dh)
 	return m.dx
 }
