@@ -320,3 +320,33 @@ func TestThetaWithoutSelf(t *testing.T) {
 		t.Errorf("WithoutSelf = %v, want [1 2]", got)
 	}
 }
+
+// TestThetaProblemsMatchFullProducts checks the node problems, built from
+// the Gram and correlation entries the candidate sets need, against ones
+// built from the full products φᵀφ/S and φᵀZ/S, and that a candidate
+// outside the graph is refused.
+func TestThetaProblemsMatchFullProducts(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	const n, S, d = 9, 40, 3
+	cands := [][]int{{0, 1}, {0, 1, 2}, {1, 2, 3, 8}, {3}, {4, 5}, {4, 5, 6}, {6}, {7, 0}, {8, 2}}
+	phi, z := randDense(rng, S*n, d), randDense(rng, S*n, d)
+	gs, cs, err := ThetaProblems(phi, z, n, cands)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gram, corr mat.Dense
+	p, q := nodeMajor(phi, n), nodeMajor(z, n)
+	gram.Mul(p, p.T())
+	gram.Scale(1.0/S, &gram)
+	corr.Mul(p, q.T())
+	corr.Scale(1.0/S, &corr)
+	for node, c := range cands {
+		g, cv := nodeProblem(&gram, &corr, c, node)
+		if !floats.EqualApprox(gs[node], g, 1e-12) || !floats.EqualApprox(cs[node], cv, 1e-12) {
+			t.Errorf("node %d: problem\n%v %v\nwant\n%v %v", node, gs[node], cs[node], g, cv)
+		}
+	}
+	if _, _, err := ThetaProblems(phi, z, n, [][]int{{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {9}}); err == nil {
+		t.Error("a candidate outside the graph accepted")
+	}
+}
