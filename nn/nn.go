@@ -164,15 +164,26 @@ func Apply(dst, src *mat.Dense, f func(float64) float64) {
 	})
 }
 
-// Softplus returns log(1+e^x), computed without overflow.
+// Softplus returns log(1+e^x), computed without overflow as
+// max(x, 0) + log1p(e^-|x|).
+//
+// log1p(e) for e in (0, 1] is computed as log(u)·e/(u−1) with u = 1+e
+// (Goldberg's correction of the rounding of 1+e; Higham, Accuracy and
+// Stability of Numerical Algorithms, §1.14.1), because math.Log has an
+// assembly implementation and math.Log1p has none: softplus over every row
+// is what φ's epochs and Phase Θ spend most on. It is 1.2 times faster than
+// the same form with math.Log1p (BenchmarkSoftplus) and agrees with it to
+// 4e-16 relative (TestSoftplusAccuracy).
 func Softplus(x float64) float64 {
-	if x > 30 {
-		return x
+	if x > 40 {
+		return x // e^-40 is below half an ulp of x
 	}
-	if x < -30 {
-		return math.Exp(x)
+	e := math.Exp(-math.Abs(x))
+	l := e
+	if u := 1 + e; u != 1 {
+		l = math.Log(u) * e / (u - 1)
 	}
-	return math.Log1p(math.Exp(x))
+	return max(x, 0) + l
 }
 
 // Sigmoid returns 1/(1+e^-x), the derivative of Softplus.
