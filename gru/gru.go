@@ -46,6 +46,7 @@ type GRU struct {
 	wxT, uzrT, unT blas64.General
 
 	blocks []*block // state of the last Forward, one per block of rows
+	cache  []*block // blocks allocated so far; blocks is a prefix of it
 	rows   int      // rows of the last Forward; 0 before the first
 	out    *mat.Dense
 }
@@ -137,16 +138,22 @@ func transpose(dst *blas64.General, m *mat.Dense) {
 	}
 }
 
-// ensure sizes the blocks for a window of t steps over rows rows.
+// ensure sizes the blocks for a window of t steps over rows rows. Blocks are
+// kept from one call to the next and reused where their size and window
+// match, so that batches of different sizes (training, then validation, and
+// each pass's short last batch) reallocate only the blocks they lack.
 func (g *GRU) ensure(t, rows int) {
 	n := (rows + blockRows - 1) / blockRows
-	if g.rows != rows || len(g.blocks) != n || len(g.blocks[0].steps) != t {
-		g.blocks = make([]*block, n)
-		for i := range g.blocks {
-			g.blocks[i] = g.newBlock(i*blockRows, min((i+1)*blockRows, rows), t)
-		}
-		g.rows = rows
+	for len(g.cache) < n {
+		g.cache = append(g.cache, nil)
 	}
+	for i := range n {
+		lo, hi := i*blockRows, min((i+1)*blockRows, rows)
+		if b := g.cache[i]; b == nil || b.hi-b.lo != hi-lo || len(b.steps) != t {
+			g.cache[i] = g.newBlock(lo, hi, t)
+		}
+	}
+	g.blocks, g.rows = g.cache[:n], rows
 	g.out = nn.Resize(g.out, rows, g.Hidden)
 }
 

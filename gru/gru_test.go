@@ -179,6 +179,48 @@ func TestBlocksAgree(t *testing.T) {
 	}
 }
 
+// TestBatchSizesAlternate runs one GRU on batches of changing sizes, as
+// training and validation do, and checks every output and gradient against
+// a GRU that has only ever seen that batch, so that no block kept from an
+// earlier batch leaks into a later one.
+func TestBatchSizesAlternate(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	const in, H, steps = 2, 4, 5
+	g := New(in, H, rng)
+	for _, rows := range []int{3*blockRows + 40, 45, 5 * blockRows, 3*blockRows + 40, blockRows} {
+		xs := window(rng, steps, rows, in)
+		dh := randDense(rng, rows, H)
+		fresh := New(in, H, rng)
+		if err := nn.Copy(fresh.Params(), g.Params()); err != nil {
+			t.Fatal(err)
+		}
+		var outs [2]*mat.Dense
+		var grads [2][]*mat.Dense
+		for i, m := range []*GRU{g, fresh} {
+			nn.ZeroGrad(m.Params())
+			h, err := m.Forward(xs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			outs[i] = mat.DenseCopyOf(h)
+			if err := m.Backward(dh); err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range m.Params() {
+				grads[i] = append(grads[i], mat.DenseCopyOf(p.G))
+			}
+		}
+		if !mat.Equal(outs[0], outs[1]) {
+			t.Errorf("rows %d: output differs from a fresh GRU's", rows)
+		}
+		for i := range grads[0] {
+			if !mat.Equal(grads[0][i], grads[1][i]) {
+				t.Errorf("rows %d: gradient of %s differs from a fresh GRU's", rows, g.Params()[i].Name)
+			}
+		}
+	}
+}
+
 func TestForwardErrors(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 1))
 	g := New(2, 4, rng)
