@@ -245,28 +245,27 @@ func (g *GRU) Backward(dH *mat.Dense) error {
 		return fmt.Errorf("gru backward: gradient is %dx%d, want %dx%d", r, c, g.rows, g.Hidden)
 	}
 	nn.ParallelChunks(len(g.blocks), func(i int) { g.backward(g.blocks[i], dH) })
-	H := g.Hidden
-	wx, uzr, un, bias := g.Wx.G.RawMatrix(), g.Uzr.G.RawMatrix(), g.Un.G.RawMatrix(), g.B.G.RawRowView(0)
+	bias := g.B.G.RawRowView(0)
 	for _, b := range g.blocks {
 		// The block's gradients are of the transposed weights.
-		for j := 0; j < 3*H; j++ {
-			for c := 0; c < g.In; c++ {
-				wx.Data[c*wx.Stride+j] += b.dwx.Data[j*g.In+c]
-			}
-			bias[j] += b.dbias.Data[j]
-		}
-		for j := 0; j < 2*H; j++ {
-			for k := 0; k < H; k++ {
-				uzr.Data[k*uzr.Stride+j] += b.duzr.Data[j*H+k]
-			}
-		}
-		for j := 0; j < H; j++ {
-			for k := 0; k < H; k++ {
-				un.Data[k*un.Stride+j] += b.dun.Data[j*H+k]
-			}
+		addTransposed(g.Wx.G, b.dwx)
+		addTransposed(g.Uzr.G, b.duzr)
+		addTransposed(g.Un.G, b.dun)
+		for j, v := range b.dbias.Data {
+			bias[j] += v
 		}
 	}
 	return nil
+}
+
+// addTransposed adds mᵀ to dst.
+func addTransposed(dst *mat.Dense, m blas64.General) {
+	d := dst.RawMatrix()
+	for j := 0; j < m.Rows; j++ {
+		for c, v := range m.Data[j*m.Stride : j*m.Stride+m.Cols] {
+			d.Data[c*d.Stride+j] += v
+		}
+	}
 }
 
 // backward takes block b back through every step, into its own gradients of
