@@ -53,6 +53,7 @@ func (r Readiness) Write(w io.Writer) error {
 
 // health is what a Service's readiness is judged from, kept under its mu.
 type health struct {
+	running      bool      // Run runs (/healthz), waiting for the brokers included
 	started      bool      // Run has connected and is consuming
 	probeAt      time.Time // the last broker probe ended (zero: none yet)
 	probeOKAt    time.Time // the last probe that succeeded ended

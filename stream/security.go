@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"strings"
 	"time"
@@ -152,6 +153,70 @@ func (s Security) CheckBrokers(ctx context.Context, brokers []string) error {
 		return fmt.Errorf("connect to the brokers (%s): %w", s, err)
 	}
 	return nil
+}
+
+// WaitBrokers is CheckBrokers asked again while no broker can be reached
+// at all (every connection refused or timed out, every name unresolved)
+// and wait has not passed: a service or a replay started before its
+// cluster, from one compose file or deployment, waits for it instead of
+// failing. It asks again after a second, then twice as long each time, up
+// to 15 seconds between attempts. An answer that waiting does not change
+// (a password refused, a certificate not trusted, a broker that speaks
+// something else) ends the wait at once with its error, as does the end
+// of ctx. failed, when not nil, is told of each failed attempt and the
+// pause before the next. With wait <= 0 the brokers are asked once.
+func (s Security) WaitBrokers(ctx context.Context, brokers []string, wait time.Duration, failed func(err error, next time.Duration)) error {
+	start := time.Now()
+	pause := time.Second
+	for {
+		err := s.CheckBrokers(ctx, brokers)
+		if err == nil || ctx.Err() != nil || !unreachable(err) {
+			return err
+		}
+		left := wait - time.Since(start)
+		if left <= 0 {
+			if wait > 0 {
+				return fmt.Errorf("%w (no broker answered in %s)", err, wait)
+			}
+			return err
+		}
+		next := min(pause, left)
+		if failed != nil {
+			failed(err, next)
+		}
+		t := time.NewTimer(next)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("%w (stopped waiting: %w)", err, ctx.Err())
+		case <-t.C:
+		}
+		pause = min(2*pause, 15*time.Second)
+	}
+}
+
+// unreachable reports whether err, of CheckBrokers, says of every broker
+// only that it could not be reached: no connection (refused, timed out,
+// no route) or no address for its name. Those are what a cluster still
+// starting gives; anything a broker answered is not.
+func unreachable(err error) bool {
+	switch e := err.(type) {
+	case *net.OpError:
+		return e.Op == "dial"
+	case *net.DNSError:
+		return true
+	case interface{ Unwrap() []error }:
+		errs := e.Unwrap()
+		for _, e := range errs {
+			if !unreachable(e) {
+				return false
+			}
+		}
+		return len(errs) > 0
+	case interface{ Unwrap() error }:
+		return unreachable(e.Unwrap())
+	}
+	return false
 }
 
 // eachBroker dials the brokers with sec, one after the other, and returns

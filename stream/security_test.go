@@ -53,7 +53,9 @@ func TestServiceOverTLSAndSASL(t *testing.T) {
 		{"no TLS", Security{SASL: secure("SCRAM-SHA-512", "forecaster", "pw-512").SASL}, "connect to the brokers (SASL_PLAINTEXT/SCRAM-SHA-512)"},
 		{"untrusted certificate", Security{TLS: &tls.Config{MinVersion: tls.VersionTLS12}, SASL: secure("SCRAM-SHA-512", "forecaster", "pw-512").SASL}, "certificate"},
 	} {
-		svc, err := NewService(b, Config{Brokers: []string{addr}, Security: bad.sec, StepMs: testStep, Log: zerolog.Nop()})
+		// Waiting for brokers does not wait out a refusal: Run would
+		// return nil at rctx's end.
+		svc, err := NewService(b, Config{Brokers: []string{addr}, Security: bad.sec, StepMs: testStep, WaitBrokers: time.Minute, Log: zerolog.Nop()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -144,7 +146,8 @@ func TestServiceMutualTLS(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			svc, err := NewService(b, Config{Brokers: []string{addr}, Security: Security{TLS: c}, StepMs: testStep, ProbeEvery: 50 * time.Millisecond, Log: zerolog.Nop()})
+			svc, err := NewService(b, Config{Brokers: []string{addr}, Security: Security{TLS: c}, StepMs: testStep, ProbeEvery: 50 * time.Millisecond,
+				WaitBrokers: time.Minute, Log: zerolog.Nop()}) // a refused certificate is not waited out
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -80,6 +80,13 @@ type Config struct {
 	// ProbeEvery is how often the brokers are asked for the readings
 	// topic's metadata, for the readiness check; 0 means DefaultProbeEvery.
 	ProbeEvery time.Duration
+	// WaitBrokers is how long Run waits at start for a broker to be
+	// reached at all, asking again with backoff (see
+	// Security.WaitBrokers), so that a service started before its cluster
+	// waits for it; /healthz answers meanwhile, and /readyz says what the
+	// brokers gave. A broker that answers but refuses (authentication,
+	// certificates) ends Run at once. 0: ask once.
+	WaitBrokers time.Duration
 	// RetryFor is how long a batch whose forecasts or dead letters cannot
 	// be written, or whose offsets cannot be committed, is tried again
 	// (the broker restarting) before Run gives up and returns the error;
@@ -296,6 +303,13 @@ func (s *Service) ReloadContext(ctx context.Context, b *sdgnn.Bundle) error {
 	return nil
 }
 
+// setRunning records whether Run runs, for /healthz.
+func (s *Service) setRunning(on bool) {
+	s.mu.Lock()
+	s.health.running = on
+	s.mu.Unlock()
+}
+
 // ErrReloadBusy is wrapped by ReloadContext's error when ctx ended before
 // the batch in hand was committed.
 var ErrReloadBusy = errors.New("the batch in hand is not committed yet")
@@ -377,7 +391,32 @@ func (s Security) EnsureTopics(ctx context.Context, brokers []string, partitions
 // commits and closes (graceful shutdown).
 func (s *Service) Run(ctx context.Context) error {
 	cfg := s.cfg
-	if err := cfg.Security.CheckBrokers(ctx, cfg.Brokers); err != nil {
+	s.setRunning(true)
+	defer s.setRunning(false)
+	// The HTTP endpoints come first: an orchestrator's liveness check
+	// passes, and /readyz says why, while the brokers are waited for.
+	if cfg.HTTPAddr != "" {
+		ln, err := net.Listen("tcp", cfg.HTTPAddr)
+		if err != nil {
+			return fmt.Errorf("http listen %s: %w", cfg.HTTPAddr, err)
+		}
+		srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 5 * time.Second}
+		go srv.Serve(ln)
+		defer srv.Close()
+		cfg.Log.Info().Str("http", ln.Addr().String()).Msg("serving metrics, health and forecasts")
+	}
+	err := cfg.Security.WaitBrokers(ctx, cfg.Brokers, cfg.WaitBrokers, func(err error, next time.Duration) {
+		s.mu.Lock()
+		s.health.probeAt, s.health.probeErr = time.Now(), err
+		s.mu.Unlock()
+		cfg.Log.Warn().Err(err).Stringer("retry_in", next).Stringer("wait", cfg.WaitBrokers).Msg("no broker reached yet: waiting")
+	})
+	switch {
+	case err != nil && ctx.Err() != nil:
+		// Stopped while waiting: nothing was read, so nothing is lost.
+		cfg.Log.Info().Err(err).Msg("stopped before a broker was reached")
+		return nil
+	case err != nil:
 		return err
 	}
 	if err := cfg.Security.EnsureTopics(ctx, cfg.Brokers, cfg.Partitions, cfg.ReadingsTopic, cfg.ForecastsTopic, cfg.DeadLetterTopic); err != nil {
@@ -415,17 +454,6 @@ func (s *Service) Run(ctx context.Context) error {
 		s.letters.Close()
 		closeTransport(transport)
 	}()
-	var srv *http.Server
-	if cfg.HTTPAddr != "" {
-		ln, err := net.Listen("tcp", cfg.HTTPAddr)
-		if err != nil {
-			return fmt.Errorf("http listen %s: %w", cfg.HTTPAddr, err)
-		}
-		srv = &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 5 * time.Second}
-		go srv.Serve(ln)
-		defer srv.Close()
-		cfg.Log.Info().Str("http", ln.Addr().String()).Msg("serving metrics, health and forecasts")
-	}
 	s.mu.Lock()
 	s.health.started = true
 	s.mu.Unlock()
@@ -1048,8 +1076,8 @@ func writeAtomic(path string, data []byte) error {
 	})
 }
 
-// Handler serves /metrics (Prometheus text), /healthz (200 once Run
-// consumes: liveness), /readyz (200 when every readiness check passes, else
+// Handler serves /metrics (Prometheus text), /healthz (200 while Run
+// runs, waiting for the brokers included: liveness), /readyz (200 when every readiness check passes, else
 // 503, with one line per check: see Readiness), /forecast/{sensor}
 // (the latest forecast message of the sensor), and the live view: /live
 // (an HTML page for operators), /api/sensors (every sensor's running error,
@@ -1110,7 +1138,7 @@ func (s *Service) Handler() http.Handler {
 	})
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		s.mu.RLock()
-		ok := s.health.started
+		ok := s.health.running
 		s.mu.RUnlock()
 		if !ok {
 			http.Error(w, "starting", http.StatusServiceUnavailable)

@@ -96,7 +96,10 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	if err := stream.EnsureTopics(ctx, brokers, 4, "readings", "forecasts", "readings-dead-letter"); err != nil {
+	if err := waitBrokers(ctx, brokers, sec, *bf.wait, stderr); err != nil {
+		return err
+	}
+	if err := sec.EnsureTopics(ctx, brokers, 4, "readings", "forecasts", "readings-dead-letter"); err != nil {
 		return err
 	}
 	runCtx, stopSvc := context.WithCancel(ctx)

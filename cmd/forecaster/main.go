@@ -126,6 +126,7 @@ type brokerFlags struct {
 	brokers    *string
 	port       *int
 	brokerData *string
+	wait       *time.Duration
 	sec        securityFlags
 	fs         *flag.FlagSet
 }
@@ -135,9 +136,24 @@ func addBrokerFlags(fs *flag.FlagSet) brokerFlags {
 		brokers:    fs.String("brokers", "", "Kafka bootstrap addresses host:port,...; empty: start the embedded broker"),
 		port:       fs.Int("embedded-port", 0, "port of the embedded broker (0: any free port)"),
 		brokerData: fs.String("embedded-data", "", "directory where the embedded broker persists its log (empty: memory only)"),
+		wait:       addWaitFlag(fs),
 		sec:        addSecurityFlags(fs),
 		fs:         fs,
 	}
+}
+
+// addWaitFlag defines -wait-brokers, the time to wait at start for a
+// cluster that cannot be reached yet (see stream.Security.WaitBrokers).
+func addWaitFlag(fs *flag.FlagSet) *time.Duration {
+	return fs.Duration("wait-brokers", time.Minute, "with -brokers, how long to wait at start while no broker can be reached (connection refused or timed out, name unresolved), asking again with backoff; a broker that refuses the credentials or certificate ends it at once (0: ask once)")
+}
+
+// waitBrokers waits for one of brokers to accept sec's connection, as
+// -wait-brokers says, writing each failed attempt to w.
+func waitBrokers(ctx context.Context, brokers []string, sec stream.Security, wait time.Duration, w io.Writer) error {
+	return sec.WaitBrokers(ctx, brokers, wait, func(err error, next time.Duration) {
+		fmt.Fprintf(w, "no broker reached yet (waiting up to -wait-brokers %s): %v; asking again in %s\n", wait, err, next)
+	})
 }
 
 // security returns how to reach -brokers (see securityFlags); the
@@ -283,7 +299,8 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	defer closeBroker()
 	rl := &reloader{path: *model, scored: scope != nil, log: log}
 	cfg := stream.Config{Brokers: brokers, Security: sec, GroupID: *group, StepMs: step, Lateness: *lateness,
-		History: *history, StateFile: *state, NoRebuild: !*rebuild, HTTPAddr: *httpAddr, ReadyMaxLag: *maxLag, Log: log, LivePart: scope}
+		History: *history, StateFile: *state, NoRebuild: !*rebuild, HTTPAddr: *httpAddr, ReadyMaxLag: *maxLag, Log: log, LivePart: scope,
+		WaitBrokers: *bf.wait}
 	if *httpReload {
 		cfg.ReloadModel = func(ctx context.Context) (string, error) { return rl.reload(ctx, "POST /-/reload") }
 		cfg.ReloadToken = token
@@ -417,6 +434,7 @@ func cmdPublish(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		speedup = fs.Float64("speedup", 0, "replay speed-up over real time (0: as fast as possible)")
 		start   = fs.String("start", "", "timestamp of the dataset's first step (RFC 3339, on the slot grid; default the dataset's real start, which a bundle trained with -prep paper needs for its calendar inputs)")
 		limit   = fs.Int("steps", 0, "publish at most this many steps (0: the whole part)")
+		wait    = addWaitFlag(fs)
 		secf    = addSecurityFlags(fs)
 	)
 	if err := fs.Parse(args); err != nil {
@@ -445,7 +463,11 @@ func cmdPublish(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	n, err := publish(ctx, strings.Split(*brokers, ","), sec, plan)
+	addrs := strings.Split(*brokers, ",")
+	if err := waitBrokers(ctx, addrs, sec, *wait, stderr); err != nil {
+		return err
+	}
+	n, err := publish(ctx, addrs, sec, plan)
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -198,5 +199,60 @@ func TestPublishModelSplit(t *testing.T) {
 			t.Errorf("sensor %d step %d: value %g, the series has %g", rd.Sensor, 8+step, rd.Values[0], want)
 		}
 		seen[[2]int64{int64(rd.Sensor), step}] = true
+	}
+}
+
+// TestPublishWaitsForBroker runs forecaster publish before its broker:
+// without -wait-brokers it fails at once on the refused connection; with
+// it, it says on stderr that it waits, and publishes once the broker
+// starts on the address given.
+func TestPublishWaitsForBroker(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a broker")
+	}
+	dir, _, _, b := szTaxiBundle(t, 12, 8)
+	path := filepath.Join(t.TempDir(), "m.sdgnn")
+	if err := b.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	args := []string{"-brokers", addr, "-data", dir, "-model", path, "-steps", "2"}
+
+	err = cmdPublish(ctx, append(args, "-wait-brokers", "0"), io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "connection refused") {
+		t.Fatalf("publish -wait-brokers 0 without a broker: %v, want the refusal", err)
+	}
+
+	var out bytes.Buffer
+	var errOut lockedBuffer
+	done := make(chan error, 1)
+	go func() { done <- cmdPublish(ctx, append(args, "-wait-brokers", "40s"), &out, &errOut) }()
+	for errOut.count("no broker reached yet (waiting up to -wait-brokers 40s)") == 0 {
+		select {
+		case err := <-done:
+			t.Fatalf("publish ended before the broker started: %v\n%s", err, errOut.String())
+		case <-ctx.Done():
+			t.Fatalf("publish said nothing of waiting:\n%s", errOut.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	emb, err := stream.StartEmbedded(port, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer emb.Close()
+	if err := <-done; err != nil {
+		t.Fatalf("publish after the broker started: %v\n%s", err, errOut.String())
+	}
+	if want := fmt.Sprintf("published %d readings", 2*b.Meta.Nodes); !strings.Contains(out.String(), want) {
+		t.Errorf("publish said %q, want %q", out.String(), want)
 	}
 }
