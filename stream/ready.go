@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/segmentio/kafka-go"
@@ -85,7 +86,10 @@ func judge(h health, now time.Time, lim readinessLimits) Readiness {
 	ago := func(t time.Time) string { return now.Sub(t).Round(time.Millisecond).String() }
 	var cs []Check
 	add := func(name string, ok bool, format string, args ...any) {
-		cs = append(cs, Check{Name: name, OK: ok, Detail: fmt.Sprintf(format, args...)})
+		// One line per check: the errors of several brokers are joined
+		// by newlines.
+		detail := strings.ReplaceAll(fmt.Sprintf(format, args...), "\n", "; ")
+		cs = append(cs, Check{Name: name, OK: ok, Detail: detail})
 	}
 	if h.started {
 		add("started", true, "consuming")

@@ -33,6 +33,10 @@ func TestJudge(t *testing.T) {
 		{"not started", func(h health) health { h.started = false; return h }, nil, "started", "not consuming yet"},
 		{"never probed", func(h health) health { h.probeAt, h.probeOKAt = time.Time{}, time.Time{}; return h }, nil, "broker", "not asked yet"},
 		{"broker never answered", func(h health) health { h.probeOKAt, h.probeErr = time.Time{}, refused; return h }, nil, "broker", "connection refused (never answered)"},
+		{"every broker refused", func(h health) health {
+			h.probeOKAt, h.probeErr = time.Time{}, errors.Join(refused, errors.New("dial tcp 127.0.0.2:9092: connection refused"))
+			return h
+		}, nil, "broker", "127.0.0.1:9092: connection refused; dial tcp 127.0.0.2:9092: connection refused (never answered)"},
 		{"broker gone", func(h health) health { h.probeOKAt, h.probeErr = now.Add(-42*time.Second), refused; return h }, nil, "broker", "connection refused (last answered 42s ago)"},
 		{"probe hangs", func(h health) health {
 			h.probeAt, h.probeOKAt = now.Add(-16*time.Second), now.Add(-16*time.Second)
