@@ -111,11 +111,9 @@ func (pl replayPlan) scope() *stream.PartScope {
 }
 
 // publish creates the plan's topic if needed and publishes its steps,
-// slot by slot, keyed by sensor; it returns the number of readings.
+// slot by slot, keyed by sensor; it returns the number of readings. The
+// callers have waited for the brokers (waitBrokers).
 func publish(ctx context.Context, brokers []string, sec stream.Security, pl replayPlan) (int, error) {
-	if err := sec.CheckBrokers(ctx, brokers); err != nil {
-		return 0, err
-	}
 	if err := sec.EnsureTopics(ctx, brokers, 4, pl.topic); err != nil {
 		return 0, err
 	}
