@@ -433,7 +433,12 @@ func trainGraphless(ctx context.Context, name string, dec *nn.MLP, norm snapshot
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	if cfg.FineTuneEpochs > 0 {
-		if tdec, err = sdgnn.FineTuneDecoderZ(ctx, tdec, st.zhat(train.H), st.zhat(val.H), norm, train, val, cfg.sdgnnConfig()); err != nil {
+		zTrain := st.zhat(train.H)
+		zVal := zTrain // a node split's parts share their snapshots
+		if val.H != train.H {
+			zVal = st.zhat(val.H)
+		}
+		if tdec, err = sdgnn.FineTuneDecoderZ(ctx, tdec, zTrain, zVal, norm, train, val, cfg.sdgnnConfig()); err != nil {
 			return nil, fmt.Errorf("%s: fine-tune decoder: %w", name, err)
 		}
 	}

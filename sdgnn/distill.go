@@ -157,7 +157,7 @@ func Distill(ctx context.Context, m *teacher.Model, norm snapshot.Normalizer, ca
 	var phiLoss float64
 
 	solve := func(e int) (ThetaStats, error) {
-		th, stats, err := PhaseTheta(st.PhiAll(train.H), train.Z, n, cands, cfg.Lambda1, cfg.Budget(e), cfg.Refit, cfg.KeepSelf)
+		th, stats, err := st.PhaseTheta(train, cands, cfg.Lambda1, cfg.Budget(e), cfg.Refit, cfg.KeepSelf)
 		if err != nil {
 			return stats, err
 		}
@@ -218,7 +218,7 @@ func Distill(ctx context.Context, m *teacher.Model, norm snapshot.Normalizer, ca
 		return nil, fmt.Errorf("distill: no round reached the final budget %d (epochs %d too few for the schedule)", cfg.BudgetEnd, cfg.Epochs)
 	}
 	// Final Θ with the best φ fixed (Algorithm 1, last loop).
-	th, _, err := PhaseTheta(best.PhiAll(train.H), train.Z, n, cands, cfg.Lambda1, cfg.BudgetEnd, cfg.Refit, cfg.KeepSelf)
+	th, _, err := best.PhaseTheta(train, cands, cfg.Lambda1, cfg.BudgetEnd, cfg.Refit, cfg.KeepSelf)
 	if err != nil {
 		return nil, fmt.Errorf("final theta: %w", err)
 	}
@@ -266,21 +266,33 @@ func selectScore(kind string, m evaluation.Metrics) float64 {
 // squared error between Ẑ and Z, and the forecast metrics of decoding Ẑ on
 // the targets t.
 func validate(st *Student, dec *nn.MLP, norm snapshot.Normalizer, t *Targets, floor float64) (nr, mse float64, m evaluation.Metrics) {
-	zhat := st.ZHatAll(t.H)
 	var num, den float64
-	zr, hr := t.Z.RawMatrix().Data, zhat.RawMatrix().Data
-	for i := range zr {
-		e := hr[i] - zr[i]
-		num += e * e
-		den += zr[i] * zr[i]
-	}
-	return num / den, num / float64(len(zr)), decodeMetrics(dec, norm, zhat, t, floor)
+	acc := evaluation.Accumulator{MAPEFloor: floor}
+	_, d := t.Z.Dims()
+	zr := t.Z.RawMatrix().Data
+	st.EachZHat(t.H, func(lo, hi int, zhat *mat.Dense) {
+		for i, v := range zhat.RawMatrix().Data {
+			z := zr[lo*d+i]
+			e := v - z
+			num += e * e
+			den += z * z
+		}
+		decodeRows(&acc, dec, norm, zhat, t, lo)
+	})
+	return num / den, num / float64(len(zr)), acc.Metrics()
 }
 
 // decodeMetrics decodes z (rows of t's snapshots) and scores the forecasts
 // against t's raw truth.
 func decodeMetrics(dec *nn.MLP, norm snapshot.Normalizer, z *mat.Dense, t *Targets, floor float64) evaluation.Metrics {
 	acc := evaluation.Accumulator{MAPEFloor: floor}
+	decodeRows(&acc, dec, norm, z, t, 0)
+	return acc.Metrics()
+}
+
+// decodeRows decodes z, rows from from on of t's snapshots, and adds the
+// forecasts and t's raw truths to acc.
+func decodeRows(acc *evaluation.Accumulator, dec *nn.MLP, norm snapshot.Normalizer, z *mat.Dense, t *Targets, from int) {
 	r, d := z.Dims()
 	const rows = 1 << 14
 	for lo := 0; lo < r; lo += rows {
@@ -289,10 +301,9 @@ func decodeMetrics(dec *nn.MLP, norm snapshot.Normalizer, z *mat.Dense, t *Targe
 		od := out.RawMatrix().Data
 		for i, v := range od {
 			c := i % t.Channels
-			acc.Add(norm.Denormalize(v, c), t.Truth[lo*t.Channels+i])
+			acc.Add(norm.Denormalize(v, c), t.Truth[(from+lo)*t.Channels+i])
 		}
 	}
-	return acc.Metrics()
 }
 
 // FineTuneDecoder trains dec to forecast the ground truth from the student's
@@ -300,7 +311,12 @@ func decodeMetrics(dec *nn.MLP, norm snapshot.Normalizer, z *mat.Dense, t *Targe
 // and returns the epoch's decoder with the best validation score (the
 // starting decoder included).
 func FineTuneDecoder(ctx context.Context, dec *nn.MLP, st *Student, norm snapshot.Normalizer, train, val *Targets, cfg Config) (*nn.MLP, error) {
-	return FineTuneDecoderZ(ctx, dec, st.ZHatAll(train.H), st.ZHatAll(val.H), norm, train, val, cfg)
+	zTrain := st.ZHatAll(train.H)
+	zVal := zTrain // a node split's parts share their snapshots
+	if val.H != train.H {
+		zVal = st.ZHatAll(val.H)
+	}
+	return FineTuneDecoderZ(ctx, dec, zTrain, zVal, norm, train, val, cfg)
 }
 
 // FineTuneDecoderZ is FineTuneDecoder on precomputed embeddings: zTrain and

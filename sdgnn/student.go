@@ -66,21 +66,59 @@ func (s *Student) Backward(dzhat *mat.Dense) {
 func (s *Student) PhiAll(h *mat.Dense) *mat.Dense {
 	r, d := h.Dims()
 	out := mat.NewDense(r, d, nil)
+	s.phiInto(out, h)
+	return out
+}
+
+// phiInto writes φ(H) for every row of h into out (of h's shape), in
+// batches of rows that bound φ's own buffers.
+func (s *Student) phiInto(out, h *mat.Dense) {
+	r, d := h.Dims()
 	const rows = 1 << 14
 	for lo := 0; lo < r; lo += rows {
 		hi := min(lo+rows, r)
 		out.Slice(lo, hi, 0, d).(*mat.Dense).Copy(s.Phi.Forward(h.Slice(lo, hi, 0, d).(*mat.Dense)))
 	}
-	return out
+}
+
+// phiRows returns the phiRows of φ(h) for h's snapshots of n nodes,
+// computing each block when asked.
+func (s *Student) phiRows(h *mat.Dense, n int) phiRows {
+	_, d := h.Dims()
+	return func(dst *mat.Dense, s0, s1 int) *mat.Dense {
+		dst = nn.Resize(dst, (s1-s0)*n, d)
+		s.phiInto(dst, h.Slice(s0*n, s1*n, 0, d).(*mat.Dense))
+		return dst
+	}
 }
 
 // ZHatAll returns Θ·φ(H) for every snapshot of h; a new matrix.
 func (s *Student) ZHatAll(h *mat.Dense) *mat.Dense {
-	phi := s.PhiAll(h)
-	r, d := phi.Dims()
+	r, d := h.Dims()
 	out := mat.NewDense(r, d, nil)
-	s.theta.MulBlocks(out, phi)
+	s.EachZHat(h, func(lo, hi int, zhat *mat.Dense) {
+		out.Slice(lo, hi, 0, d).(*mat.Dense).Copy(zhat)
+	})
 	return out
+}
+
+// EachZHat calls f with Θ·φ(H) of successive blocks of whole snapshots of h,
+// in order: zhat holds rows [lo, hi) of what ZHatAll returns, in a buffer
+// that the next call overwrites. Validation scores a student this way
+// without holding φ(H) or Ẑ of every snapshot (0.67 GB each for PeMS04's
+// snapshots at d = 16).
+func (s *Student) EachZHat(h *mat.Dense, f func(lo, hi int, zhat *mat.Dense)) {
+	r, d := h.Dims()
+	n := s.theta.N
+	step := max(1, (1<<14)/n) * n
+	var phi, zhat *mat.Dense
+	for lo := 0; lo < r; lo += step {
+		hi := min(lo+step, r)
+		phi, zhat = nn.Resize(phi, hi-lo, d), nn.Resize(zhat, hi-lo, d)
+		s.phiInto(phi, h.Slice(lo, hi, 0, d).(*mat.Dense))
+		s.theta.MulBlocks(zhat, phi)
+		f(lo, hi, zhat)
+	}
 }
 
 // PhasePhi takes one pass of Adam steps over the snapshots of the targets in

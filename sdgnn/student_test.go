@@ -11,6 +11,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/pemsforecast/sdgnn/nn"
+	"github.com/pemsforecast/sdgnn/snapshot"
 )
 
 func randDense(rng *rand.Rand, r, c int) *mat.Dense {
@@ -323,30 +324,178 @@ func TestThetaWithoutSelf(t *testing.T) {
 
 // TestThetaProblemsMatchFullProducts checks the node problems, built from
 // the Gram and correlation entries the candidate sets need, against ones
-// built from the full products φᵀφ/S and φᵀZ/S, and that a candidate
-// outside the graph is refused.
+// built from the full products φᵀφ/S and φᵀZ/S, whether the snapshots are
+// summed in one block or in several (the last one shorter), and that a
+// candidate outside the graph is refused.
 func TestThetaProblemsMatchFullProducts(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	const n, S, d = 9, 40, 3
 	cands := [][]int{{0, 1}, {0, 1, 2}, {1, 2, 3, 8}, {3}, {4, 5}, {4, 5, 6}, {6}, {7, 0}, {8, 2}}
 	phi, z := randDense(rng, S*n, d), randDense(rng, S*n, d)
-	gs, cs, err := ThetaProblems(phi, z, n, cands)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var gram, corr mat.Dense
-	p, q := nodeMajor(phi, n), nodeMajor(z, n)
+	p, q := nodeMajor(nil, phi, n, 0, S), nodeMajor(nil, z, n, 0, S)
 	gram.Mul(p, p.T())
 	gram.Scale(1.0/S, &gram)
 	corr.Mul(p, q.T())
 	corr.Scale(1.0/S, &corr)
+	gs, cs, err := ThetaProblems(phi, z, n, cands)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for node, c := range cands {
 		g, cv := nodeProblem(&gram, &corr, c, node)
 		if !floats.EqualApprox(gs[node], g, 1e-12) || !floats.EqualApprox(cs[node], cv, 1e-12) {
 			t.Errorf("node %d: problem\n%v %v\nwant\n%v %v", node, gs[node], cs[node], g, cv)
 		}
 	}
+	// A student's φ computed block by block gives the products of φ(H)
+	// computed whole.
+	h := randDense(rng, S*n, d)
+	st := NewStudent(n, d, 5, rng)
+	phiH := st.PhiAll(h)
+	var sg, sc mat.Dense
+	ph, q := nodeMajor(nil, phiH, n, 0, S), nodeMajor(nil, z, n, 0, S)
+	sg.Mul(ph, ph.T())
+	sg.Scale(1.0/S, &sg)
+	sc.Mul(ph, q.T())
+	sc.Scale(1.0/S, &sc)
+	for _, chunk := range []int{1, 7, S - 1, S} {
+		for _, src := range []struct {
+			name       string
+			rows       phiRows
+			gram, corr *mat.Dense
+		}{
+			{"matrix", matrixRows(phi, n), &gram, &corr},
+			{"student", st.phiRows(h, n), &sg, &sc},
+		} {
+			gc, cc, err := thetaProducts(src.rows, z, n, cands, chunk*8*n*d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for node, c := range cands {
+				g, cv := nodeProblem(src.gram, src.corr, c, node)
+				gn, cn := nodeProblem(gc, cc, c, node)
+				if !floats.EqualApprox(gn, g, 1e-12) || !floats.EqualApprox(cn, cv, 1e-12) {
+					t.Errorf("%s, blocks of %d snapshots, node %d: problem\n%v %v\nwant\n%v %v", src.name, chunk, node, gn, cn, g, cv)
+				}
+			}
+		}
+	}
 	if _, _, err := ThetaProblems(phi, z, n, [][]int{{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {9}}); err == nil {
 		t.Error("a candidate outside the graph accepted")
+	}
+}
+
+// TestStudentPhaseThetaMatchesMatrix checks that the student's Phase Θ,
+// which computes φ(H) a block of snapshots at a time, selects the nodes
+// and weights that PhaseTheta does on φ(H) computed whole, and refuses
+// targets whose shapes disagree.
+func TestStudentPhaseThetaMatchesMatrix(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	const n, S, d = 9, 30, 3
+	cands := [][]int{{0, 1, 8}, {0, 1, 2}, {1, 2, 3, 8}, {3, 2}, {4, 5}, {4, 5, 6}, {6, 5, 7}, {7, 0, 6}, {8, 2, 0}}
+	st := NewStudent(n, d, 5, rng)
+	h := randDense(rng, S*n, d)
+	phi := st.PhiAll(h)
+	// Targets mixing φ(H) of each node's candidates, plus noise.
+	z := randDense(rng, S*n, d)
+	z.Scale(0.1, z)
+	for s := 0; s < S; s++ {
+		for node, c := range cands {
+			for _, k := range c {
+				for j := 0; j < d; j++ {
+					z.Set(s*n+node, j, z.At(s*n+node, j)+0.5*phi.At(s*n+k, j))
+				}
+			}
+		}
+	}
+	tg := &Targets{Nodes: n, Dim: d, H: h, Z: z}
+	want, wstats, err := PhaseTheta(phi, z, n, cands, 0.01, 3, true, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, gstats, err := st.PhaseTheta(tg, cands, 0.01, 3, true, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if wstats.MeanReceptive == 0 {
+		t.Fatal("PhaseTheta selected no node: the test checks nothing")
+	}
+	if gstats.MeanReceptive != wstats.MeanReceptive || math.Abs(gstats.MeanKKT-wstats.MeanKKT) > 1e-12 {
+		t.Errorf("stats %+v, want %+v", gstats, wstats)
+	}
+	for node := range cands {
+		if !slices.Equal(got.Nodes[node], want.Nodes[node]) || !floats.EqualApprox(got.Weights[node], want.Weights[node], 1e-12) {
+			t.Errorf("node %d: θ %v %v, want %v %v", node, got.Nodes[node], got.Weights[node], want.Nodes[node], want.Weights[node])
+		}
+	}
+	bad := &Targets{Nodes: n, Dim: d, H: h, Z: mat.NewDense(S*n, d+1, nil)}
+	if _, _, err := st.PhaseTheta(bad, cands, 0.01, 3, true, true); err == nil {
+		t.Error("Z of another width accepted")
+	}
+}
+
+// TestEachZHat checks that EachZHat covers every row once, in order and in
+// blocks of whole snapshots, with Θ·φ(H) computed whole, and that ZHatAll
+// returns the same, over enough snapshots to need several blocks.
+func TestEachZHat(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	const n, S, d = 9, 4000, 3
+	st := NewStudent(n, d, 5, rng)
+	th := &Theta{Nodes: make([][]int, n), Weights: make([][]float64, n)}
+	for z := range n {
+		th.Nodes[z] = []int{(z + n - 1) % n, z}
+		if z == 0 {
+			th.Nodes[z] = []int{z, n - 1}
+		}
+		th.Weights[z] = []float64{0.3 + rng.Float64(), 0.3 + rng.Float64()}
+	}
+	if err := st.SetTheta(th); err != nil {
+		t.Fatal(err)
+	}
+	h := randDense(rng, S*n, d)
+	a, _ := th.CSR()
+	want := mat.NewDense(S*n, d, nil)
+	a.MulBlocks(want, st.PhiAll(h))
+	next, blocks := 0, 0
+	st.EachZHat(h, func(lo, hi int, zhat *mat.Dense) {
+		blocks++
+		if lo != next || hi <= lo || (hi-lo)%n != 0 {
+			t.Fatalf("block [%d, %d) after row %d", lo, hi, next)
+		}
+		if !mat.EqualApprox(zhat, want.Slice(lo, hi, 0, d), 1e-12) {
+			t.Errorf("block [%d, %d) differs from Θ·φ(H)", lo, hi)
+		}
+		next = hi
+	})
+	if next != S*n || blocks < 2 {
+		t.Errorf("%d blocks ending at row %d, want several ending at %d", blocks, next, S*n)
+	}
+	if !mat.EqualApprox(st.ZHatAll(h), want, 1e-12) {
+		t.Error("ZHatAll differs from Θ·φ(H)")
+	}
+
+	// validate, which scores Ẑ block by block, against Ẑ computed whole.
+	const C = 2
+	tg := &Targets{Nodes: n, Dim: d, H: h, Z: randDense(rng, S*n, d), Channels: C, Truth: make([]float64, S*n*C)}
+	for i := range tg.Truth {
+		tg.Truth[i] = 10 + rng.Float64()
+	}
+	tg.Truth[5] = math.NaN()
+	dec := nn.NewMLP("dec", d, 4, C, rng)
+	norm := snapshot.Normalizer{Kind: snapshot.KindZScore, Mean: []float64{10, 11}, Std: []float64{2, 3}}
+	var num, den float64
+	for i, v := range want.RawMatrix().Data {
+		z := tg.Z.RawMatrix().Data[i]
+		num += (v - z) * (v - z)
+		den += z * z
+	}
+	wm := decodeMetrics(dec, norm, want, tg, 1)
+	nr, mse, m := validate(st, dec, norm, tg, 1)
+	if math.Abs(nr-num/den) > 1e-12*num/den || math.Abs(mse-num/float64(S*n*d)) > 1e-12*mse {
+		t.Errorf("validate: NR %g, MSE %g; want %g, %g", nr, mse, num/den, num/float64(S*n*d))
+	}
+	if math.Abs(m.MAE-wm.MAE) > 1e-12*wm.MAE || math.Abs(m.RMSE-wm.RMSE) > 1e-12*wm.RMSE || math.Abs(m.MAPE-wm.MAPE) > 1e-12*wm.MAPE || m.Count != wm.Count || m.Count != S*n*C-1 {
+		t.Errorf("validate: metrics %+v, want %+v", m, wm)
 	}
 }

@@ -98,21 +98,42 @@ func (t *Theta) CSR() (theta, thetaT *pems.CSR) {
 	return theta, thetaT
 }
 
-// nodeMajor rearranges snapshot-major rows (row s·n+i is node i of snapshot
-// s, d columns) into one row per node holding its d values of every snapshot
-// in turn: n × (S·d). Gram matrices over snapshots are then one product.
-func nodeMajor(m *mat.Dense, n int) *mat.Dense {
-	r, d := m.Dims()
-	S := r / n
-	out := mat.NewDense(n, S*d, nil)
-	raw, o := m.RawMatrix(), out.RawMatrix()
-	for s := 0; s < S; s++ {
+// nodeMajor rearranges snapshots [s0, s1) of snapshot-major rows (row s·n+i
+// is node i of snapshot s, d columns) into one row per node holding its d
+// values of each of those snapshots in turn: n × ((s1−s0)·d), written into
+// dst (resized as nn.Resize does). Gram matrices over those snapshots are
+// then dot products of contiguous rows.
+func nodeMajor(dst, m *mat.Dense, n, s0, s1 int) *mat.Dense {
+	_, d := m.Dims()
+	dst = nn.Resize(dst, n, (s1-s0)*d)
+	raw, o := m.RawMatrix(), dst.RawMatrix()
+	for s := s0; s < s1; s++ {
+		at := (s - s0) * d
 		for i := 0; i < n; i++ {
-			copy(o.Data[i*o.Stride+s*d:i*o.Stride+(s+1)*d], raw.Data[(s*n+i)*raw.Stride:(s*n+i)*raw.Stride+d])
+			copy(o.Data[i*o.Stride+at:i*o.Stride+at+d], raw.Data[(s*n+i)*raw.Stride:(s*n+i)*raw.Stride+d])
 		}
 	}
-	return out
+	return dst
 }
+
+// phiRows returns the rows of φ(H) of snapshots [s0, s1), snapshot-major (n
+// rows a snapshot), in dst (resized) or as a view. Phase Θ reads φ(H)
+// through it a block of snapshots at a time, so that a student can compute
+// each block when it is needed rather than hold φ(H) of every snapshot.
+type phiRows func(dst *mat.Dense, s0, s1 int) *mat.Dense
+
+// matrixRows returns the phiRows of a matrix already computed: views of it.
+func matrixRows(phi *mat.Dense, n int) phiRows {
+	_, d := phi.Dims()
+	return func(_ *mat.Dense, s0, s1 int) *mat.Dense { return phi.Slice(s0*n, s1*n, 0, d).(*mat.Dense) }
+}
+
+// thetaChunkBytes bounds the node-major copy of φ(H) and of Z that Phase Θ
+// holds at once: its products run over blocks of snapshots of at most this
+// many bytes each (about 430 snapshots of PeMS04 at d = 16), so their
+// memory does not grow with S. A copy of every snapshot would be 1.3 GB at
+// PeMS04's size split by nodes, as much as the targets themselves.
+const thetaChunkBytes = 16 << 20
 
 // ThetaStats summarises one Phase Θ.
 type ThetaStats struct {
@@ -128,9 +149,10 @@ type ThetaStats struct {
 // over its candidates C_z by the positive LARS path, stopped after budget
 // active nodes. phi holds φ(H) and z the teacher's Z, both snapshot-major
 // (S·n × d). The Gram matrix of all nodes over all snapshots and the
-// correlations with every target are computed once, as two matrix products
-// over the node-major layout; each node then works on its |C_z|×|C_z| block,
-// so the cost after that does not grow with S. Nodes run in parallel.
+// correlations with every target are computed once, in one pass over the
+// snapshots (the entries the candidate sets read, a block of snapshots at a
+// time); each node then works on its |C_z|×|C_z| block, so the cost after
+// that does not grow with S. Nodes run in parallel.
 //
 // With refit, the weights of the nodes LARS selected are solved again by
 // non-negative least squares on that support alone (a positive "relaxed
@@ -145,7 +167,36 @@ type ThetaStats struct {
 // SZ-taxi the plain path sometimes leaves a node out of its own receptive
 // set at small budgets, and that node's forecasts suffer (RESULTS.md).
 func PhaseTheta(phi, z *mat.Dense, n int, cands [][]int, lambda1 float64, budget int, refit, keepSelf bool) (*Theta, ThetaStats, error) {
-	gram, corr, err := thetaProducts(phi, z, n, cands)
+	if err := checkThetaInputs(phi, z, n, cands); err != nil {
+		return nil, ThetaStats{}, err
+	}
+	return phaseTheta(matrixRows(phi, n), z, n, cands, lambda1, budget, refit, keepSelf)
+}
+
+// PhaseTheta solves Phase Θ (see the function PhaseTheta) for the targets t
+// with φ(H) computed from t.H by s's φ a block of snapshots at a time, so
+// that φ(H) of every snapshot (0.67 GB for PeMS04's training snapshots at d
+// = 16) is never held. The weights it returns are not set in s.
+func (s *Student) PhaseTheta(t *Targets, cands [][]int, lambda1 float64, budget int, refit, keepSelf bool) (*Theta, ThetaStats, error) {
+	if err := checkThetaInputs(t.H, t.Z, t.Nodes, cands); err != nil {
+		return nil, ThetaStats{}, err
+	}
+	return phaseTheta(s.phiRows(t.H, t.Nodes), t.Z, t.Nodes, cands, lambda1, budget, refit, keepSelf)
+}
+
+// checkThetaInputs checks that φ(H) (or H) and Z are snapshot-major rows
+// of the same shape over n nodes, with a candidate set per node.
+func checkThetaInputs(phi, z *mat.Dense, n int, cands [][]int) error {
+	r, d := phi.Dims()
+	if zr, zd := z.Dims(); zr != r || zd != d || n <= 0 || r%n != 0 || len(cands) != n {
+		return fmt.Errorf("phase theta: φ(H) %dx%d, Z %dx%d, %d candidate sets for %d nodes", r, d, zr, zd, len(cands), n)
+	}
+	return nil
+}
+
+// phaseTheta is PhaseTheta with φ(H) read through phi.
+func phaseTheta(phi phiRows, z *mat.Dense, n int, cands [][]int, lambda1 float64, budget int, refit, keepSelf bool) (*Theta, ThetaStats, error) {
+	gram, corr, err := thetaProducts(phi, z, n, cands, thetaChunkBytes)
 	if err != nil {
 		return nil, ThetaStats{}, err
 	}
@@ -287,12 +338,13 @@ func solveNode(g, cv []float64, c []int, node int, lambda1 float64, budget int, 
 // one node, corr[k][z] for k a candidate of z; the other entries are zero.
 // On a road graph that is a few percent of the n² entries of each full
 // product (PeMS04: 3,622 of 47,278 Gram pairs, 2,909 of 94,249
-// correlations), each a dot product over S·d values.
-func thetaProducts(phi, z *mat.Dense, n int, cands [][]int) (gram, corr *mat.Dense, err error) {
-	r, d := phi.Dims()
-	if zr, zd := z.Dims(); zr != r || zd != d || r%n != 0 || len(cands) != n {
-		return nil, nil, fmt.Errorf("phase theta: φ(H) %dx%d, Z %dx%d, %d candidate sets for %d nodes", r, d, zr, zd, len(cands), n)
-	}
+// correlations), each a dot product over S·d values. They are summed over
+// blocks of snapshots of at most chunkBytes in node-major layout (see
+// thetaChunkBytes), so the memory they need beside Z is three such blocks
+// (φ's rows as phi gives them, and both node-major copies) and the two n × n
+// results.
+func thetaProducts(phi phiRows, z *mat.Dense, n int, cands [][]int, chunkBytes int) (gram, corr *mat.Dense, err error) {
+	r, d := z.Dims()
 	// pairs[j] lists the k ≥ j with (j, k) in some C_z × C_z.
 	need := make([]bool, n*n)
 	for _, c := range cands {
@@ -316,25 +368,36 @@ func thetaProducts(phi, z *mat.Dense, n int, cands [][]int) (gram, corr *mat.Den
 		}
 	}
 	S := r / n
-	inv := 1 / float64(S)
-	p, q := nodeMajor(phi, n), nodeMajor(z, n)
 	gram = mat.NewDense(n, n, nil) // gram[j][k] = (1/S) Σ_s φ(H_j^s)·φ(H_k^s)
 	corr = mat.NewDense(n, n, nil) // corr[k][z] = (1/S) Σ_s φ(H_k^s)·Z_z^s
-	pr, qr, gr, cr := p.RawMatrix(), q.RawMatrix(), gram.RawMatrix(), corr.RawMatrix()
+	gr, cr := gram.RawMatrix(), corr.RawMatrix()
 	row := func(m blas64.General, i int) []float64 { return m.Data[i*m.Stride : i*m.Stride+m.Cols] }
-	// Every task writes its own entries: (j, k) and (k, j) for its j, and
-	// (k, z) for its z.
-	nn.ParallelChunks(n, func(j int) {
-		pj := row(pr, j)
-		for _, k := range pairs[j] {
-			v := inv * floats.Dot(pj, row(pr, k))
-			gr.Data[j*gr.Stride+k], gr.Data[k*gr.Stride+j] = v, v
-		}
-		qz := row(qr, j)
-		for _, k := range cands[j] {
-			cr.Data[k*cr.Stride+j] = inv * floats.Dot(row(pr, k), qz)
-		}
-	})
+	chunk := max(1, chunkBytes/(8*n*max(d, 1)))
+	var rows, p, q *mat.Dense
+	for s0 := 0; s0 < S; s0 += chunk {
+		s1 := min(S, s0+chunk)
+		rows = phi(rows, s0, s1)
+		p, q = nodeMajor(p, rows, n, 0, s1-s0), nodeMajor(q, z, n, s0, s1)
+		pr, qr := p.RawMatrix(), q.RawMatrix()
+		// Every task adds to its own entries: (j, k) and (k, j) for its
+		// j, and (k, z) for its z.
+		nn.ParallelChunks(n, func(j int) {
+			pj := row(pr, j)
+			for _, k := range pairs[j] {
+				v := floats.Dot(pj, row(pr, k))
+				gr.Data[j*gr.Stride+k] += v
+				if k != j {
+					gr.Data[k*gr.Stride+j] += v
+				}
+			}
+			qz := row(qr, j)
+			for _, k := range cands[j] {
+				cr.Data[k*cr.Stride+j] += floats.Dot(row(pr, k), qz)
+			}
+		})
+	}
+	gram.Scale(1/float64(S), gram)
+	corr.Scale(1/float64(S), corr)
 	return gram, corr, nil
 }
 
@@ -357,7 +420,10 @@ func nodeProblem(gram, corr *mat.Dense, c []int, node int) (g, cv []float64) {
 // the correlations cs[z]. For comparisons with other solvers on the same
 // inputs (bench/).
 func ThetaProblems(phi, z *mat.Dense, n int, cands [][]int) (gs, cs [][]float64, err error) {
-	gram, corr, err := thetaProducts(phi, z, n, cands)
+	if err := checkThetaInputs(phi, z, n, cands); err != nil {
+		return nil, nil, err
+	}
+	gram, corr, err := thetaProducts(matrixRows(phi, n), z, n, cands, thetaChunkBytes)
 	if err != nil {
 		return nil, nil, err
 	}
