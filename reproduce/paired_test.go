@@ -78,11 +78,25 @@ func TestPairedMarkdown(t *testing.T) {
 		}
 	}
 	md.Reset()
-	if err := pairedTable([]float64{1}, []float64{2}).Markdown(&md); err != nil {
+	whole := pairedTable([]float64{1}, []float64{2})
+	whole.Config.Steps = 0 // as RunAll records a series not cut
+	if err := whole.Markdown(&md); err != nil {
 		t.Fatal(err)
 	}
 	if strings.Contains(md.String(), "seed by seed") {
 		t.Errorf("one seed has a paired comparison:\n%s", md.String())
+	}
+	if strings.Contains(md.String(), "first") {
+		t.Errorf("a table of the whole series says it used part of it:\n%s", md.String())
+	}
+	md.Reset()
+	cut := pairedTable([]float64{1}, []float64{2})
+	cut.Config.Steps = QuickSteps
+	if err := cut.Markdown(&md); err != nil {
+		t.Fatal(err)
+	}
+	if want := "the series' first 4032 steps only"; !strings.Contains(md.String(), want) {
+		t.Errorf("Markdown lacks %q:\n%s", want, md.String())
 	}
 }
 

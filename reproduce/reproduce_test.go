@@ -162,5 +162,9 @@ func TestQuickOnRealData(t *testing.T) {
 	if !strings.Contains(md.String(), "Diebold–Mariano") {
 		t.Error("table lacks the Diebold–Mariano tests")
 	}
+	// SZ-taxi's 2976 steps are fewer than QuickSteps: nothing was cut.
+	if tab.Config.Steps != 0 || prep.Split.Steps != 0 || strings.Contains(md.String(), "first") {
+		t.Errorf("the quick run on SZ-taxi says it cut the series: steps %d, split %s", tab.Config.Steps, prep.Split)
+	}
 	t.Log("\n" + md.String())
 }

@@ -17,8 +17,10 @@ type Prepared struct {
 }
 
 // Prepare loads the named dataset from the data directory (resolved from
-// dataFlag as pems.ResolveDataDir does), splits its snapshots as spec says,
-// and normalises them with norm, or, when norm is nil, with a PrepStandard
+// dataFlag as pems.ResolveDataDir does), cuts its series to the first
+// spec.Steps steps where that is fewer than it holds (the Prepared's
+// Dataset then holds the cut series, and its Split records the cut), splits
+// its snapshots as spec says, and normalises them with norm, or, when norm is nil, with a PrepStandard
 // normaliser fitted on the training part (Split.FitData).
 func Prepare(dataFlag, name string, window int, spec SplitSpec, norm *Normalizer) (*Prepared, error) {
 	return prepare(dataFlag, name, window, spec, norm, PrepStandard)
@@ -55,8 +57,24 @@ func prepare(dataFlag, name string, window int, spec SplitSpec, norm *Normalizer
 	if err != nil {
 		return nil, err
 	}
+	cut := 0
+	switch {
+	case spec.Steps < 0:
+		return nil, fmt.Errorf("dataset %s: first %d steps: want a positive number, or 0 for all", name, spec.Steps)
+	case spec.Steps >= ds.Series.Steps:
+		spec.Steps = 0 // nothing to cut
+	case spec.Steps > 0:
+		cut = spec.Steps
+		c := *ds
+		c.Series = &pems.Series{Steps: cut, Nodes: ds.Series.Nodes, Channels: ds.Series.Channels,
+			Data: ds.Series.Data[:cut*ds.Series.Nodes*ds.Series.Channels]}
+		ds = &c
+	}
 	s := ds.Series
 	if s.Steps <= window {
+		if cut > 0 {
+			return nil, fmt.Errorf("dataset %s cut to its first %d steps: not more than the window %d", name, cut, window)
+		}
 		return nil, fmt.Errorf("dataset %s has %d steps, not more than the window %d", name, s.Steps, window)
 	}
 	degrees := make([]int, s.Nodes)

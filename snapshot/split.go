@@ -166,6 +166,9 @@ type Split struct {
 	// Ratios are the proportions a node or window split dealt by: what
 	// reproduces it (SpecOf).
 	Ratios [3]float64 `json:"ratios,omitzero"`
+	// Steps is the number of leading series steps the split was made over
+	// when the series was cut shorter (SplitSpec.Steps); 0: all of them.
+	Steps int `json:"steps,omitempty"`
 }
 
 // Part returns the part named train, val (or validation) or test.
@@ -184,6 +187,11 @@ func (s Split) Part(name string) (Part, error) {
 // String is a short account of s for logs and messages: the kind, the
 // sizes of the parts and what they span.
 func (s Split) String() string {
+	if s.Steps > 0 {
+		t := s
+		t.Steps = 0
+		return fmt.Sprintf("%s, first %d steps", t, s.Steps)
+	}
 	if s.ByNodes() {
 		return fmt.Sprintf("nodes %d/%d/%d over %d snapshots", len(s.Train.Nodes), len(s.Val.Nodes), len(s.Test.Nodes), s.Train.Len())
 	}
@@ -353,6 +361,10 @@ func wholeRatios(ratios [3]float64) ([3]int, error) {
 type SplitSpec struct {
 	By     string     // ByTime (or empty), ByNodes or ByWindows
 	Ratios [3]float64 // train, validation, test
+	// Steps, when positive, keeps only the first Steps steps of the series
+	// (Prepare cuts it before splitting); 0 keeps them all. For short runs
+	// on long series: reproduce -quick uses two weeks of PeMS.
+	Steps int
 }
 
 // ParseSplitBy checks a split kind named on a command line.
@@ -365,17 +377,29 @@ func ParseSplitBy(s string) (string, error) {
 }
 
 // Make returns the split of n snapshots of a graph whose node degrees are
-// given (used by a node split only).
+// given (used by a node split only), recording sp.Steps: n is then the
+// number of snapshots of the series' first sp.Steps steps.
 func (sp SplitSpec) Make(n int, degrees []int) (Split, error) {
+	var s Split
+	var err error
 	switch sp.By {
 	case ByTime, "":
-		return ChronoSplit(n, sp.Ratios)
+		s, err = ChronoSplit(n, sp.Ratios)
 	case ByNodes:
-		return NodeSplit(n, degrees, sp.Ratios)
+		s, err = NodeSplit(n, degrees, sp.Ratios)
 	case ByWindows:
-		return WindowSplit(n, sp.Ratios)
+		s, err = WindowSplit(n, sp.Ratios)
+	default:
+		return Split{}, fmt.Errorf("snapshot: split by %q: want %q, %q or %q", sp.By, ByTime, ByNodes, ByWindows)
 	}
-	return Split{}, fmt.Errorf("snapshot: split by %q: want %q, %q or %q", sp.By, ByTime, ByNodes, ByWindows)
+	if err != nil {
+		return Split{}, err
+	}
+	if sp.Steps < 0 {
+		return Split{}, fmt.Errorf("snapshot: split of the first %d steps: want a positive number, or 0 for all", sp.Steps)
+	}
+	s.Steps = sp.Steps
+	return s, nil
 }
 
 // SpecOf returns the spec that remakes s on the same data: for a time split
@@ -384,9 +408,9 @@ func (sp SplitSpec) Make(n int, degrees []int) (Split, error) {
 // saved model's split is reproduced.
 func SpecOf(s Split) SplitSpec {
 	if Dealt(s.By) {
-		return SplitSpec{By: s.By, Ratios: s.Ratios}
+		return SplitSpec{By: s.By, Ratios: s.Ratios, Steps: s.Steps}
 	}
-	return SplitSpec{By: ByTime, Ratios: [3]float64{float64(s.Train.Len()), float64(s.Val.Len()), float64(s.Test.Len())}}
+	return SplitSpec{By: ByTime, Ratios: [3]float64{float64(s.Train.Len()), float64(s.Val.Len()), float64(s.Test.Len())}, Steps: s.Steps}
 }
 
 // TrainSteps returns the number of leading series steps seen by the training
@@ -425,7 +449,7 @@ func (s Split) FitData(data []float64, nodes, channels, window int) (fit []float
 // deals and nodes. A time split read from a file written before node splits
 // (By empty) equals the same split made now.
 func (s Split) Equal(o Split) bool {
-	if s.kind() != o.kind() || (Dealt(s.By) && s.Ratios != o.Ratios) {
+	if s.kind() != o.kind() || (Dealt(s.By) && s.Ratios != o.Ratios) || s.Steps != o.Steps {
 		return false
 	}
 	for i, p := range []Part{s.Train, s.Val, s.Test} {

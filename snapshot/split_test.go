@@ -375,9 +375,39 @@ func TestSplitString(t *testing.T) {
 		{chrono, "time, snapshots [0, 6)/[6, 8)/[8, 10)"},
 		{windows, "windows 14/2/4 dealt 7:1:2 over 20 snapshots"},
 		{nodes, "nodes 7/1/2 over 5 snapshots"},
+		{cut(chrono, 22), "time, snapshots [0, 6)/[6, 8)/[8, 10), first 22 steps"},
 	} {
 		if got := tc.s.String(); got != tc.want {
 			t.Errorf("String() = %q, want %q", got, tc.want)
 		}
+	}
+}
+
+// cut returns s as made over the first steps steps of a series.
+func cut(s Split, steps int) Split {
+	s.Steps = steps
+	return s
+}
+
+// TestSplitFirstSteps checks that a split made over the first steps of a
+// series records them, is remade from its spec and JSON with them, and is
+// not Equal to the same split over a whole series.
+func TestSplitFirstSteps(t *testing.T) {
+	for _, by := range []string{ByTime, ByNodes, ByWindows} {
+		ratios := [3]float64{7, 1, 2}
+		s, err := SplitSpec{By: by, Ratios: ratios, Steps: 112}.Make(100, []int{3, 1, 4, 1, 5, 9, 2, 6, 5, 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Steps != 112 {
+			t.Errorf("%s: Steps %d, want 112", by, s.Steps)
+		}
+		checkRemade(t, s, 100, []int{3, 1, 4, 1, 5, 9, 2, 6, 5, 3})
+		if s.Equal(cut(s, 0)) || cut(s, 0).Equal(s) {
+			t.Errorf("%s: a split of the first 112 steps equals the same split of a whole series", by)
+		}
+	}
+	if _, err := (SplitSpec{Ratios: [3]float64{6, 2, 2}, Steps: -1}).Make(100, nil); err == nil {
+		t.Error("a negative number of steps was accepted")
 	}
 }

@@ -27,7 +27,7 @@ func cmdReproduce(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		datasets = fs.String("dataset", "", "dataset, or comma-separated datasets (rows of the table); required")
 		seeds    = fs.String("seeds", "", "seeds: N for 1..N, A-B for A..B, or a list A,B,… (default 10, or 1 with -quick); run seeds apart and -merge their tables")
 		merge    = fs.String("merge", "", "comma-separated table JSON files of one comparison run over different seeds: write their merged table to -out as table*-merged instead of training")
-		quick    = fs.Bool("quick", false, "short training and schedules, one seed: about 2 minutes on SZ-taxi on 2 cores, about 40 at PeMS04's size (every epoch still passes over every snapshot)")
+		quick    = fs.Bool("quick", false, fmt.Sprintf("short training and schedules, one seed, the first %d steps of each series (see -steps): about 2 minutes on SZ-taxi on 2 cores", reproduce.QuickSteps))
 		out      = fs.String("out", "runs/reproduce", "directory for the tables (Markdown and JSON) and, under models/, the teachers, their training states and the SDGNN bundles: a run stopped midway resumes from them")
 		floor    = fs.Float64("mape-floor", 0, "leave truths below this value out of MAPE (not MAE/RMSE); 1 for SZ-taxi")
 		sel      = fs.String("select", "", "validation metric for selecting checkpoints: mape or mae (default mape)")
@@ -44,6 +44,7 @@ func cmdReproduce(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		splitBy  = fs.String("split-by", snapshot.ByTime, "what the split divides: time (consecutive ranges) nodes (Gao & Ribeiro's transductive split: every snapshot, sensors dealt round-robin by degree, each model trained and scored on its part's sensors) or windows (their inductive split: snapshots dealt round-robin in time order, every sensor); tables are written as table*-nodes and table*-windows")
 		split    = fs.String("split", "", "train,val,test ratios (default 6,2,2 by time, 7,1,2 by nodes or windows)")
 		prepName = fs.String("prep", string(snapshot.PrepStandard), "input preprocessing of every model: standard or paper (Gao & Ribeiro's min-max inputs with minute-of-day and day-of-week inputs); paper tables are written as table-paper*")
+		steps    = fs.Int("steps", 0, fmt.Sprintf("use only the first N steps of each series (0: all; default %d with -quick, two weeks of PeMS); tables and models of a run with -steps are written as table*-stepsN and models*-stepsN", reproduce.QuickSteps))
 	)
 	if err := fs.Parse(args); err != nil {
 		return errUsage
@@ -74,6 +75,12 @@ func cmdReproduce(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		fmt.Fprintf(stderr, "reproduce: -noise %g: want a standard deviation ≥ 0, or -1 for the dataset's default\n", *noise)
 		return errUsage
 	}
+	if *steps < 0 {
+		fmt.Fprintf(stderr, "reproduce: -steps %d: want a number of steps, or 0 for the whole series\n", *steps)
+		return errUsage
+	}
+	stepsSet := false
+	fs.Visit(func(f *flag.Flag) { stepsSet = stepsSet || f.Name == "steps" })
 	if *tEpochs < 0 || *patience < 0 {
 		fmt.Fprintf(stderr, "reproduce: -teacher-epochs %d and -patience %d must not be negative\n", *tEpochs, *patience)
 		return errUsage
@@ -87,6 +94,12 @@ func cmdReproduce(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	suffix := ""
 	if *quick {
 		suffix = "-quick"
+	}
+	switch {
+	case stepsSet && *steps > 0:
+		suffix += fmt.Sprintf("-steps%d", *steps)
+	case stepsSet && *quick:
+		suffix += "-allsteps" // not the quick run's default part of the series
 	}
 	base := tableBase(*out, prep, spec.By, suffix)
 	var tables []*reproduce.Table
@@ -124,11 +137,11 @@ func cmdReproduce(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		cfg.DataDir, cfg.MAPEFloor, cfg.Prep = *dataDir, *floor, prep
 		cfg.SplitBy, cfg.Ratios = spec.By, spec.Ratios
 		cfg.NoiseStd = noiseFor(name, *noise)
-		cfg.ModelDir = filepath.Join(*out, "models")
-		if *quick {
-			cfg.ModelDir = filepath.Join(*out, "models-quick")
+		if stepsSet {
+			cfg.Steps = *steps
 		}
-		log.Info().Str("dataset", name).Int("seeds", len(cfg.Seeds)).Bool("quick", *quick).Str("prep", string(prep)).Str("split_by", spec.By).Str("models", cfg.ModelDir).Msg("reproducing")
+		cfg.ModelDir = filepath.Join(*out, "models"+suffix)
+		log.Info().Str("dataset", name).Int("seeds", len(cfg.Seeds)).Bool("quick", *quick).Int("steps", cfg.Steps).Str("prep", string(prep)).Str("split_by", spec.By).Str("models", cfg.ModelDir).Msg("reproducing")
 		maxEpochs := cfg.Teacher.MaxEpochs
 		t, err := reproduce.RunAll(ctx, cfg, reproduce.Hooks{
 			Scored: func(seed uint64, model string, m evaluation.Metrics, rec, sec float64) {

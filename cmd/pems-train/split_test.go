@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/pemsforecast/sdgnn/evaluation"
+	"github.com/pemsforecast/sdgnn/reproduce"
 	"github.com/pemsforecast/sdgnn/snapshot"
 	"github.com/pemsforecast/sdgnn/teacher"
 )
@@ -304,5 +305,70 @@ func TestParseSeeds(t *testing.T) {
 		if err != nil || !slices.Equal(got, tc.want) {
 			t.Errorf("parseSeeds(%q) = %v, %v; want %v", tc.in, got, err, tc.want)
 		}
+	}
+}
+
+// TestTeacherFirstSteps trains a teacher on the first 120 of 200 steps
+// (-steps): its split covers the snapshots of those steps alone and records
+// the cut, and eval, by the model's split, scores the test part of the same
+// steps, as a model trained on a 120-step series would be scored.
+func TestTeacherFirstSteps(t *testing.T) {
+	dir := writePeMS08Layout(t, 200)
+	model, saved := trainTeacher(t, dir, "-dataset", "pems08", "-epochs", "1", "-steps", "120")
+	sp := saved.Meta.Split
+	want, err := snapshot.ChronoSplit(120-12, [3]float64{6, 2, 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want.Steps = 120
+	if !sp.Equal(want) || !strings.Contains(sp.String(), "first 120 steps") {
+		t.Fatalf("saved split %s (%+v), want %s", sp, sp, want)
+	}
+	res := evalJSON(t, dir, model)
+	if res.Range != sp.Test.Range {
+		t.Fatalf("eval scored %v, want the cut series' test part %v", res.Range, sp.Test.Range)
+	}
+	inProcess(t, dir, saved, res)
+}
+
+// TestReproduceFirstSteps runs the quick comparison on the first 120 of
+// 200 steps: the table and the models are written under names that say so
+// (a run over the whole series would not reuse those teachers), the table
+// records and states the cut, and its GRU-GCN is scored on the test part
+// of those 120 steps.
+func TestReproduceFirstSteps(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains every model")
+	}
+	dir := writePeMS08Layout(t, 200)
+	out := t.TempDir()
+	code, stdout, stderr := runCmd(t, "reproduce", "-data", dir, "-dataset", "pems08", "-quick", "-steps", "120", "-out", out)
+	if code != 0 {
+		t.Fatalf("reproduce exited %d:\n%s", code, stderr)
+	}
+	if !strings.Contains(stdout, "the series' first 120 steps only") {
+		t.Errorf("the table does not state the cut:\n%s", stdout)
+	}
+	raw, err := os.ReadFile(filepath.Join(out, "table-quick-steps120.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tables []reproduce.Table
+	if err := json.Unmarshal(raw, &tables); err != nil {
+		t.Fatal(err)
+	}
+	if len(tables) != 1 || tables[0].Config.Steps != 120 || len(tables[0].Runs) != 1 {
+		t.Fatalf("table: %d tables, steps %d", len(tables), tables[0].Config.Steps)
+	}
+	saved, err := teacher.LoadModel(filepath.Join(out, "models-quick-steps120", "pems08-gru-gcn-seed1.model"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sp := saved.Meta.Split; sp.Steps != 120 || sp.Test.End != 108 {
+		t.Errorf("teacher's split %s: want the snapshots of the first 120 steps", sp)
+	}
+	want, _, _ := inProcess(t, dir, saved, evalJSON(t, dir, filepath.Join(out, "models-quick-steps120", "pems08-gru-gcn-seed1.model")))
+	if got := tables[0].Runs[0].Metrics[reproduce.GRUGCN]; got.Count != want.Count || math.Abs(got.MAE-want.MAE) > 1e-9*want.MAE {
+		t.Errorf("table's GRU-GCN %+v, eval of its model %+v", got, want)
 	}
 }
