@@ -246,27 +246,3 @@ func selectScore(kind string, m evaluation.Metrics) float64 {
 	}
 	return v
 }
-
-// relErr returns ‖a − b‖² / ‖b‖².
-func relErr(a, b *mat.Dense) float64 {
-	var num, den float64
-	ad, bd := a.RawMatrix().Data, b.RawMatrix().Data
-	for i := range bd {
-		e := ad[i] - bd[i]
-		num += e * e
-		den += bd[i] * bd[i]
-	}
-	return num / den
-}
-
-// mse returns ‖a − b‖² / rows(b).
-func mse(a, b *mat.Dense) float64 {
-	r, _ := b.Dims()
-	var s float64
-	ad, bd := a.RawMatrix().Data, b.RawMatrix().Data
-	for i := range bd {
-		e := ad[i] - bd[i]
-		s += e * e
-	}
-	return s / float64(max(1, r))
-}

@@ -10,6 +10,7 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/pemsforecast/sdgnn/evaluation"
 	"github.com/pemsforecast/sdgnn/nn"
 	"github.com/pemsforecast/sdgnn/sdgnn"
 	"github.com/pemsforecast/sdgnn/snapshot"
@@ -26,8 +27,48 @@ type student interface {
 	// epoch takes one pass of Adam steps over the snapshots of t, shuffled
 	// by rng, and returns the mean batch Z-matching MSE and similarity loss.
 	epoch(t *sdgnn.Targets, opt *nn.Adam, rng *rand.Rand) (mse, sim float64, err error)
-	// zhat returns Ẑ for every row of h; a new matrix.
-	zhat(h *mat.Dense) *mat.Dense
+	// eachZHat calls f with Ẑ of successive blocks of rows of h, in order:
+	// rows [lo, hi), in a buffer the next call overwrites.
+	eachZHat(h *mat.Dense, f func(lo, hi int, zhat *mat.Dense))
+}
+
+// zhatAll returns st's Ẑ for every row of h; a new matrix.
+func zhatAll(st student, h *mat.Dense) *mat.Dense {
+	r, _ := h.Dims()
+	var out *mat.Dense
+	st.eachZHat(h, func(lo, hi int, zhat *mat.Dense) {
+		_, d := zhat.Dims()
+		if out == nil {
+			out = mat.NewDense(r, d, nil)
+		}
+		out.Slice(lo, hi, 0, d).(*mat.Dense).Copy(zhat)
+	})
+	return out
+}
+
+// scoreZHat passes once over st's Ẑ of t's snapshots, a block at a time
+// (validation holds no Ẑ of every snapshot: 0.67 GB at PeMS04's size), and
+// returns ‖Ẑ − Z‖², ‖Z‖² and, when dec is not nil, the metrics of Ẑ
+// decoded by dec against t's truths.
+func scoreZHat(st student, dec *nn.MLP, norm snapshot.Normalizer, t *sdgnn.Targets, floor float64) (num, den float64, m evaluation.Metrics) {
+	acc := evaluation.Accumulator{MAPEFloor: floor}
+	_, d := t.Z.Dims()
+	zr := t.Z.RawMatrix().Data
+	st.eachZHat(t.H, func(lo, hi int, zhat *mat.Dense) {
+		for i, v := range zhat.RawMatrix().Data {
+			z := zr[lo*d+i]
+			e := v - z
+			num += e * e
+			den += z * z
+		}
+		if dec != nil {
+			C := dec.L2.Out()
+			for i, p := range decode(dec, norm, zhat) {
+				acc.Add(p, t.Truth[lo*C+i])
+			}
+		}
+	})
+	return num, den, acc.Metrics()
 }
 
 // trainStudent trains st against the teacher's Z for cfg.Epochs epochs,
@@ -43,9 +84,8 @@ func trainStudent(ctx context.Context, st student, tdec *nn.MLP, norm snapshot.N
 	bestScore := math.Inf(1)
 	var hist []Epoch
 	validate := func(ep Epoch, start time.Time) {
-		zv := st.zhat(val.H)
-		ep.NR = relErr(zv, val.Z)
-		ep.Val = decodeMetrics(tdec, norm, zv, val, cfg.MAPEFloor)
+		num, den, m := scoreZHat(st, tdec, norm, val, cfg.MAPEFloor)
+		ep.NR, ep.Val = num/den, m
 		if s := selectScore(cfg.Select, ep.Val); s < bestScore {
 			bestScore, ep.Best = s, true
 			for i, p := range ps {
@@ -56,7 +96,9 @@ func trainStudent(ctx context.Context, st student, tdec *nn.MLP, norm snapshot.N
 		hist = append(hist, ep)
 	}
 	start := time.Now()
-	validate(Epoch{TrainLoss: mse(st.zhat(train.H), train.Z)}, start)
+	sq, _, _ := scoreZHat(st, nil, norm, train, 0)
+	rows, _ := train.Z.Dims()
+	validate(Epoch{TrainLoss: sq / float64(max(1, rows))}, start)
 	opt := nn.NewAdam(cfg.LR, cfg.WeightDecay)
 	for e := 1; e <= cfg.Epochs; e++ {
 		if err := ctx.Err(); err != nil {
@@ -132,8 +174,10 @@ type sparseStudent struct {
 	batch int
 }
 
-func (s sparseStudent) params() []*nn.Param          { return s.st.Phi.Params() }
-func (s sparseStudent) zhat(h *mat.Dense) *mat.Dense { return s.st.ZHatAll(h) }
+func (s sparseStudent) params() []*nn.Param { return s.st.Phi.Params() }
+func (s sparseStudent) eachZHat(h *mat.Dense, f func(lo, hi int, zhat *mat.Dense)) {
+	s.st.EachZHat(h, f)
+}
 func (s sparseStudent) epoch(t *sdgnn.Targets, opt *nn.Adam, rng *rand.Rand) (float64, float64, error) {
 	l, err := s.st.PhasePhi(t, opt, s.batch, rng)
 	return l, 0, err
@@ -258,8 +302,10 @@ type graphlessStudent struct {
 	simNodes  int
 }
 
-func (s *graphlessStudent) params() []*nn.Param          { return s.g.Params() }
-func (s *graphlessStudent) zhat(h *mat.Dense) *mat.Dense { return graphlessZHat(s.g, s.pe, s.n, h) }
+func (s *graphlessStudent) params() []*nn.Param { return s.g.Params() }
+func (s *graphlessStudent) eachZHat(h *mat.Dense, f func(lo, hi int, zhat *mat.Dense)) {
+	graphlessEachZHat(s.g, s.pe, s.n, h, f)
+}
 
 func (s *graphlessStudent) epoch(t *sdgnn.Targets, opt *nn.Adam, rng *rand.Rand) (float64, float64, error) {
 	n, d := s.n, t.Dim
@@ -316,15 +362,24 @@ func graphlessInput(x, h, pe *mat.Dense, n, first int) *mat.Dense {
 // graphlessZHat returns g(H ‖ PE) for every row of the snapshot-major h; a
 // new matrix.
 func graphlessZHat(g *nn.MLP, pe *mat.Dense, n int, h *mat.Dense) *mat.Dense {
-	r, d := h.Dims()
+	r, _ := h.Dims()
 	out := mat.NewDense(r, g.L2.Out(), nil)
+	graphlessEachZHat(g, pe, n, h, func(lo, hi int, zhat *mat.Dense) {
+		out.Slice(lo, hi, 0, g.L2.Out()).(*mat.Dense).Copy(zhat)
+	})
+	return out
+}
+
+// graphlessEachZHat calls f with g(H ‖ PE) of successive blocks of rows of
+// the snapshot-major h, in order, in g's own buffer.
+func graphlessEachZHat(g *nn.MLP, pe *mat.Dense, n int, h *mat.Dense, f func(lo, hi int, zhat *mat.Dense)) {
+	r, d := h.Dims()
 	var x *mat.Dense
 	for lo := 0; lo < r; lo += decodeChunkRows {
 		hi := min(lo+decodeChunkRows, r)
 		x = graphlessInput(x, h.Slice(lo, hi, 0, d).(*mat.Dense), pe, n, lo)
-		out.Slice(lo, hi, 0, g.L2.Out()).(*mat.Dense).Copy(g.Forward(x))
+		f(lo, hi, g.Forward(x))
 	}
-	return out
 }
 
 // batchLoss runs g forward on the batch x (whole snapshots of n nodes) and
@@ -433,10 +488,10 @@ func trainGraphless(ctx context.Context, name string, dec *nn.MLP, norm snapshot
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	if cfg.FineTuneEpochs > 0 {
-		zTrain := st.zhat(train.H)
+		zTrain := zhatAll(st, train.H)
 		zVal := zTrain // a node split's parts share their snapshots
 		if val.H != train.H {
-			zVal = st.zhat(val.H)
+			zVal = zhatAll(st, val.H)
 		}
 		if tdec, err = sdgnn.FineTuneDecoderZ(ctx, tdec, zTrain, zVal, norm, train, val, cfg.sdgnnConfig()); err != nil {
 			return nil, fmt.Errorf("%s: fine-tune decoder: %w", name, err)
