@@ -12,7 +12,7 @@ import (
 	"github.com/pemsforecast/sdgnn/snapshot"
 )
 
-// TestScoreZHat checks the one-pass validation of both kinds of student,
+// TestScoreZHat checks sdgnn.ScoreZHat, the one-pass validation of both kinds of student,
 // over enough snapshots to need several blocks, against Ẑ computed whole:
 // the squared error, ‖Z‖² and the decoded metrics, and zhatAll's rows.
 func TestScoreZHat(t *testing.T) {
@@ -71,7 +71,7 @@ func TestScoreZHat(t *testing.T) {
 				den += z * z
 			}
 			wm := decodeMetrics(dec, norm, want, tg, 1)
-			gn, gd, m := scoreZHat(tc.st, dec, norm, tg, 1)
+			gn, gd, m := sdgnn.ScoreZHat(tc.st.eachZHat, dec, norm, tg, 1)
 			near := func(a, b float64) bool { return math.Abs(a-b) <= 1e-12*math.Abs(b) }
 			if !near(gn, num) || !near(gd, den) {
 				t.Errorf("squared error %g, ‖Z‖² %g; want %g, %g", gn, gd, num, den)
@@ -79,7 +79,7 @@ func TestScoreZHat(t *testing.T) {
 			if !near(m.MAE, wm.MAE) || !near(m.RMSE, wm.RMSE) || !near(m.MAPE, wm.MAPE) || m.Count != wm.Count || m.Count != S*n*C-1 {
 				t.Errorf("metrics %+v, want %+v", m, wm)
 			}
-			if _, _, m := scoreZHat(tc.st, nil, norm, tg, 1); m.Count != 0 {
+			if _, _, m := sdgnn.ScoreZHat(tc.st.eachZHat, nil, norm, tg, 1); m.Count != 0 {
 				t.Errorf("metrics without a decoder: %+v", m)
 			}
 		})

@@ -10,7 +10,6 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
-	"github.com/pemsforecast/sdgnn/evaluation"
 	"github.com/pemsforecast/sdgnn/nn"
 	"github.com/pemsforecast/sdgnn/sdgnn"
 	"github.com/pemsforecast/sdgnn/snapshot"
@@ -46,31 +45,6 @@ func zhatAll(st student, h *mat.Dense) *mat.Dense {
 	return out
 }
 
-// scoreZHat passes once over st's Ẑ of t's snapshots, a block at a time
-// (validation holds no Ẑ of every snapshot: 0.67 GB at PeMS04's size), and
-// returns ‖Ẑ − Z‖², ‖Z‖² and, when dec is not nil, the metrics of Ẑ
-// decoded by dec against t's truths.
-func scoreZHat(st student, dec *nn.MLP, norm snapshot.Normalizer, t *sdgnn.Targets, floor float64) (num, den float64, m evaluation.Metrics) {
-	acc := evaluation.Accumulator{MAPEFloor: floor}
-	_, d := t.Z.Dims()
-	zr := t.Z.RawMatrix().Data
-	st.eachZHat(t.H, func(lo, hi int, zhat *mat.Dense) {
-		for i, v := range zhat.RawMatrix().Data {
-			z := zr[lo*d+i]
-			e := v - z
-			num += e * e
-			den += z * z
-		}
-		if dec != nil {
-			C := dec.L2.Out()
-			for i, p := range decode(dec, norm, zhat) {
-				acc.Add(p, t.Truth[lo*C+i])
-			}
-		}
-	})
-	return num, den, acc.Metrics()
-}
-
 // trainStudent trains st against the teacher's Z for cfg.Epochs epochs,
 // validating after each by decoding Ẑ with the teacher's decoder tdec, and
 // leaves st at the epoch with the best validation score (epoch 0, the
@@ -84,7 +58,7 @@ func trainStudent(ctx context.Context, st student, tdec *nn.MLP, norm snapshot.N
 	bestScore := math.Inf(1)
 	var hist []Epoch
 	validate := func(ep Epoch, start time.Time) {
-		num, den, m := scoreZHat(st, tdec, norm, val, cfg.MAPEFloor)
+		num, den, m := sdgnn.ScoreZHat(st.eachZHat, tdec, norm, val, cfg.MAPEFloor)
 		ep.NR, ep.Val = num/den, m
 		if s := selectScore(cfg.Select, ep.Val); s < bestScore {
 			bestScore, ep.Best = s, true
@@ -96,7 +70,7 @@ func trainStudent(ctx context.Context, st student, tdec *nn.MLP, norm snapshot.N
 		hist = append(hist, ep)
 	}
 	start := time.Now()
-	sq, _, _ := scoreZHat(st, nil, norm, train, 0)
+	sq, _, _ := sdgnn.ScoreZHat(st.eachZHat, nil, norm, train, 0)
 	rows, _ := train.Z.Dims()
 	validate(Epoch{TrainLoss: sq / float64(max(1, rows))}, start)
 	opt := nn.NewAdam(cfg.LR, cfg.WeightDecay)
