@@ -217,7 +217,7 @@ func (g *GRU) forward(b *block, xs []*mat.Dense) {
 		blas64.Gemm(nt, nt, 1, g.unT, s.rh, 1, rowsOf(s.gx, 2*H, 3*H))
 		gn := s.gx.Data[2*H*R:]
 		for k := range s.n.Data {
-			n := math.Tanh(gn[k])
+			n := nn.Tanh(gn[k])
 			s.n.Data[k] = n
 			s.h.Data[k] = (1-s.z.Data[k])*hPrev.Data[k] + s.z.Data[k]*n
 		}
