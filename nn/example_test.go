@@ -35,3 +35,20 @@ func ExampleMLP() {
 	fmt.Printf("loss below 1e-3: %v\n", loss < 1e-3)
 	// Output: loss below 1e-3: true
 }
+
+// The activations at a few points: Sigmoid is the derivative of Softplus,
+// and Tanh(x) = 2·Sigmoid(2x) − 1.
+func ExampleSigmoid() {
+	for _, x := range []float64{-800, -2, 0, 0.5, 3} {
+		h := 1e-6
+		slope := (nn.Softplus(x+h) - nn.Softplus(x-h)) / (2 * h)
+		fmt.Printf("x=%5g Softplus %.6f Sigmoid %.6f (slope %.6f) Tanh %+.6f (2σ(2x)−1 %+.6f)\n",
+			x, nn.Softplus(x), nn.Sigmoid(x), slope, nn.Tanh(x), 2*nn.Sigmoid(2*x)-1)
+	}
+	// Output:
+	// x= -800 Softplus 0.000000 Sigmoid 0.000000 (slope 0.000000) Tanh -1.000000 (2σ(2x)−1 -1.000000)
+	// x=   -2 Softplus 0.126928 Sigmoid 0.119203 (slope 0.119203) Tanh -0.964028 (2σ(2x)−1 -0.964028)
+	// x=    0 Softplus 0.693147 Sigmoid 0.500000 (slope 0.500000) Tanh +0.000000 (2σ(2x)−1 +0.000000)
+	// x=  0.5 Softplus 0.974077 Sigmoid 0.622459 (slope 0.622459) Tanh +0.462117 (2σ(2x)−1 +0.462117)
+	// x=    3 Softplus 3.048587 Sigmoid 0.952574 (slope 0.952574) Tanh +0.995055 (2σ(2x)−1 +0.995055)
+}
