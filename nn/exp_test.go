@@ -82,31 +82,14 @@ func TestExpSpecial(t *testing.T) {
 // by math.Exp, and Tanh with math.Tanh, on arguments like the GRU's gate
 // pre-activations.
 func BenchmarkExp(b *testing.B) {
-	rng := rand.New(rand.NewPCG(1, 2))
-	xs := make([]float64, 4096)
-	for i := range xs {
-		xs[i] = 2 * rng.NormFloat64()
-	}
-	out := make([]float64, len(xs))
-	for _, c := range []struct {
-		name string
-		f    func(float64) float64
-	}{
+	benchElementwise(b, []namedFunc{
 		{"exp", exp},
 		{"math.Exp", math.Exp},
 		{"Sigmoid", Sigmoid},
 		{"sigmoid-math.Exp", func(x float64) float64 { return 1 / (1 + math.Exp(-x)) }},
 		{"Tanh", Tanh},
 		{"math.Tanh", math.Tanh},
-	} {
-		b.Run(c.name, func(b *testing.B) {
-			for b.Loop() {
-				for i, x := range xs {
-					out[i] = c.f(x)
-				}
-			}
-		})
-	}
+	})
 }
 
 // minNormal is the smallest positive normal float64.

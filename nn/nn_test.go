@@ -138,16 +138,25 @@ func TestSoftplusAccuracy(t *testing.T) {
 // BenchmarkSoftplus compares Softplus with softplusLog1p on inputs like
 // pre-activations.
 func BenchmarkSoftplus(b *testing.B) {
+	benchElementwise(b, []namedFunc{{"log", Softplus}, {"log1p", softplusLog1p}})
+}
+
+// namedFunc is a scalar function under a benchmark's name.
+type namedFunc struct {
+	name string
+	f    func(float64) float64
+}
+
+// benchElementwise runs each function over 4096 arguments drawn from
+// N(0, 2²), like pre-activations, as a sub-benchmark of its name.
+func benchElementwise(b *testing.B, fs []namedFunc) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	xs := make([]float64, 4096)
 	for i := range xs {
 		xs[i] = 2 * rng.NormFloat64()
 	}
 	out := make([]float64, len(xs))
-	for _, c := range []struct {
-		name string
-		f    func(float64) float64
-	}{{"log", Softplus}, {"log1p", softplusLog1p}} {
+	for _, c := range fs {
 		b.Run(c.name, func(b *testing.B) {
 			for b.Loop() {
 				for i, x := range xs {

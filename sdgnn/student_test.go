@@ -327,23 +327,31 @@ func TestThetaWithoutSelf(t *testing.T) {
 // built from the full products φᵀφ/S and φᵀZ/S, whether the snapshots are
 // summed in one block or in several (the last one shorter), and that a
 // candidate outside the graph is refused.
+// fullProducts returns the Gram matrix of phi's node-major rows and their
+// correlations with z's, averaged over the S snapshots: every entry that
+// Phase Θ's problems read, computed whole.
+func fullProducts(phi, z *mat.Dense, n, S int) (gram, corr *mat.Dense) {
+	p, q := nodeMajor(nil, phi, n, 0, S), nodeMajor(nil, z, n, 0, S)
+	gram, corr = new(mat.Dense), new(mat.Dense)
+	gram.Mul(p, p.T())
+	gram.Scale(1.0/float64(S), gram)
+	corr.Mul(p, q.T())
+	corr.Scale(1.0/float64(S), corr)
+	return gram, corr
+}
+
 func TestThetaProblemsMatchFullProducts(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	const n, S, d = 9, 40, 3
 	cands := [][]int{{0, 1}, {0, 1, 2}, {1, 2, 3, 8}, {3}, {4, 5}, {4, 5, 6}, {6}, {7, 0}, {8, 2}}
 	phi, z := randDense(rng, S*n, d), randDense(rng, S*n, d)
-	var gram, corr mat.Dense
-	p, q := nodeMajor(nil, phi, n, 0, S), nodeMajor(nil, z, n, 0, S)
-	gram.Mul(p, p.T())
-	gram.Scale(1.0/S, &gram)
-	corr.Mul(p, q.T())
-	corr.Scale(1.0/S, &corr)
+	gram, corr := fullProducts(phi, z, n, S)
 	gs, cs, err := ThetaProblems(phi, z, n, cands)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for node, c := range cands {
-		g, cv := nodeProblem(&gram, &corr, c, node)
+		g, cv := nodeProblem(gram, corr, c, node)
 		if !floats.EqualApprox(gs[node], g, 1e-12) || !floats.EqualApprox(cs[node], cv, 1e-12) {
 			t.Errorf("node %d: problem\n%v %v\nwant\n%v %v", node, gs[node], cs[node], g, cv)
 		}
@@ -353,20 +361,15 @@ func TestThetaProblemsMatchFullProducts(t *testing.T) {
 	h := randDense(rng, S*n, d)
 	st := NewStudent(n, d, 5, rng)
 	phiH := st.PhiAll(h)
-	var sg, sc mat.Dense
-	ph, q := nodeMajor(nil, phiH, n, 0, S), nodeMajor(nil, z, n, 0, S)
-	sg.Mul(ph, ph.T())
-	sg.Scale(1.0/S, &sg)
-	sc.Mul(ph, q.T())
-	sc.Scale(1.0/S, &sc)
+	sg, sc := fullProducts(phiH, z, n, S)
 	for _, chunk := range []int{1, 7, S - 1, S} {
 		for _, src := range []struct {
 			name       string
 			rows       phiRows
 			gram, corr *mat.Dense
 		}{
-			{"matrix", matrixRows(phi, n), &gram, &corr},
-			{"student", st.phiRows(h, n), &sg, &sc},
+			{"matrix", matrixRows(phi, n), gram, corr},
+			{"student", st.phiRows(h, n), sg, sc},
 		} {
 			gc, cc, err := thetaProducts(src.rows, z, n, cands, chunk*8*n*d)
 			if err != nil {
