@@ -71,8 +71,8 @@ func product(dims []int) (int, bool) {
 // ReadNPZ reads the array named "data" from the NumPy .npz archive at path,
 // as written by numpy.savez or numpy.savez_compressed in the PeMS release.
 //
-// The array must be float64 or float32 (converted to float64), of either byte
-// order and in C or Fortran order, with shape (T, N, C) or (T, N); the latter
+// The array must be float64, float32 or an integer type of 1 to 8 bytes
+// (converted to float64), of either byte order and in C or Fortran order, with shape (T, N, C) or (T, N); the latter
 // is read as C = 1. Errors name the file and say what was wrong: not a zip
 // archive or truncated, no "data" array, an unsupported dtype or shape, or
 // fewer values than the shape requires.
@@ -123,7 +123,7 @@ func readNPZ(path string) (*Series, error) {
 	if err != nil {
 		return nil, fmt.Errorf("array %q: %w", SeriesKey, err)
 	}
-	order, size, err := parseDtype(hdr.Descr.Type)
+	dt, err := parseDtype(hdr.Descr.Type)
 	if err != nil {
 		return nil, fmt.Errorf("array %q: %w", SeriesKey, err)
 	}
@@ -141,7 +141,7 @@ func readNPZ(path string) (*Series, error) {
 		return nil, fmt.Errorf("array %q has shape %v: too large", SeriesKey, shape)
 	}
 
-	data, err := decodeFloats(br, n, size, order)
+	data, err := decodeFloats(br, n, dt)
 	if err != nil {
 		return nil, fmt.Errorf("array %q: %w", SeriesKey, err)
 	}
@@ -194,35 +194,102 @@ func readNPYHeader(r io.Reader) (hdr npy.Header, err error) {
 	return nr.Header, nil
 }
 
-// parseDtype accepts the NumPy float64 and float32 type strings and returns
-// their byte order and element size.
-func parseDtype(descr string) (binary.ByteOrder, int, error) {
-	order := binary.ByteOrder(binary.NativeEndian)
+// dtype is a NumPy element type that ReadNPZ reads: its byte order, kind
+// ('f' float, 'i' signed or 'u' unsigned integer) and size in bytes.
+type dtype struct {
+	order binary.ByteOrder
+	kind  byte
+	size  int
+}
+
+// parseDtype accepts the NumPy type strings of float64 and float32 and of
+// the signed and unsigned integers of 1, 2, 4 and 8 bytes, of either byte
+// order. Integer series are accepted because flows are counts, and some
+// releases of the PeMS files store them so.
+func parseDtype(descr string) (dtype, error) {
+	dt := dtype{order: binary.NativeEndian}
 	t := descr
 	if t != "" {
 		switch t[0] {
 		case '<':
-			order, t = binary.LittleEndian, t[1:]
+			dt.order, t = binary.LittleEndian, t[1:]
 		case '>':
-			order, t = binary.BigEndian, t[1:]
+			dt.order, t = binary.BigEndian, t[1:]
 		case '=', '|':
 			t = t[1:]
 		}
 	}
 	switch t {
-	case "f8":
-		return order, 8, nil
-	case "f4":
-		return order, 4, nil
+	case "f8", "f4", "i1", "i2", "i4", "i8", "u1", "u2", "u4", "u8":
+		dt.kind, dt.size = t[0], int(t[1]-'0')
+		return dt, nil
 	}
-	return nil, 0, fmt.Errorf("unsupported dtype %q: want float64 or float32", descr)
+	return dtype{}, fmt.Errorf("unsupported dtype %q: want float64, float32 or an integer type", descr)
 }
 
-// decodeFloats reads n float64 or float32 values of the given byte order
-// from r. It grows the result as data arrives so that a corrupt shape cannot
-// force a huge allocation up front.
-func decodeFloats(r io.Reader, n, size int, order binary.ByteOrder) ([]float64, error) {
+// value returns the element of type dt at the start of b as a float64. An
+// 8-byte integer beyond ±2⁵³ is rounded to the nearest float64.
+func (dt dtype) value(b []byte) float64 {
+	switch dt.size {
+	case 1:
+		if dt.kind == 'i' {
+			return float64(int8(b[0]))
+		}
+		return float64(b[0])
+	case 2:
+		u := dt.order.Uint16(b)
+		if dt.kind == 'i' {
+			return float64(int16(u))
+		}
+		return float64(u)
+	case 4:
+		u := dt.order.Uint32(b)
+		switch dt.kind {
+		case 'f':
+			return float64(math.Float32frombits(u))
+		case 'i':
+			return float64(int32(u))
+		}
+		return float64(u)
+	}
+	u := dt.order.Uint64(b)
+	switch dt.kind {
+	case 'f':
+		return math.Float64frombits(u)
+	case 'i':
+		return float64(int64(u))
+	}
+	return float64(u)
+}
+
+// put writes v as an element of type dt to the start of b. Integer types
+// take v converted toward zero; it is for tests, which write whole numbers
+// in range.
+func (dt dtype) put(b []byte, v float64) {
+	switch {
+	case dt.kind == 'f' && dt.size == 8:
+		dt.order.PutUint64(b, math.Float64bits(v))
+	case dt.kind == 'f':
+		dt.order.PutUint32(b, math.Float32bits(float32(v)))
+	case dt.size == 1:
+		b[0] = byte(int64(v))
+	case dt.size == 2:
+		dt.order.PutUint16(b, uint16(int64(v)))
+	case dt.size == 4:
+		dt.order.PutUint32(b, uint32(int64(v)))
+	case dt.kind == 'u':
+		dt.order.PutUint64(b, uint64(v))
+	default:
+		dt.order.PutUint64(b, uint64(int64(v)))
+	}
+}
+
+// decodeFloats reads n values of type dt from r as float64. It grows the
+// result as data arrives so that a corrupt shape cannot force a huge
+// allocation up front.
+func decodeFloats(r io.Reader, n int, dt dtype) ([]float64, error) {
 	const chunk = 1 << 13 // values per read
+	size := dt.size
 	data := make([]float64, 0, min(n, 1<<22))
 	buf := make([]byte, chunk*size)
 	for len(data) < n {
@@ -234,13 +301,14 @@ func decodeFloats(r io.Reader, n, size int, order binary.ByteOrder) ([]float64, 
 			}
 			return nil, err
 		}
-		if size == 8 {
+		switch {
+		case dt.kind == 'f' && size == 8:
 			for i := 0; i < m; i++ {
-				data = append(data, math.Float64frombits(order.Uint64(b[8*i:])))
+				data = append(data, math.Float64frombits(dt.order.Uint64(b[8*i:])))
 			}
-		} else {
+		default:
 			for i := 0; i < m; i++ {
-				data = append(data, float64(math.Float32frombits(order.Uint32(b[4*i:]))))
+				data = append(data, dt.value(b[size*i:]))
 			}
 		}
 	}
@@ -279,12 +347,12 @@ func WriteNPZ(path string, s *Series) error {
 	return nil
 }
 
-// writeNPZArray writes one array named name with dtype descr ("<f8", ">f8",
-// "<f4" or ">f4") and the given C-order shape to a new npz archive at path.
+// writeNPZArray writes one array named name with dtype descr (one that
+// parseDtype accepts, such as "<f8", ">f4" or "<i8") and the given C-order shape to a new npz archive at path.
 // It writes the npy format 1.0 header itself because npyio's writer only
 // records 1-D and 2-D shapes.
 func writeNPZArray(path, name, descr string, shape []int, data []float64) (err error) {
-	order, size, err := parseDtype(descr)
+	dt, err := parseDtype(descr)
 	if err != nil {
 		return err
 	}
@@ -315,12 +383,8 @@ func writeNPZArray(path, name, descr string, shape []int, data []float64) (err e
 	}
 	var b [8]byte
 	for _, v := range data {
-		if size == 8 {
-			order.PutUint64(b[:], math.Float64bits(v))
-		} else {
-			order.PutUint32(b[:], math.Float32bits(float32(v)))
-		}
-		if _, err := bw.Write(b[:size]); err != nil {
+		dt.put(b[:], v)
+		if _, err := bw.Write(b[:dt.size]); err != nil {
 			return err
 		}
 	}

@@ -2,6 +2,8 @@ package pems
 
 import (
 	"archive/zip"
+	"bytes"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,6 +22,32 @@ func testSeries(t, n, c int) *Series {
 	return s
 }
 
+// intSeries returns a (t, n, c) series of whole numbers that span the range
+// of the integer dtype descr, its extremes included.
+func intSeries(t, n, c int, descr string) *Series {
+	dt, err := parseDtype(descr)
+	if err != nil {
+		panic(err)
+	}
+	bits := 8*dt.size - 1 // of the largest magnitude of a signed type
+	lo, hi := -math.Ldexp(1, bits), math.Ldexp(1, bits)-1
+	if dt.kind == 'u' {
+		lo, hi = 0, math.Ldexp(1, bits+1)-1
+	}
+	if dt.size == 8 { // whole numbers a float64 holds exactly
+		lo, hi = max(lo, -(1<<53)), min(hi, 1<<53)
+	}
+	s := &Series{Steps: t, Nodes: n, Channels: c, Data: make([]float64, t*n*c)}
+	for k := range s.Data {
+		s.Data[k] = float64(k%97*7919) - 1000
+	}
+	s.Data[0], s.Data[len(s.Data)-1] = lo, hi
+	for k, v := range s.Data {
+		s.Data[k] = min(max(v, lo), hi)
+	}
+	return s
+}
+
 func TestNPZRoundTrip(t *testing.T) {
 	dir := t.TempDir()
 	for _, tc := range []struct {
@@ -34,9 +62,20 @@ func TestNPZRoundTrip(t *testing.T) {
 		{"f8-big-endian", ">f8", []int{2, 3, 1}, 2, 3, 1},
 		{"f4-big-endian", ">f4", []int{3, 2}, 3, 2, 1},
 		{"long", "<f8", []int{3000, 7, 1}, 3000, 7, 1}, // more than one read chunk
+		{"i8", "<i8", []int{4, 3, 3}, 4, 3, 3},
+		{"i4-big-endian", ">i4", []int{3000, 2, 3}, 3000, 2, 3},
+		{"i2", "<i2", []int{4, 3, 2}, 4, 3, 2},
+		{"i1", "|i1", []int{4, 3, 2}, 4, 3, 2},
+		{"u1", "|u1", []int{4, 3}, 4, 3, 1},
+		{"u2-big-endian", ">u2", []int{4, 3, 2}, 4, 3, 2},
+		{"u4", "<u4", []int{4, 3, 2}, 4, 3, 2},
+		{"u8", "<u8", []int{4, 3, 2}, 4, 3, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			want := testSeries(tc.t, tc.n, tc.c)
+			if k := tc.descr[1]; k == 'i' || k == 'u' {
+				want = intSeries(tc.t, tc.n, tc.c, tc.descr)
+			}
 			path := filepath.Join(dir, tc.name+".npz")
 			if err := writeNPZArray(path, SeriesKey, tc.descr, tc.shape, want.Data); err != nil {
 				t.Fatal(err)
@@ -137,7 +176,7 @@ func TestReadNPZErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	ints := filepath.Join(dir, "ints.npz")
-	if err := npz.Write(ints, map[string]any{"data": []int32{1, 2, 3}}); err != nil {
+	if err := npz.Write(ints, map[string]any{"data": []complex128{1, 2, 3}}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -230,6 +269,51 @@ func TestNPYHeaderAlignment(t *testing.T) {
 		h := npyHeader("<f8", shape)
 		if len(h)%64 != 0 || h[len(h)-1] != '\n' {
 			t.Errorf("header for %v has length %d, want a multiple of 64 ending in newline", shape, len(h))
+		}
+	}
+}
+
+// TestDtypeValue decodes elements from their bytes as NumPy lays them out,
+// independently of the writer the round trip uses.
+func TestDtypeValue(t *testing.T) {
+	for _, tc := range []struct {
+		descr string
+		b     []byte
+		want  float64
+	}{
+		{"<f8", []byte{0, 0, 0, 0, 0, 0, 0xf8, 0x3f}, 1.5},
+		{">f8", []byte{0xc0, 0x04, 0, 0, 0, 0, 0, 0}, -2.5},
+		{"<f4", []byte{0, 0, 0xc0, 0x3f}, 1.5},
+		{">f4", []byte{0xc0, 0x20, 0, 0}, -2.5},
+		{"|i1", []byte{0x80}, -128},
+		{"|u1", []byte{0x80}, 128},
+		{"<i2", []byte{0xfe, 0xff}, -2},
+		{">i2", []byte{0xff, 0xfe}, -2},
+		{"<u2", []byte{0xfe, 0xff}, 65534},
+		{"<i4", []byte{0x00, 0x00, 0x00, 0x80}, -2147483648},
+		{">u4", []byte{0xff, 0xff, 0xff, 0xff}, 4294967295},
+		{"<i8", []byte{0xfd, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, -3},
+		{">i8", []byte{0, 0, 0, 0, 0, 0, 0x01, 0x2c}, 300},
+		{"<u8", []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, 18446744073709551615},
+	} {
+		dt, err := parseDtype(tc.descr)
+		if err != nil {
+			t.Fatalf("parseDtype(%q): %v", tc.descr, err)
+		}
+		if len(tc.b) != dt.size {
+			t.Fatalf("%s: %d bytes, want %d", tc.descr, len(tc.b), dt.size)
+		}
+		if got := dt.value(tc.b); got != tc.want {
+			t.Errorf("%s % x = %v, want %v", tc.descr, tc.b, got, tc.want)
+		}
+		got, err := decodeFloats(bytes.NewReader(tc.b), 1, dt)
+		if err != nil || len(got) != 1 || got[0] != tc.want {
+			t.Errorf("decodeFloats %s % x = %v, %v; want [%v]", tc.descr, tc.b, got, err, tc.want)
+		}
+	}
+	for _, descr := range []string{"<c16", "|b1", "<f2", "<i3", "<U8", "O", ""} {
+		if _, err := parseDtype(descr); err == nil {
+			t.Errorf("parseDtype(%q) accepted", descr)
 		}
 	}
 }
