@@ -111,7 +111,7 @@ func testKcatInterop(t *testing.T, kcat, addr string, sec Security, kcatArgs []s
 		cmd := exec.CommandContext(ctx, kcat, append([]string{"-C", "-b", addr, "-t", topic, "-o", "beginning", "-c", fmt.Sprint(count), "-q", "-f", "%s\n"}, kcatArgs...)...)
 		out, err := cmd.Output()
 		if err != nil {
-			c := svc.state.Counters
+			c := svc.Counters()
 			t.Fatalf("kcat -C -t %s: %v (%q); the service applied %d readings, emitted %d forecasts, rejected %d",
 				topic, err, out, c.Applied.Load(), c.Emitted.Load(), c.Rejected[0].Load())
 		}

@@ -136,11 +136,11 @@ func replayBacklog(tb testing.TB, slots int, mode backlogMode) backlogRun {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	r.counters = svc.state.Counters
+	r.counters = svc.Counters()      // not state.Counters, which a rebuild swaps while it replays
 	r.want = uint64(slots * s.Nodes) // targets 1 … slots of every sensor
 	t0 = time.Now()
 	stop, done := runService(ctx, svc)
-	for svc.state.Counters.Emitted.Load() < r.want && ctx.Err() == nil {
+	for r.counters.Emitted.Load() < r.want && ctx.Err() == nil {
 		select {
 		case err := <-done:
 			tb.Fatalf("service stopped: %v", err)
