@@ -225,8 +225,15 @@ func (e *Emitter) Emit(z int, now time.Time, dst *Forecast) (bool, error) {
 	}
 	nd := &st.nodes[z]
 	cnt := st.Counters
-	if nd.lastEmitted != noSlot && t > nd.lastEmitted+1 {
-		cnt.Skipped.Add(uint64(t - nd.lastEmitted - 1))
+	switch last := nd.lastEmitted; {
+	case last != noSlot && t > last+1:
+		cnt.Skipped.Add(uint64(t - last - 1))
+	case last == noSlot:
+		// The first forecast: the slots after the first one all inputs
+		// have were lost if the inputs ran apart before it.
+		if _, _, _, first, ok := st.horizon(z); ok && t > first+1 {
+			cnt.Skipped.Add(uint64(t - first - 1))
+		}
 	}
 	nd.lastEmitted = t
 	if e.pending[z] == t {

@@ -18,9 +18,9 @@ import (
 // readings changed nothing. Gaps counts skipped slots. Rejected counts
 // refused messages by reason (index as in Reasons); whoever dead-letters a
 // message calls Reject, State.Apply does not. Emitted, Stale (emitted with
-// StaleSlots > 0) and Skipped (forecast slots of a node, after its first,
-// never emitted because an input ran more than the history ahead) are
-// counted by Emitter.Emit.
+// StaleSlots > 0) and Skipped (forecast slots of a node never emitted
+// because an input ran more than the history ahead, counted from the slot
+// after the first one all its inputs have) are counted by Emitter.Emit.
 type Counters struct {
 	Applied, Duplicates, Conflicts, OutOfOrder, Late, Gaps atomic.Uint64
 	Rejected                                               [len(Reasons)]atomic.Uint64
