@@ -21,9 +21,13 @@ import (
 // applied never pass a reading still held.
 //
 // A partition counts as catching up while it has messages left after the
-// last one fetched (Message.HighWaterMark) or, before its first message,
-// for Idle after the aligner started. Partitions that are caught up or
-// idle hold nobody back. Read committed, a partition cannot be read past
+// last one fetched (Message.HighWaterMark). Before its first message it
+// counts as catching up for Idle after the aligner started or, once the
+// caller has learnt from the broker that it has records to read (Backlog),
+// for BacklogWait: a partition slow to answer its first fetch (a broker
+// slow to respond, a fetch timed out and retried) must not let the others
+// run ahead, out of the exact windows, as an empty one may. Partitions that
+// are caught up, idle or known to be empty hold nobody back. Read committed, a partition cannot be read past
 // its last stable offset, the first record of a transaction still open,
 // while its high watermark lies beyond: the caller asks the broker for the
 // last stable offsets of the partitions Quiet names and passes them to
@@ -34,9 +38,10 @@ import (
 //
 // An Aligner is not safe for concurrent use.
 type Aligner struct {
-	Slack   int64
-	Idle    time.Duration
-	MaxHeld int
+	Slack       int64
+	Idle        time.Duration
+	BacklogWait time.Duration // see Backlog; at least Idle
+	MaxHeld     int
 
 	Overflows uint64
 
@@ -60,6 +65,7 @@ type partQueue struct {
 	head     int
 	frontier int64 // largest slot fetched, noSlot if none
 	seen     bool
+	backlog  int8      // before the first message: 0 not known, 1 records to read, −1 none
 	behind   bool      // messages were left after the last one fetched
 	next     int64     // the offset after the last one fetched
 	at       time.Time // when the last one was fetched
@@ -99,6 +105,35 @@ func (a *Aligner) Add(h Held) {
 	a.held++
 }
 
+// Unknown appends to dst, in ascending order, the partitions of which no
+// message has been fetched and whose backlog is not known (see Backlog).
+func (a *Aligner) Unknown(dst []int) []int {
+	for _, p := range a.order {
+		if q := a.parts[p]; !q.seen && q.backlog == 0 {
+			dst = append(dst, p)
+		}
+	}
+	return dst
+}
+
+// Backlog tells the aligner that partition p, of which no message has been
+// fetched yet, has n records to read from where this consumer starts (its
+// group's committed offset, or the first offset) to its last stable
+// offset. With n > 0 it holds the others back until its first message, up
+// to BacklogWait after the aligner started; with n == 0 it holds nobody
+// back until a message says otherwise. It reports whether p was unknown.
+func (a *Aligner) Backlog(p int, n int64) bool {
+	q := a.parts[p]
+	if q == nil || q.seen || q.backlog != 0 {
+		return false
+	}
+	q.backlog = -1
+	if n > 0 {
+		q.backlog = 1
+	}
+	return true
+}
+
 // Quiet appends to dst, in ascending order, the partitions counted as
 // catching up whose last message was fetched more than after before now:
 // either slow to fetch or stopped at an open transaction (see Stable).
@@ -136,7 +171,8 @@ func (a *Aligner) Limit(now time.Time) int64 {
 		switch {
 		case q.seen && q.behind:
 			w = min(w, q.frontier)
-		case !q.seen && now.Sub(a.started) < a.Idle:
+		case !q.seen && q.backlog >= 0 && now.Sub(a.started) < a.Idle,
+			!q.seen && q.backlog > 0 && now.Sub(a.started) < a.BacklogWait:
 			return noSlot // wait for every partition's first fetch
 		}
 	}

@@ -120,3 +120,66 @@ func TestAlignerStable(t *testing.T) {
 		t.Fatalf("released %v, want only partition 0's slot 5 (partition 1 waits again)", got)
 	}
 }
+
+// TestAlignerBacklog holds partition 0's readings for partition 1, which
+// has not answered its first fetch: past Idle only while the broker says
+// partition 1 has records to read, and up to BacklogWait; a partition
+// known to be empty holds nobody back even within Idle.
+func TestAlignerBacklog(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	msg := func(p int, off, hwm int64) kafka.Message {
+		return kafka.Message{Partition: p, Offset: off, HighWaterMark: hwm}
+	}
+	for _, tc := range []struct {
+		name    string
+		backlog int64 // -1: not asked
+		at      time.Duration
+		want    int // readings of partition 0 released
+	}{
+		{"unknown within Idle", -1, 500 * time.Millisecond, 0},
+		{"unknown past Idle", -1, 2 * time.Second, 5},
+		{"backlog within Idle", 7, 500 * time.Millisecond, 0},
+		{"backlog past Idle", 7, 2 * time.Second, 0},
+		{"backlog past BacklogWait", 7, 31 * time.Second, 5},
+		{"empty within Idle", 0, 500 * time.Millisecond, 5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := NewAligner([]int{0, 1}, 2, time.Second, 100, t0)
+			a.BacklogWait = 30 * time.Second
+			if got := a.Unknown(nil); !slices.Equal(got, []int{0, 1}) {
+				t.Fatalf("unknown %v, want [0 1]", got)
+			}
+			if tc.backlog >= 0 {
+				if !a.Backlog(1, tc.backlog) {
+					t.Fatal("Backlog of an unknown partition reported false")
+				}
+				if a.Backlog(1, 3) {
+					t.Fatal("a second Backlog reported true")
+				}
+			}
+			for i := int64(0); i < 5; i++ { // partition 0 all fetched: caught up
+				a.Add(Held{Msg: msg(0, i, 5), Slot: 10 + i, OK: true, Arrived: t0})
+			}
+			if got := a.Unknown(nil); (tc.backlog < 0) != slices.Equal(got, []int{1}) || tc.backlog >= 0 && len(got) != 0 {
+				t.Fatalf("unknown %v after partition 0's messages", got)
+			}
+			if got := a.Release(t0.Add(tc.at), nil); len(got) != tc.want {
+				t.Fatalf("released %d, want %d", len(got), tc.want)
+			}
+		})
+	}
+	// A first message makes the backlog moot: partition 1 is then held to
+	// its frontier like any other.
+	a := NewAligner([]int{0, 1}, 2, time.Second, 100, t0)
+	a.Backlog(1, 7)
+	a.Add(Held{Msg: msg(1, 0, 7), Slot: 10, OK: true, Arrived: t0})
+	for i := int64(0); i < 5; i++ {
+		a.Add(Held{Msg: msg(0, i, 5), Slot: 10 + i, OK: true, Arrived: t0})
+	}
+	if got := a.Release(t0.Add(2*time.Second), nil); len(got) != 1+3 {
+		t.Fatalf("released %d, want 4 (partition 1's slot 10, partition 0 up to slot 12)", len(got))
+	}
+	if a.Backlog(1, 7) {
+		t.Fatal("Backlog of a partition already fetched from reported true")
+	}
+}

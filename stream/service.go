@@ -428,7 +428,11 @@ func (s *Service) Run(ctx context.Context) error {
 		s.checkRetention(ctx, transport)
 	}
 	s.reader = kafka.NewReader(kafka.ReaderConfig{Brokers: cfg.Brokers, GroupID: cfg.GroupID, Topic: cfg.ReadingsTopic,
-		MinBytes: 1, MaxBytes: 8 << 20, MaxWait: 50 * time.Millisecond, StartOffset: kafka.FirstOffset,
+		// MaxWait bounds the broker's long poll, which new records end at
+		// once (MinBytes 1). kafka-go leaves the answer a quarter of it to
+		// travel, so 50 ms timed fetches out on a broker 13 ms away (or a
+		// slow one), and each timeout reconnects and backs off.
+		MinBytes: 1, MaxBytes: 8 << 20, MaxWait: 500 * time.Millisecond, StartOffset: kafka.FirstOffset,
 		// Readings of a transaction still open are not read before it
 		// ends (kafka-go still hands over its markers and the readings of
 		// an aborted one: see TxnMarker and abortedIn). Without
@@ -474,6 +478,7 @@ func (s *Service) Run(ctx context.Context) error {
 	}
 	// Partitions may run at most half the history apart (see Aligner).
 	align := NewAligner(parts, int64(max(s.state.History()/2, 1)), time.Second, 1<<20, time.Now())
+	align.BacklogWait = 30 * time.Second
 	var (
 		batch   []kafka.Message
 		out     []kafka.Message
@@ -489,6 +494,8 @@ func (s *Service) Run(ctx context.Context) error {
 		fetchFailing bool
 		quiet        []int     // partitions quiet while catching up
 		stableAsked  time.Time // when their last stable offsets were last asked
+		unknown      []int     // partitions not fetched from, their backlogs unknown
+		backlogAsked time.Time // when their backlogs were last asked
 	)
 	for {
 		// One batch, with the model held (see Reload).
@@ -541,6 +548,15 @@ func (s *Service) Run(ctx context.Context) error {
 					if deadline = time.Now().Add(2 * time.Millisecond); deadline.After(gatherUntil) {
 						deadline = gatherUntil
 					}
+				}
+			}
+			// A partition not fetched from yet holds the others back for
+			// a second (Aligner.Idle); the broker says whether it has
+			// records to read, for which they wait longer (Backlog).
+			if time.Since(backlogAsked) > time.Second {
+				if unknown = align.Unknown(unknown[:0]); len(unknown) > 0 {
+					backlogAsked = time.Now()
+					s.backlogs(ctx, client, unknown, align)
 				}
 			}
 			// A partition that holds others back and has said for a
@@ -686,6 +702,46 @@ func (s *Service) stable(ctx context.Context, client *kafka.Client, ps []int, al
 		if ok, held := s.markerLog.allow("stable", time.Now()); ok {
 			s.cfg.Log.Warn().Err(err).Int("suppressed", held).Ints("partitions", ps).
 				Msg("cannot ask where quiet partitions stop: the others are held for them")
+		}
+	}
+}
+
+// backlogs asks the broker how many records the readings partitions ps,
+// of which nothing has been fetched yet, hold for this consumer: from the
+// group's committed offset (or the first offset, where none is committed
+// or it has been deleted) to the last stable offset. It passes them to
+// align (see Aligner.Backlog). Errors are warned of (once a minute at
+// most); the partitions then stay unknown, and are asked again.
+func (s *Service) backlogs(ctx context.Context, client *kafka.Client, ps []int, align *Aligner) {
+	topic := s.cfg.ReadingsTopic
+	lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	committed, err := committedOffsets(lctx, client, s.cfg.GroupID, topic, ps)
+	var resp *kafka.ListOffsetsResponse
+	if err == nil {
+		req := &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{}, IsolationLevel: kafka.ReadCommitted}
+		for _, p := range ps {
+			req.Topics[topic] = append(req.Topics[topic], kafka.FirstOffsetOf(p), kafka.LastOffsetOf(p))
+		}
+		resp, err = client.ListOffsets(lctx, req)
+	}
+	if err == nil {
+		for _, po := range resp.Topics[topic] {
+			if po.Error != nil {
+				err = fmt.Errorf("partition %d: %w", po.Partition, po.Error)
+				continue
+			}
+			start := po.FirstOffset
+			if c, ok := committed[po.Partition]; ok {
+				start = max(start, c)
+			}
+			align.Backlog(po.Partition, max(po.LastOffset-start, 0))
+		}
+	}
+	if err != nil && ctx.Err() == nil {
+		if ok, held := s.markerLog.allow("backlog", time.Now()); ok {
+			s.cfg.Log.Warn().Err(err).Int("suppressed", held).Ints("partitions", ps).
+				Msg("cannot ask what partitions not fetched from yet hold: the others wait a second for them")
 		}
 	}
 }
