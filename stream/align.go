@@ -134,6 +134,19 @@ func (a *Aligner) Backlog(p int, n int64) bool {
 	return true
 }
 
+// Restart counts Idle and BacklogWait again from now and forgets the
+// backlogs learnt of the partitions not fetched from yet: for a consumer
+// that begins to hold the partitions (a standby taking over) long after
+// its aligner started.
+func (a *Aligner) Restart(now time.Time) {
+	a.started = now
+	for _, q := range a.parts {
+		if !q.seen {
+			q.backlog = 0
+		}
+	}
+}
+
 // Quiet appends to dst, in ascending order, the partitions counted as
 // catching up whose last message was fetched more than after before now:
 // either slow to fetch or stopped at an open transaction (see Stable).

@@ -182,4 +182,25 @@ func TestAlignerBacklog(t *testing.T) {
 	if a.Backlog(1, 7) {
 		t.Fatal("Backlog of a partition already fetched from reported true")
 	}
+
+	// A standby handed the partitions an hour after it started: Restart
+	// counts the waits again and forgets what was learnt of partition 1.
+	b := NewAligner([]int{0, 1}, 2, time.Second, 100, t0)
+	b.BacklogWait = 30 * time.Second
+	b.Backlog(1, 0) // empty when asked at start
+	later := t0.Add(time.Hour)
+	b.Restart(later)
+	if got := b.Unknown(nil); !slices.Equal(got, []int{0, 1}) {
+		t.Fatalf("unknown %v after Restart, want [0 1]", got)
+	}
+	b.Backlog(1, 9) // it has records now
+	for i := int64(0); i < 5; i++ {
+		b.Add(Held{Msg: msg(0, i, 5), Slot: 10 + i, OK: true, Arrived: later})
+	}
+	if got := b.Release(later.Add(2*time.Second), nil); len(got) != 0 {
+		t.Fatalf("released %d two seconds after Restart, want 0 (partition 1 has records)", len(got))
+	}
+	if got := b.Release(later.Add(31*time.Second), nil); len(got) != 5 {
+		t.Fatalf("released %d past BacklogWait after Restart, want 5", len(got))
+	}
 }

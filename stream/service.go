@@ -553,6 +553,12 @@ func (s *Service) Run(ctx context.Context) error {
 			// A partition not fetched from yet holds the others back for
 			// a second (Aligner.Idle); the broker says whether it has
 			// records to read, for which they wait longer (Backlog).
+			// Both count from when this service begins to hold the
+			// partitions, at start or taking over from another member.
+			if !s.holding && (got > 0 || s.holdsPartitions()) {
+				align.Restart(time.Now())
+				backlogAsked = time.Time{}
+			}
 			if time.Since(backlogAsked) > time.Second {
 				if unknown = align.Unknown(unknown[:0]); len(unknown) > 0 {
 					backlogAsked = time.Now()
