@@ -22,19 +22,23 @@ import (
 //
 // A partition counts as catching up while it has messages left after the
 // last one fetched (Message.HighWaterMark). Before its first message it
-// counts as catching up for Idle after the aligner started or, once the
-// caller has learnt from the broker that it has records to read (Backlog),
-// for BacklogWait: a partition slow to answer its first fetch (a broker
-// slow to respond, a fetch timed out and retried) must not let the others
-// run ahead, out of the exact windows, as an empty one may. Partitions that
-// are caught up, idle or known to be empty hold nobody back. Read committed, a partition cannot be read past
-// its last stable offset, the first record of a transaction still open,
-// while its high watermark lies beyond: the caller asks the broker for the
-// last stable offsets of the partitions Quiet names and passes them to
-// Stable, so that a transaction left open does not hold the others back.
-// Readings that cannot be decoded (slot unknown) are released as soon as
-// they reach the head of their partition, to be dead-lettered in order. If more than MaxHeld readings are held, all are
-// released (and Overflows counts it): exactness gives way to memory.
+// counts as catching up for Idle after the aligner started (or Restart)
+// or, once the caller has learnt from the broker that it has records to
+// read (Backlog), for BacklogWait: a partition slow to answer its first
+// fetch (a broker slow to respond, a fetch timed out and retried) must not
+// let the others run ahead, out of the exact windows, as an empty one may.
+// Partitions that are caught up, idle or known to be empty hold nobody
+// back.
+//
+// Read committed, a partition cannot be read past its last stable offset,
+// the first record of a transaction still open, while its high watermark
+// lies beyond: the caller asks the broker for the last stable offsets of
+// the partitions Quiet names and passes them to Stable, so that a
+// transaction left open does not hold the others back. Readings that
+// cannot be decoded (slot unknown) are released as soon as they reach the
+// head of their partition, to be dead-lettered in order. If more than
+// MaxHeld readings are held, all are released (and Overflows counts it):
+// exactness gives way to memory.
 //
 // An Aligner is not safe for concurrent use.
 type Aligner struct {

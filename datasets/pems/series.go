@@ -72,8 +72,8 @@ func product(dims []int) (int, bool) {
 // as written by numpy.savez or numpy.savez_compressed in the PeMS release.
 //
 // The array must be float64, float32 or an integer type of 1 to 8 bytes
-// (converted to float64), of either byte order and in C or Fortran order, with shape (T, N, C) or (T, N); the latter
-// is read as C = 1. Errors name the file and say what was wrong: not a zip
+// (converted to float64), of either byte order and in C or Fortran order,
+// with shape (T, N, C) or (T, N); the latter is read as C = 1. Errors name the file and say what was wrong: not a zip
 // archive or truncated, no "data" array, an unsupported dtype or shape, or
 // fewer values than the shape requires.
 func ReadNPZ(path string) (*Series, error) {
@@ -348,7 +348,8 @@ func WriteNPZ(path string, s *Series) error {
 }
 
 // writeNPZArray writes one array named name with dtype descr (one that
-// parseDtype accepts, such as "<f8", ">f4" or "<i8") and the given C-order shape to a new npz archive at path.
+// parseDtype accepts, such as "<f8", ">f4" or "<i8") and the given C-order
+// shape to a new npz archive at path.
 // It writes the npy format 1.0 header itself because npyio's writer only
 // records 1-D and 2-D shapes.
 func writeNPZArray(path, name, descr string, shape []int, data []float64) (err error) {
