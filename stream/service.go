@@ -555,7 +555,8 @@ func (s *Service) Run(ctx context.Context) error {
 			// records to read, for which they wait longer (Backlog).
 			// Both count from when this service begins to hold the
 			// partitions, at start or taking over from another member.
-			if !s.holding && (got > 0 || s.holdsPartitions()) {
+			claims := got > 0 || s.holdsPartitions() // see holding below
+			if !s.holding && claims {
 				align.Restart(time.Now())
 				backlogAsked = time.Time{}
 			}
@@ -583,7 +584,7 @@ func (s *Service) Run(ctx context.Context) error {
 			// state, restored at start, may hold forecasts past their
 			// deadline that the holder emits. Once it holds the partitions
 			// it first takes the holder's state over, if they share a file.
-			holding := got > 0 || len(held) > 0 || s.holdsPartitions()
+			holding := claims || len(held) > 0
 			if holding {
 				s.adoptState()
 				if !s.holding && !cfg.NoRebuild {
