@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"bytes"
 	"context"
 	"math/rand/v2"
 	"slices"
@@ -157,4 +158,23 @@ func serveInTest(ctx context.Context, tb testing.TB, svc *Service) (stop func() 
 	})
 	tb.Cleanup(func() { stop() })
 	return stop
+}
+
+// lockedLog is a log sink that a test may read while the service writes
+// to it.
+type lockedLog struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *lockedLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *lockedLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
 }
