@@ -66,7 +66,9 @@ type health struct {
 	fetchOKAt    time.Time // a batch last had readings
 	fetchErr     error     // the last fetch error, at fetchErrAt
 	fetchErrAt   time.Time
-	lag          int64 // readings not yet consumed, as last reported
+	lag          int64     // offsets the group has yet to consume, summed (see groupLag)
+	lagAt        time.Time // when lag was measured (zero: not yet)
+	partLag      []int64   // lag by partition, as measured then
 }
 
 // readinessLimits are the thresholds of the checks.
@@ -81,7 +83,7 @@ type readinessLimits struct {
 // partition of the readings topic: not a standby), consuming (a batch
 // finished recently, not stuck writing or committing, and no fetch failed
 // lately without readings since) and lag (at most maxLag readings behind,
-// when a limit is set).
+// when a limit is set, by the last measure: see groupLag).
 func judge(h health, now time.Time, lim readinessLimits) Readiness {
 	ago := func(t time.Time) string { return now.Sub(t).Round(time.Millisecond).String() }
 	var cs []Check
@@ -124,13 +126,21 @@ func judge(h health, now time.Time, lim readinessLimits) Readiness {
 	default:
 		add("consuming", true, "last batch finished %s ago", ago(h.loopAt))
 	}
+	measured := ""
+	if !h.lagAt.IsZero() && now.Sub(h.lagAt) > 3*lim.probeEvery {
+		measured = " (measured " + ago(h.lagAt) + " ago)"
+	}
 	switch {
+	case h.lagAt.IsZero() && lim.maxLag <= 0:
+		add("lag", true, "not measured yet (no limit set)")
+	case h.lagAt.IsZero():
+		add("lag", false, "not measured yet")
 	case lim.maxLag <= 0:
-		add("lag", true, "%d readings behind (no limit set)", h.lag)
+		add("lag", true, "%d readings behind%s (no limit set)", h.lag, measured)
 	case h.lag > lim.maxLag:
-		add("lag", false, "%d readings behind, more than %d: catching up", h.lag, lim.maxLag)
+		add("lag", false, "%d readings behind%s, more than %d: catching up", h.lag, measured, lim.maxLag)
 	default:
-		add("lag", true, "%d readings behind, at most %d", h.lag, lim.maxLag)
+		add("lag", true, "%d readings behind%s, at most %d", h.lag, measured, lim.maxLag)
 	}
 	r := Readiness{Ready: true, Checks: cs}
 	for _, c := range cs {
@@ -171,9 +181,10 @@ func probeBrokers(ctx context.Context, sec Security, brokers []string, topic str
 	return partitions, nil
 }
 
-// probe asks the brokers for the readings topic's metadata, and the group
-// coordinator for the group's assignment, every Config.ProbeEvery until
-// ctx ends, recording the answers for the broker and assignment checks. A
+// probe asks the brokers for the readings topic's metadata, the group
+// coordinator for the group's assignment, and both for the group's lag
+// (measureLag), every Config.ProbeEvery until ctx ends, recording the
+// answers for the broker, assignment and lag checks. A
 // reader that cannot reach its broker retries without telling its caller,
 // so the service would otherwise look healthy while idle; and a standby
 // consumes nothing without an error. While a check fails (the service
@@ -182,6 +193,7 @@ func probeBrokers(ctx context.Context, sec Security, brokers []string, topic str
 // service's transport (nil: kafka-go's default).
 func (s *Service) probe(ctx context.Context, t *kafka.Transport) {
 	every := s.cfg.ProbeEvery
+	client := brokerClient(s.cfg.Brokers, t)
 	for {
 		pctx, cancel := context.WithTimeout(ctx, every)
 		partitions, err := probeBrokers(pctx, s.cfg.Security, s.cfg.Brokers, s.cfg.ReadingsTopic)
@@ -194,6 +206,7 @@ func (s *Service) probe(ctx context.Context, t *kafka.Transport) {
 			if assigned, detail, stable, aerr = checkAssignment(pctx, t, s.cfg.Brokers, s.cfg.GroupID, s.clientID, s.cfg.ReadingsTopic, partitions); aerr != nil {
 				detail = aerr.Error()
 			}
+			s.measureLag(pctx, client, partitions)
 		} else {
 			detail = "no broker answered"
 		}
@@ -240,41 +253,70 @@ func (s *Service) probe(ctx context.Context, t *kafka.Transport) {
 	}
 }
 
-// lagMeter measures the consumer lag: per partition, the high watermark
-// that came with the last message handled from it less the next offset,
-// summed over partitions. A kafka-go group reader's own Stats().Lag is the
-// lag of whichever partition it fetched last, not counting what waits in
-// its queue.
-type lagMeter struct {
-	parts map[int]partitionLag
-}
-
-type partitionLag struct {
-	lag int64
-	at  time.Time
-}
-
-// observe records that the message m (with its HighWaterMark) was handled
-// at now.
-func (l *lagMeter) observe(partition int, offset, highWaterMark int64, now time.Time) {
-	if l.parts == nil {
-		l.parts = map[int]partitionLag{}
+// groupLag asks the broker, per partition of topic in ps, how many offsets
+// group has yet to consume there: from its committed offset (or the
+// partition's first offset, where none is committed or it has been
+// deleted) to the last stable offset. Read committed, that is where a
+// consumer can read to: the records of a transaction still open are not
+// behind until it ends (a lag up to the high watermark, as
+// kafka-consumer-groups.sh reports it, would count them). Transaction
+// markers count as offsets to consume: kafka-go hands them over as
+// messages, and the service commits past them. It returns the answers of
+// the partitions that had one and an error naming those that did not.
+func groupLag(ctx context.Context, client *kafka.Client, group, topic string, ps []int) (map[int]int64, error) {
+	committed, err := committedOffsets(ctx, client, group, topic, ps)
+	if err != nil {
+		return nil, err
 	}
-	l.parts[partition] = partitionLag{lag: max(highWaterMark-offset-1, 0), at: now}
-}
-
-// total returns the summed lag of the partitions observed within maxAge
-// of now. Older entries are dropped: a partition this consumer still owns
-// and is behind on yields messages at every batch, so an old entry is of
-// a partition handed to another member of the group.
-func (l *lagMeter) total(now time.Time, maxAge time.Duration) int64 {
-	var sum int64
-	for p, e := range l.parts {
-		if now.Sub(e.at) > maxAge {
-			delete(l.parts, p)
+	req := &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{}, IsolationLevel: kafka.ReadCommitted}
+	for _, p := range ps {
+		req.Topics[topic] = append(req.Topics[topic], kafka.FirstOffsetOf(p), kafka.LastOffsetOf(p))
+	}
+	resp, err := client.ListOffsets(ctx, req)
+	if err != nil {
+		return nil, fmt.Errorf("offsets of %s: %w", topic, err)
+	}
+	lag := make(map[int]int64, len(ps))
+	var errs []error
+	for _, po := range resp.Topics[topic] {
+		if po.Error != nil {
+			errs = append(errs, fmt.Errorf("offsets of %s/%d: %w", topic, po.Partition, po.Error))
 			continue
 		}
-		sum += e.lag
+		start := po.FirstOffset
+		if c, ok := committed[po.Partition]; ok {
+			start = max(start, c)
+		}
+		lag[po.Partition] = max(po.LastOffset-start, 0)
 	}
-	return sum
+	return lag, errors.Join(errs...)
+}
+
+// measureLag asks the broker for the group's lag on the readings topic's
+// partitions (see groupLag) and records it for the lag check and
+// /metrics. A failure keeps the last measure, with its age, and is warned
+// of once a minute at most.
+func (s *Service) measureLag(ctx context.Context, client *kafka.Client, partitions int) {
+	ps := make([]int, partitions)
+	for i := range ps {
+		ps[i] = i
+	}
+	lag, err := groupLag(ctx, client, s.cfg.GroupID, s.cfg.ReadingsTopic, ps)
+	if err != nil {
+		if ctx.Err() == nil {
+			if ok, held := s.markerLog.allow("lag", time.Now()); ok {
+				s.cfg.Log.Warn().Err(err).Int("suppressed", held).Msg("cannot measure the consumer lag: the last measure stands")
+			}
+		}
+		return
+	}
+	parts := make([]int64, partitions)
+	var sum int64
+	for p, n := range lag {
+		parts[p] = n
+		sum += n
+	}
+	s.mu.Lock()
+	s.health.lag, s.health.lagAt, s.health.partLag = sum, time.Now(), parts
+	s.mu.Unlock()
 }

@@ -3,6 +3,7 @@ package stream
 import (
 	"context"
 	"errors"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -14,12 +15,13 @@ import (
 
 	"github.com/rs/zerolog"
 	"github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 func TestJudge(t *testing.T) {
 	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
 	lim := readinessLimits{probeEvery: 5 * time.Second, stallAfter: 15 * time.Second, maxLag: 1000}
-	good := health{started: true, probeAt: now.Add(-time.Second), probeOKAt: now.Add(-time.Second), loopAt: now.Add(-200 * time.Millisecond), lag: 10,
+	good := health{started: true, probeAt: now.Add(-time.Second), probeOKAt: now.Add(-time.Second), loopAt: now.Add(-200 * time.Millisecond), lag: 10, lagAt: now.Add(-time.Second),
 		assignAt: now.Add(-time.Second), assigned: true, assignDetail: "holds all 4 partitions of readings"}
 	refused := errors.New("dial tcp 127.0.0.1:9092: connection refused")
 	for _, tc := range []struct {
@@ -67,7 +69,15 @@ func TestJudge(t *testing.T) {
 		{"stalled", func(h health) health { h.loopAt = now.Add(-20 * time.Second); return h }, nil, "consuming", "no batch finished for 20s (more than 15s)"},
 		{"behind", func(h health) health { h.lag = 1001; return h }, nil, "lag", "1001 readings behind, more than 1000"},
 		{"at the limit", func(h health) health { h.lag = 1000; return h }, nil, "", "1000 readings behind, at most 1000"},
-		{"no limit", func(h health) health { h.lag = 1 << 40; return h }, func(l readinessLimits) readinessLimits { l.maxLag = 0; return l }, "", "(no limit set)"},
+		{"no limit", func(h health) health { h.lag = 1 << 40; return h }, func(l readinessLimits) readinessLimits { l.maxLag = 0; return l }, "", "1099511627776 readings behind (no limit set)"},
+		{"lag not measured", func(h health) health { h.lag, h.lagAt = 0, time.Time{}; return h }, nil, "lag", "not measured yet"},
+		{"lag not measured, no limit", func(h health) health { h.lag, h.lagAt = 0, time.Time{}; return h }, func(l readinessLimits) readinessLimits { l.maxLag = 0; return l }, "", "not measured yet (no limit set)"},
+		// The broker check fails while the lag cannot be measured; the
+		// last measure stands, with its age.
+		{"lag measured long ago", func(h health) health {
+			h.lagAt, h.probeOKAt, h.probeErr = now.Add(-20*time.Second), now.Add(-20*time.Second), refused
+			return h
+		}, nil, "broker", "10 readings behind (measured 20s ago), at most 1000"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h, l := good, lim
@@ -103,56 +113,71 @@ func TestJudge(t *testing.T) {
 	}
 }
 
-func TestLagMeter(t *testing.T) {
-	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
-	var l lagMeter
-	if got := l.total(now, time.Minute); got != 0 {
-		t.Fatalf("empty meter: %d", got)
-	}
-	l.observe(0, 9, 100, now.Add(-2*time.Second))      // 90 behind on partition 0
-	l.observe(0, 49, 100, now.Add(-time.Second))       // then 50: the latest counts
-	l.observe(1, 19, 20, now.Add(-time.Second))        // caught up
-	l.observe(2, 4, 30, now.Add(-90*time.Second))      // handed away long ago
-	l.observe(3, 7, 5, now.Add(-500*time.Millisecond)) // a watermark older than the offset: 0
-	if got := l.total(now, time.Minute); got != 50 {
-		t.Fatalf("lag %d, want 50 (partition 0's latest; 2 too old)", got)
-	}
-	if _, ok := l.parts[2]; ok {
-		t.Fatal("an entry older than maxAge was kept")
-	}
-}
-
-// TestLagMeterRealWatermark checks that kafka-go hands the broker's high
-// watermark with each fetched message, as lagMeter needs, against the
-// embedded broker.
-func TestLagMeterRealWatermark(t *testing.T) {
+// TestGroupLag measures a group's lag against the embedded broker, per
+// partition of a topic of three:
+//
+//	0: 100 plain records, the group committed 30: 70 behind
+//	1: 20 plain records, nothing committed: 20
+//	2: a committed transaction of 10 records and its marker, then an open
+//	   one of 5: 11, the open transaction not counted (it cannot be read
+//	   before it ends); 17 once it is committed (5 more and their marker)
+func TestGroupLag(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a broker")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	emb := testBroker(ctx, t, 1, "wm")
-	w := &kafka.Writer{Addr: kafka.TCP(emb.Addr), Topic: "wm", RequiredAcks: kafka.RequireAll}
-	msgs := make([]kafka.Message, 100)
-	for i := range msgs {
-		msgs[i] = kafka.Message{Key: []byte(strconv.Itoa(i)), Value: []byte("x")}
+	emb := testBroker(ctx, t, 3, "lag")
+	recs := func(p, n int) []*kgo.Record {
+		out := make([]*kgo.Record, n)
+		for i := range out {
+			out[i] = &kgo.Record{Key: []byte(strconv.Itoa(i)), Value: []byte("x"), Partition: int32(p)}
+		}
+		return out
 	}
-	if err := w.WriteMessages(ctx, msgs...); err != nil {
+	plain, err := kgo.NewClient(kgo.SeedBrokers(emb.Addr), kgo.DefaultProduceTopic("lag"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
 		t.Fatal(err)
 	}
-	w.Close()
-	r := kafka.NewReader(kafka.ReaderConfig{Brokers: []string{emb.Addr}, GroupID: "wm-check", Topic: "wm", StartOffset: kafka.FirstOffset, MaxWait: 50 * time.Millisecond})
-	defer r.Close()
-	var l lagMeter
-	for i := 0; i < 30; i++ {
-		m, err := r.FetchMessage(ctx)
+	defer plain.Close()
+	if err := plain.ProduceSync(ctx, append(recs(0, 100), recs(1, 20)...)...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	txn, err := kgo.NewClient(kgo.SeedBrokers(emb.Addr), kgo.TransactionalID("lag-2"), kgo.DefaultProduceTopic("lag"),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer txn.Close()
+	inTxn(ctx, t, txn, recs(2, 10), true, true)
+	inTxn(ctx, t, txn, recs(2, 5), false, false)
+
+	// The group has consumed partition 0 to offset 29: kafka-go's reader
+	// commits the offset after the last message handled.
+	client := &kafka.Client{Addr: kafka.TCP(emb.Addr)}
+	resp, err := client.OffsetCommit(ctx, &kafka.OffsetCommitRequest{GroupID: "lag-check", GenerationID: -1,
+		Topics: map[string][]kafka.OffsetCommit{"lag": {{Partition: 0, Offset: 30}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := resp.Topics["lag"][0].Error; err != nil {
+		t.Fatal(err)
+	}
+	check := func(want map[int]int64) {
+		t.Helper()
+		got, err := groupLag(ctx, client, "lag-check", "lag", []int{0, 1, 2})
 		if err != nil {
 			t.Fatal(err)
 		}
-		l.observe(m.Partition, m.Offset, m.HighWaterMark, time.Now())
+		if !maps.Equal(got, want) {
+			t.Fatalf("lag %v, want %v", got, want)
+		}
 	}
-	if got := l.total(time.Now(), time.Minute); got != 70 {
-		t.Fatalf("lag after 30 of 100 messages: %d, want 70", got)
+	check(map[int]int64{0: 70, 1: 20, 2: 11})
+	endTxn(ctx, t, txn, true)
+	check(map[int]int64{0: 70, 1: 20, 2: 17})
+	if _, err := groupLag(ctx, client, "lag-check", "no-such-topic", []int{0}); err == nil {
+		t.Fatal("lag of a topic that does not exist: no error")
 	}
 }
 
@@ -240,7 +265,8 @@ func TestServiceReadinessThroughBrokerRestart(t *testing.T) {
 			t.Fatalf("/readyz: %d, want 200 with %q:\n%s", code, want, body)
 		}
 	}
-	if _, metrics := get("/metrics"); !strings.Contains(metrics, `sdgnn_ready{check="all"} 1`) || !strings.Contains(metrics, "sdgnn_consumer_lag 0\n") {
+	if _, metrics := get("/metrics"); !strings.Contains(metrics, `sdgnn_ready{check="all"} 1`) || !strings.Contains(metrics, "sdgnn_consumer_lag 0\n") ||
+		!strings.Contains(metrics, `sdgnn_partition_lag{partition="3"} 0`+"\n") {
 		t.Fatalf("/metrics when ready:\n%s", metrics)
 	}
 

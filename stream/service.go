@@ -73,12 +73,14 @@ type Config struct {
 
 	HTTPAddr string // metrics, health, latest forecasts and the live view; empty: none
 	Log      zerolog.Logger
-	// ReadyMaxLag fails the readiness check (/readyz) while the consumer
-	// is more than this many readings behind, catching up on a backlog;
-	// 0: no limit.
+	// ReadyMaxLag fails the readiness check (/readyz) while the group is
+	// more than this many readings behind, catching up on a backlog: from
+	// its committed offsets to the last stable offsets, as the brokers
+	// last said (asked every ProbeEvery); 0: no limit.
 	ReadyMaxLag int64
 	// ProbeEvery is how often the brokers are asked for the readings
-	// topic's metadata, for the readiness check; 0 means DefaultProbeEvery.
+	// topic's metadata, the group's assignment and its lag, for the
+	// readiness check; 0 means DefaultProbeEvery.
 	ProbeEvery time.Duration
 	// WaitBrokers is how long Run waits at start for a broker to be
 	// reached at all, asking again with backoff (see
@@ -175,7 +177,6 @@ type Service struct {
 	reader             *kafka.Reader
 	forecasts, letters *kafka.Writer
 	counters           *Counters        // the state's, kept across reloads
-	lags               lagMeter         // owned by Run
 	clientID           string           // this service's, to find itself in its group
 	stateSeen          os.FileInfo      // the state file as last read or written here (nil: none)
 	since              time.Time        // when it started: the group's oldest member holds the partitions
@@ -723,27 +724,9 @@ func (s *Service) backlogs(ctx context.Context, client *kafka.Client, ps []int, 
 	topic := s.cfg.ReadingsTopic
 	lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	committed, err := committedOffsets(lctx, client, s.cfg.GroupID, topic, ps)
-	var resp *kafka.ListOffsetsResponse
-	if err == nil {
-		req := &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{}, IsolationLevel: kafka.ReadCommitted}
-		for _, p := range ps {
-			req.Topics[topic] = append(req.Topics[topic], kafka.FirstOffsetOf(p), kafka.LastOffsetOf(p))
-		}
-		resp, err = client.ListOffsets(lctx, req)
-	}
-	if err == nil {
-		for _, po := range resp.Topics[topic] {
-			if po.Error != nil {
-				err = fmt.Errorf("partition %d: %w", po.Partition, po.Error)
-				continue
-			}
-			start := po.FirstOffset
-			if c, ok := committed[po.Partition]; ok {
-				start = max(start, c)
-			}
-			align.Backlog(po.Partition, max(po.LastOffset-start, 0))
-		}
+	lag, err := groupLag(lctx, client, s.cfg.GroupID, topic, ps)
+	for p, n := range lag {
+		align.Backlog(p, n)
 	}
 	if err != nil && ctx.Err() == nil {
 		if ok, held := s.markerLog.allow("backlog", time.Now()); ok {
@@ -1035,14 +1018,6 @@ func (s *Service) flush(ctx context.Context, j *flushJob) error {
 	if err := s.reader.CommitMessages(ctx, batch...); err != nil {
 		return fmt.Errorf("commit offsets: %w", err)
 	}
-	now := time.Now()
-	for _, m := range batch {
-		s.lags.observe(m.Partition, m.Offset, m.HighWaterMark, now)
-	}
-	lag := s.lags.total(now, s.readinessLimits().stallAfter)
-	s.mu.Lock()
-	s.health.lag = lag
-	s.mu.Unlock()
 	return nil
 }
 
@@ -1188,9 +1163,15 @@ func (s *Service) Handler() http.Handler {
 			return
 		}
 		s.mu.RLock()
-		lag, meta := s.health.lag, s.bundle.Meta
+		lag, lagAt, parts, meta := s.health.lag, s.health.lagAt, s.health.partLag, s.bundle.Meta
 		s.mu.RUnlock()
-		fmt.Fprintf(w, "# HELP sdgnn_consumer_lag Readings not yet consumed: per partition, the high watermark at the last fetch less the next offset, summed.\n# TYPE sdgnn_consumer_lag gauge\nsdgnn_consumer_lag %d\n", lag)
+		if !lagAt.IsZero() {
+			fmt.Fprintf(w, "# HELP sdgnn_consumer_lag Offsets of the readings topic the group has yet to consume, summed over partitions: from its committed offset to the last stable offset.\n# TYPE sdgnn_consumer_lag gauge\nsdgnn_consumer_lag %d\n", lag)
+			fmt.Fprintf(w, "# HELP sdgnn_partition_lag Offsets of a readings partition the group has yet to consume, as sdgnn_consumer_lag.\n# TYPE sdgnn_partition_lag gauge\n")
+			for p, n := range parts {
+				fmt.Fprintf(w, "sdgnn_partition_lag{partition=\"%d\"} %d\n", p, n)
+			}
+		}
 		fmt.Fprintf(w, "# HELP sdgnn_model_info The model being served (1), by version and dataset.\n# TYPE sdgnn_model_info gauge\nsdgnn_model_info{version=%q,dataset=%q} 1\n", meta.Version, meta.Dataset)
 		fmt.Fprintf(w, "# HELP sdgnn_ready Whether the readiness check passes (1) or not (0), overall (check=\"all\") and by check, as /readyz.\n# TYPE sdgnn_ready gauge\n")
 		rd := s.Readiness()

@@ -353,7 +353,7 @@ func TestOpenTransactionHoldsNoPartitionBack(t *testing.T) {
 
 	var logs lockedLog
 	svc, err := NewService(testBundle(t, n, T, C, d, 1), Config{Brokers: []string{emb.Addr}, Partitions: 2, StepMs: testStep,
-		History: history, Lateness: time.Hour, Log: zerolog.New(&logs)})
+		History: history, Lateness: time.Hour, ReadyMaxLag: 1, ProbeEvery: 100 * time.Millisecond, Log: zerolog.New(&logs)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -370,6 +370,21 @@ func TestOpenTransactionHoldsNoPartitionBack(t *testing.T) {
 	}
 	// Held back, the second partition would stop at slot 4+2.
 	waitApplied(2*5+2*ahead, 10*time.Second)
+	// The open transaction's readings (offsets 11 and 12) cannot be read
+	// before it ends, so they are not lag: the lag check passes (at most
+	// 1). Counted to the high watermark, they would be 2.
+	lagOK := func() (bool, string) {
+		c := svc.Readiness().Checks[4]
+		return c.OK && c.Detail == "0 readings behind, at most 1", c.Detail
+	}
+	for until := time.Now().Add(5 * time.Second); time.Now().Before(until); time.Sleep(10 * time.Millisecond) {
+		if ok, _ := lagOK(); ok {
+			break
+		}
+	}
+	if ok, detail := lagOK(); !ok {
+		t.Errorf("lag check behind an open transaction: %s, want 0 readings behind", detail)
+	}
 	// kafka-go reconnects at the open transaction, taking it for a broken
 	// connection, once a fetch there has waited out its MaxWait (500 ms):
 	// keep the transaction open until that has been logged.
