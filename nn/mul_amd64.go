@@ -1,0 +1,24 @@
+package nn
+
+import "golang.org/x/sys/cpu"
+
+// haveFMA says whether the kernels of mul_amd64.s can run: they use AVX2's
+// 256-bit registers and FMA3's fused multiply-add.
+var haveFMA = cpu.X86.HasAVX2 && cpu.X86.HasFMA
+
+// mulAdd4x8 adds to the 4×8 tile of c at c (row stride ldc) the product of
+// the 4×k matrix at a (element (i, l) at a[i·ars + l·aks]) by the k×8 tile
+// of b at b (row stride ldb), summed in the order of l by fused
+// multiply-adds. k ≥ 1; strides in elements.
+//
+//go:noescape
+func mulAdd4x8(k int, a *float64, ars, aks int, b *float64, ldb int, c *float64, ldc int)
+
+// dot4x2 computes the dot products of the rows 0–3 of a (stride lda) with
+// the rows 0–1 of b (stride ldb) over their first k4 elements (a multiple
+// of 4, at least 4), each in four chains of fused multiply-adds, chain q
+// taking the elements l ≡ q (mod 4): the chains of (a row r, b row q) go
+// to lanes[(2r+q)·4 : (2r+q)·4+4].
+//
+//go:noescape
+func dot4x2(k4 int, a *float64, lda int, b *float64, ldb int, lanes *[32]float64)

@@ -1,0 +1,126 @@
+#include "textflag.h"
+
+// func mulAdd4x8(k int, a *float64, ars, aks int, b *float64, ldb int, c *float64, ldc int)
+//
+// Y0–Y7 hold the tile of c (rows 0–3, columns 0–3 and 4–7); each step l
+// loads row l of b's tile (Y8, Y9), broadcasts a's four elements of column
+// l and fuses their products in. R14, R15 and Y15 are left alone.
+TEXT ·mulAdd4x8(SB), NOSPLIT, $0-64
+	MOVQ c+48(FP), DX
+	MOVQ ldc+56(FP), R9
+	SHLQ $3, R9
+	LEAQ (DX)(R9*1), R11
+	LEAQ (R11)(R9*1), R12
+	LEAQ (R12)(R9*1), R13
+	VMOVUPD (DX), Y0
+	VMOVUPD 32(DX), Y1
+	VMOVUPD (R11), Y2
+	VMOVUPD 32(R11), Y3
+	VMOVUPD (R12), Y4
+	VMOVUPD 32(R12), Y5
+	VMOVUPD (R13), Y6
+	VMOVUPD 32(R13), Y7
+	MOVQ a+8(FP), SI
+	MOVQ ars+16(FP), R9
+	SHLQ $3, R9
+	LEAQ (SI)(R9*1), AX
+	LEAQ (AX)(R9*1), BX
+	LEAQ (BX)(R9*1), R8
+	MOVQ aks+24(FP), R9
+	SHLQ $3, R9
+	MOVQ b+32(FP), DI
+	MOVQ ldb+40(FP), R10
+	SHLQ $3, R10
+	MOVQ k+0(FP), CX
+
+loop:
+	VMOVUPD      (DI), Y8
+	VMOVUPD      32(DI), Y9
+	VBROADCASTSD (SI), Y10
+	VFMADD231PD  Y8, Y10, Y0
+	VFMADD231PD  Y9, Y10, Y1
+	VBROADCASTSD (AX), Y11
+	VFMADD231PD  Y8, Y11, Y2
+	VFMADD231PD  Y9, Y11, Y3
+	VBROADCASTSD (BX), Y12
+	VFMADD231PD  Y8, Y12, Y4
+	VFMADD231PD  Y9, Y12, Y5
+	VBROADCASTSD (R8), Y13
+	VFMADD231PD  Y8, Y13, Y6
+	VFMADD231PD  Y9, Y13, Y7
+	ADDQ         R9, SI
+	ADDQ         R9, AX
+	ADDQ         R9, BX
+	ADDQ         R9, R8
+	ADDQ         R10, DI
+	DECQ         CX
+	JNZ          loop
+
+	VMOVUPD Y0, (DX)
+	VMOVUPD Y1, 32(DX)
+	VMOVUPD Y2, (R11)
+	VMOVUPD Y3, 32(R11)
+	VMOVUPD Y4, (R12)
+	VMOVUPD Y5, 32(R12)
+	VMOVUPD Y6, (R13)
+	VMOVUPD Y7, 32(R13)
+	VZEROUPPER
+	RET
+
+// func dot4x2(k4 int, a *float64, lda int, b *float64, ldb int, lanes *[32]float64)
+//
+// Y0–Y7 hold the four chains of the eight dot products (a row r, b row q)
+// in the order 2r+q; each step loads four elements of each row.
+TEXT ·dot4x2(SB), NOSPLIT, $0-48
+	MOVQ a+8(FP), SI
+	MOVQ lda+16(FP), R9
+	SHLQ $3, R9
+	LEAQ (SI)(R9*1), AX
+	LEAQ (AX)(R9*1), BX
+	LEAQ (BX)(R9*1), R8
+	MOVQ b+24(FP), DI
+	MOVQ ldb+32(FP), R10
+	SHLQ $3, R10
+	LEAQ (DI)(R10*1), DX
+	MOVQ k4+0(FP), CX
+	SHRQ $2, CX
+	XORQ R11, R11
+	VXORPD Y0, Y0, Y0
+	VXORPD Y1, Y1, Y1
+	VXORPD Y2, Y2, Y2
+	VXORPD Y3, Y3, Y3
+	VXORPD Y4, Y4, Y4
+	VXORPD Y5, Y5, Y5
+	VXORPD Y6, Y6, Y6
+	VXORPD Y7, Y7, Y7
+
+dotloop:
+	VMOVUPD     (DI)(R11*1), Y8
+	VMOVUPD     (DX)(R11*1), Y9
+	VMOVUPD     (SI)(R11*1), Y10
+	VFMADD231PD Y8, Y10, Y0
+	VFMADD231PD Y9, Y10, Y1
+	VMOVUPD     (AX)(R11*1), Y11
+	VFMADD231PD Y8, Y11, Y2
+	VFMADD231PD Y9, Y11, Y3
+	VMOVUPD     (BX)(R11*1), Y12
+	VFMADD231PD Y8, Y12, Y4
+	VFMADD231PD Y9, Y12, Y5
+	VMOVUPD     (R8)(R11*1), Y13
+	VFMADD231PD Y8, Y13, Y6
+	VFMADD231PD Y9, Y13, Y7
+	ADDQ        $32, R11
+	DECQ        CX
+	JNZ         dotloop
+
+	MOVQ    lanes+40(FP), R12
+	VMOVUPD Y0, (R12)
+	VMOVUPD Y1, 32(R12)
+	VMOVUPD Y2, 64(R12)
+	VMOVUPD Y3, 96(R12)
+	VMOVUPD Y4, 128(R12)
+	VMOVUPD Y5, 160(R12)
+	VMOVUPD Y6, 192(R12)
+	VMOVUPD Y7, 224(R12)
+	VZEROUPPER
+	RET

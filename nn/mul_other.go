@@ -1,0 +1,15 @@
+//go:build !amd64
+
+package nn
+
+// haveFMA is false where no assembly kernel is written: MulAdd and its
+// kin run in Go, with the same results.
+const haveFMA = false
+
+func mulAdd4x8(k int, a *float64, ars, aks int, b *float64, ldb int, c *float64, ldc int) {
+	panic("nn: no assembly kernel")
+}
+
+func dot4x2(k4 int, a *float64, lda int, b *float64, ldb int, lanes *[32]float64) {
+	panic("nn: no assembly kernel")
+}

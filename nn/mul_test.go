@@ -1,0 +1,171 @@
+package nn
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas64"
+)
+
+// randView returns an r×c matrix of normal values whose rows are padded to
+// stride c+pad, the padding NaN so that a kernel reading past a row shows.
+func randView(rng *rand.Rand, r, c, pad int) blas64.General {
+	g := blas64.General{Rows: r, Cols: c, Stride: c + pad, Data: make([]float64, max(r*(c+pad)-pad, 0))}
+	for i := range g.Data {
+		g.Data[i] = math.NaN()
+	}
+	for i := 0; i < r; i++ {
+		for j := 0; j < c; j++ {
+			g.Data[i*g.Stride+j] = rng.NormFloat64()
+		}
+	}
+	return g
+}
+
+func at(g blas64.General, i, j int) float64 { return g.Data[i*g.Stride+j] }
+
+func clone(g blas64.General) blas64.General {
+	g.Data = append([]float64(nil), g.Data...)
+	return g
+}
+
+// TestMulAddExact checks MulAdd, MulAddTA and MulAddTB against the sums
+// their docs define, written out in scalar Go, bit for bit, on shapes that
+// take the vector kernels, their edges and the plain loops, with padded
+// rows; and against gonum's Dgemm within rounding.
+func TestMulAddExact(t *testing.T) { checkMulAddExact(t) }
+
+func checkMulAddExact(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, m := range []int{1, 3, 4, 5, 8, 13} {
+		for _, n := range []int{1, 2, 7, 8, 9, 17, 130} {
+			for _, k := range []int{1, 3, 4, 5, 16, 17, 35} {
+				pad := (m + n + k) % 3
+				c0 := randView(rng, m, n, pad)
+				t.Run(fmt.Sprintf("%dx%dx%d", m, n, k), func(t *testing.T) {
+					// c += a·b and c += aᵀ·b: c[i][j] fused over l in order.
+					a, b := randView(rng, m, k, pad), randView(rng, k, n, 1)
+					at_ := randView(rng, k, m, pad)
+					c, ct := clone(c0), clone(c0)
+					MulAdd(c, a, b)
+					MulAddTA(ct, at_, b)
+					// c += a·bᵀ: four chains, then the tail.
+					bt := randView(rng, n, k, 2)
+					cb := clone(c0)
+					MulAddTB(cb, a, bt)
+					k4 := k &^ 3
+					for i := 0; i < m; i++ {
+						for j := 0; j < n; j++ {
+							s, st := at(c0, i, j), at(c0, i, j)
+							for l := 0; l < k; l++ {
+								s = math.FMA(at(a, i, l), at(b, l, j), s)
+								st = math.FMA(at(at_, l, i), at(b, l, j), st)
+							}
+							var p [4]float64
+							for l := 0; l < k4; l++ {
+								p[l%4] = math.FMA(at(a, i, l), at(bt, j, l), p[l%4])
+							}
+							d := (p[0] + p[2]) + (p[1] + p[3])
+							for l := k4; l < k; l++ {
+								d = math.FMA(at(a, i, l), at(bt, j, l), d)
+							}
+							if got := at(c, i, j); math.Float64bits(got) != math.Float64bits(s) {
+								t.Fatalf("MulAdd c[%d][%d] = %v, want %v", i, j, got, s)
+							}
+							if got := at(ct, i, j); math.Float64bits(got) != math.Float64bits(st) {
+								t.Fatalf("MulAddTA c[%d][%d] = %v, want %v", i, j, got, st)
+							}
+							if got, want := at(cb, i, j), at(c0, i, j)+d; math.Float64bits(got) != math.Float64bits(want) {
+								t.Fatalf("MulAddTB c[%d][%d] = %v, want %v", i, j, got, want)
+							}
+						}
+					}
+					// The padding is untouched, and gonum agrees.
+					for _, tc := range []struct {
+						name   string
+						got    blas64.General
+						ta, tb blas.Transpose
+						a, b   blas64.General
+					}{
+						{"MulAdd", c, blas.NoTrans, blas.NoTrans, a, b},
+						{"MulAddTA", ct, blas.Trans, blas.NoTrans, at_, b},
+						{"MulAddTB", cb, blas.NoTrans, blas.Trans, a, bt},
+					} {
+						want := clone(c0)
+						blas64.Gemm(tc.ta, tc.tb, 1, tc.a, tc.b, 1, want)
+						for i, v := range tc.got.Data {
+							w := want.Data[i]
+							if math.IsNaN(w) != math.IsNaN(v) || math.Abs(v-w) > 1e-12*(1+math.Abs(w)) {
+								t.Fatalf("%s: element %d = %v, gonum %v", tc.name, i, v, w)
+							}
+						}
+					}
+				})
+			}
+		}
+	}
+}
+
+func TestMulAddShapes(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		f    func()
+	}{
+		{"MulAdd inner", func() {
+			MulAdd(blas64.General{Rows: 2, Cols: 2, Stride: 2, Data: make([]float64, 4)}, randView(rand.New(rand.NewPCG(1, 1)), 2, 3, 0), randView(rand.New(rand.NewPCG(1, 1)), 2, 2, 0))
+		}},
+		{"MulAddTB short data", func() {
+			MulAddTB(blas64.General{Rows: 2, Cols: 2, Stride: 2, Data: make([]float64, 3)}, randView(rand.New(rand.NewPCG(1, 1)), 2, 3, 0), randView(rand.New(rand.NewPCG(1, 1)), 2, 3, 0))
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			defer func() {
+				if recover() == nil {
+					t.Fatal("no panic")
+				}
+			}()
+			tc.f()
+		})
+	}
+}
+
+// BenchmarkMulAdd compares the kernels with gonum's Dgemm on the products
+// of one step of the GRU's block (hidden 16, 128 columns).
+func BenchmarkMulAdd(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, s := range []struct {
+		name    string
+		m, n, k int
+		tb      bool
+	}{
+		{"gates 48x128x3", 48, 128, 3, false},
+		{"recurrent 32x128x16", 32, 128, 16, false},
+		{"weight-grad 32x16x128", 32, 16, 128, true},
+	} {
+		a := randView(rng, s.m, s.k, 0)
+		bm := randView(rng, s.k, s.n, 0)
+		tb := blas.NoTrans
+		if s.tb {
+			bm = randView(rng, s.n, s.k, 0)
+			tb = blas.Trans
+		}
+		c := randView(rng, s.m, s.n, 0)
+		b.Run(s.name+"/gonum", func(b *testing.B) {
+			for b.Loop() {
+				blas64.Gemm(blas.NoTrans, tb, 1, a, bm, 1, c)
+			}
+		})
+		b.Run(s.name+"/fma", func(b *testing.B) {
+			for b.Loop() {
+				if s.tb {
+					MulAddTB(c, a, bm)
+				} else {
+					MulAdd(c, a, bm)
+				}
+			}
+		})
+	}
+}
