@@ -11,15 +11,16 @@
 //
 // with h₀ = 0. The three input projections are one matrix Wx = [Wz|Wr|Wn] and
 // the two recurrent gate projections one matrix Uzr = [Uz|Ur], so that each
-// step costs three BLAS matrix products over a block of rows.
+// step costs three matrix products over a block of rows (nn.MulAdd, fused
+// multiply-adds in vector registers where the machine has them, the same
+// bits everywhere).
 //
 // Rows are independent sequences, so the batch is cut into blocks of
 // blockRows rows, each carried through all steps, forward and back, on one
 // goroutine. Within a block the activations are stored feature-major (one
 // row per hidden unit, one column per sequence): with tens of features and
 // hundreds of sequences, the products then run along vectors of the block's
-// length rather than of the hidden width, which BLAS does several times
-// faster.
+// length rather than of the hidden width, several times faster.
 package gru
 
 import (
@@ -27,7 +28,6 @@ import (
 	"math"
 	"math/rand/v2"
 
-	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
 	"gonum.org/v1/gonum/mat"
 
@@ -53,10 +53,9 @@ type GRU struct {
 
 // blockRows is the number of rows (sequences) that one goroutine carries
 // through every step of Forward and Backward. A block's activations stay in
-// cache from one step to the next, and with at most 192 columns gonum's Dgemm
-// runs a block's products serially (it splits a product only from 4 blocks
-// of 64×64 of the output on), so the cores are shared out once per pass
-// instead of several times per step. The size is fixed, not derived from the
+// cache from one step to the next, and its products run serially, so the
+// cores are shared out once per pass instead of several times per step.
+// The size is fixed, not derived from the
 // core count, so that gradients, summed over blocks in block order, are the
 // same bit for bit on every machine.
 const blockRows = 128
@@ -187,7 +186,6 @@ func (g *GRU) Forward(xs []*mat.Dense) (*mat.Dense, error) {
 // state to its rows of g.out.
 func (g *GRU) forward(b *block, xs []*mat.Dense) {
 	H, R := g.Hidden, b.hi-b.lo
-	nt := blas.NoTrans
 	bias := g.B.W.RawRowView(0)
 	hPrev := b.h0
 	for t, x := range xs {
@@ -205,8 +203,8 @@ func (g *GRU) forward(b *block, xs []*mat.Dense) {
 				row[i] = bias[j]
 			}
 		}
-		blas64.Gemm(nt, nt, 1, g.wxT, xt, 1, s.gx)
-		blas64.Gemm(nt, nt, 1, g.uzrT, hPrev, 1, rowsOf(s.gx, 0, 2*H))
+		nn.MulAdd(s.gx, g.wxT, xt)
+		nn.MulAdd(rowsOf(s.gx, 0, 2*H), g.uzrT, hPrev)
 		gz, gr := s.gx.Data[:H*R], s.gx.Data[H*R:2*H*R]
 		for k := range s.z.Data {
 			s.z.Data[k] = nn.Sigmoid(gz[k])
@@ -214,7 +212,7 @@ func (g *GRU) forward(b *block, xs []*mat.Dense) {
 			s.rh.Data[k] = s.r.Data[k] * hPrev.Data[k]
 		}
 		// Candidate: tanh(Wnᵀ·x + b_n + Unᵀ·(r⊙h)).
-		blas64.Gemm(nt, nt, 1, g.unT, s.rh, 1, rowsOf(s.gx, 2*H, 3*H))
+		nn.MulAdd(rowsOf(s.gx, 2*H, 3*H), g.unT, s.rh)
 		gn := s.gx.Data[2*H*R:]
 		for k := range s.n.Data {
 			n := nn.Tanh(gn[k])
@@ -272,7 +270,6 @@ func addTransposed(dst *mat.Dense, m blas64.General) {
 // the transposed weights.
 func (g *GRU) backward(b *block, dH *mat.Dense) {
 	H, R := g.Hidden, b.hi-b.lo
-	nt, tr := blas.NoTrans, blas.Trans
 	for _, m := range []blas64.General{b.dwx, b.duzr, b.dun, b.dbias} {
 		clear(m.Data)
 	}
@@ -298,13 +295,14 @@ func (g *GRU) backward(b *block, dH *mat.Dense) {
 			dh[k] *= 1 - z[k]
 		}
 		danM := rowsOf(b.dgx, 2*H, 3*H)
-		blas64.Gemm(nt, tr, 1, danM, s.rh, 1, b.dun)
-		blas64.Gemm(tr, nt, 1, g.unT, danM, 0, b.drh)
+		nn.MulAddTB(b.dun, danM, s.rh)
+		clear(drh)
+		nn.MulAddTA(b.drh, g.unT, danM)
 		for k := range dh {
 			dh[k] += drh[k] * r[k]
 			dr[k] = drh[k] * hp.Data[k] * r[k] * (1 - r[k])
 		}
-		blas64.Gemm(nt, tr, 1, b.dgx, b.xs[t], 1, b.dwx)
+		nn.MulAddTB(b.dwx, b.dgx, b.xs[t])
 		for j := 0; j < 3*H; j++ {
 			var sum float64
 			for _, v := range dgx[j*R : (j+1)*R] {
@@ -313,7 +311,7 @@ func (g *GRU) backward(b *block, dH *mat.Dense) {
 			b.dbias.Data[j] += sum
 		}
 		dzr := rowsOf(b.dgx, 0, 2*H)
-		blas64.Gemm(nt, tr, 1, dzr, hp, 1, b.duzr)
-		blas64.Gemm(tr, nt, 1, g.uzrT, dzr, 1, b.dh)
+		nn.MulAddTB(b.duzr, dzr, hp)
+		nn.MulAddTA(b.dh, g.uzrT, dzr)
 	}
 }
