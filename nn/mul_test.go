@@ -200,3 +200,52 @@ func BenchmarkGemmNarrow(b *testing.B) {
 		})
 	}
 }
+
+// TestGemmAgreesWithGonum checks Gemm against gonum's Dgemm for every
+// transposition, alpha and beta, including a product long enough for
+// gemmRows and beta 0 over a c of NaN (which must not be read).
+func TestGemmAgreesWithGonum(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, m := range []int{5, 2100} {
+		for _, ta := range []blas.Transpose{blas.NoTrans, blas.Trans} {
+			for _, tb := range []blas.Transpose{blas.NoTrans, blas.Trans} {
+				for _, ab := range [][2]float64{{1, 0}, {1, 1}, {0.5, 1}, {1, 0.25}} {
+					// With a transposed, m is the length of the sums (the
+					// weight gradient of a layer over m rows).
+					mc, k, n := m, 13, 17
+					if ta == blas.Trans {
+						mc, k = k, m
+					}
+					a, b := randView(rng, mc, k, 1), randView(rng, k, n, 2)
+					if ta == blas.Trans {
+						a = randView(rng, k, mc, 1)
+					}
+					if tb == blas.Trans {
+						b = randView(rng, n, k, 0)
+					}
+					m := mc
+					c := randView(rng, m, n, 3)
+					if ab[1] == 0 {
+						for i := 0; i < m; i++ {
+							for j := 0; j < n; j++ {
+								c.Data[i*c.Stride+j] = math.NaN()
+							}
+						}
+					}
+					want, got := clone(c), clone(c)
+					blas64.Gemm(ta, tb, ab[0], a, b, ab[1], want)
+					Gemm(ta == blas.Trans, tb == blas.Trans, ab[0], rawer(a), rawer(b), ab[1], rawer(got))
+					for i, w := range want.Data {
+						if v := got.Data[i]; math.IsNaN(w) != math.IsNaN(v) || math.Abs(v-w) > 1e-12*(1+math.Abs(w)) {
+							t.Fatalf("m %d, %v×%v, alpha %v, beta %v: element %d = %v, gonum %v", m, ta, tb, ab[0], ab[1], i, v, w)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+type rawer blas64.General
+
+func (r rawer) RawMatrix() blas64.General { return blas64.General(r) }

@@ -59,7 +59,7 @@ func GlorotUniform(p *Param, fanIn, fanOut int, rng *rand.Rand) {
 // layers (thousands of rows, tens of columns), which gonum's Dgemm runs on
 // one goroutine, use every core (see gemmRows), and so that the products of
 // the layers (alpha 1, beta 0 or 1, at most one operand transposed) run
-// through MulAdd and its kin, several times faster than gonum's Dgemm on
+// through MulAdd and MulAddTA, several times faster than gonum's Dgemm on
 // these shapes; the others go to gonum's Dgemm.
 func Gemm(transA, transB bool, alpha float64, a, b mat.RawMatrixer, beta float64, c mat.RawMatrixer) {
 	ta, tb := blas.NoTrans, blas.NoTrans
@@ -77,8 +77,9 @@ func Gemm(transA, transB bool, alpha float64, a, b mat.RawMatrixer, beta float64
 	gemm(ta, tb, alpha, am, bm, beta, cm)
 }
 
-// gemm is blas64.Gemm, through MulAdd, MulAddTA or MulAddTB where alpha is
-// 1, beta 0 or 1 and no more than one operand is transposed.
+// gemm is blas64.Gemm, through MulAdd or MulAddTA where alpha is 1, beta 0
+// or 1 and no more than one operand is transposed (b transposed: MulAdd on
+// a copy of bᵀ).
 func gemm(ta, tb blas.Transpose, alpha float64, a, b blas64.General, beta float64, c blas64.General) {
 	if alpha != 1 || (beta != 0 && beta != 1) || (ta == blas.Trans && tb == blas.Trans) {
 		blas64.Gemm(ta, tb, alpha, a, b, beta, c)
@@ -93,7 +94,16 @@ func gemm(ta, tb blas.Transpose, alpha float64, a, b blas64.General, beta float6
 	case ta == blas.Trans:
 		MulAddTA(c, a, b)
 	case tb == blas.Trans:
-		MulAddTB(c, a, b)
+		// A layer's b is its weights, tens by tens: MulAdd on bᵀ runs
+		// 4×8 tiles where MulAddTB, whose dot products are as short as
+		// a layer is wide, would spend more on adding up its chains.
+		bt := blas64.General{Rows: b.Cols, Cols: b.Rows, Stride: b.Rows, Data: make([]float64, b.Rows*b.Cols)}
+		for i := 0; i < b.Rows; i++ {
+			for j, v := range b.Data[i*b.Stride : i*b.Stride+b.Cols] {
+				bt.Data[j*bt.Stride+i] = v
+			}
+		}
+		MulAdd(c, a, bt)
 	default:
 		MulAdd(c, a, b)
 	}
@@ -141,7 +151,11 @@ func gemmRows(ta, tb blas.Transpose, alpha float64, a, b blas64.General, beta fl
 			for _, p := range parts {
 				sum += p.Data[i*c.Cols+j]
 			}
-			row[j] = beta*row[j] + alpha*sum
+			if beta == 0 { // c is not read, as BLAS promises: 0·NaN is NaN
+				row[j] = alpha * sum
+			} else {
+				row[j] = beta*row[j] + alpha*sum
+			}
 		}
 	}
 }
