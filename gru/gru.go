@@ -205,18 +205,15 @@ func (g *GRU) forward(b *block, xs []*mat.Dense) {
 		}
 		nn.MulAdd(s.gx, g.wxT, xt)
 		nn.MulAdd(rowsOf(s.gx, 0, 2*H), g.uzrT, hPrev)
-		gz, gr := s.gx.Data[:H*R], s.gx.Data[H*R:2*H*R]
-		for k := range s.z.Data {
-			s.z.Data[k] = nn.Sigmoid(gz[k])
-			s.r.Data[k] = nn.Sigmoid(gr[k])
-			s.rh.Data[k] = s.r.Data[k] * hPrev.Data[k]
+		nn.SigmoidTo(s.z.Data, s.gx.Data[:H*R])
+		nn.SigmoidTo(s.r.Data, s.gx.Data[H*R:2*H*R])
+		for k, r := range s.r.Data {
+			s.rh.Data[k] = r * hPrev.Data[k]
 		}
 		// Candidate: tanh(Wnᵀ·x + b_n + Unᵀ·(r⊙h)).
 		nn.MulAdd(rowsOf(s.gx, 2*H, 3*H), g.unT, s.rh)
-		gn := s.gx.Data[2*H*R:]
-		for k := range s.n.Data {
-			n := nn.Tanh(gn[k])
-			s.n.Data[k] = n
+		nn.TanhTo(s.n.Data, s.gx.Data[2*H*R:])
+		for k, n := range s.n.Data {
 			s.h.Data[k] = (1-s.z.Data[k])*hPrev.Data[k] + s.z.Data[k]*n
 		}
 		hPrev = s.h

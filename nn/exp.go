@@ -43,14 +43,17 @@ func exp(x float64) float64 {
 	if !(x > -708 && x < 709) {
 		return math.Exp(x)
 	}
-	kd := x*expInvLn2N + expShift
+	// The conversions round every product, so that no compiler fuses one
+	// into an addition: act_amd64.s computes the same, operation for
+	// operation, four at a time.
+	kd := float64(x*expInvLn2N) + expShift
 	ki := math.Float64bits(kd)
 	kd -= expShift
-	r := x - kd*expLn2HiN - kd*expLn2LoN
+	r := x - float64(kd*expLn2HiN) - float64(kd*expLn2LoN)
 	r2 := r * r
-	p := r + r2*(0.5+r*(1.0/6)) + r2*r2*(1.0/24+r*(1.0/120))
+	p := r + float64(r2*(0.5+float64(r*(1.0/6)))) + float64(float64(r2*r2)*(1.0/24+float64(r*(1.0/120))))
 	// The low bits of ki hold k (two's complement): its low six bits pick
 	// 2^(i/64), the rest, shifted to the exponent field, multiply by 2^⌊k/64⌋.
 	s := math.Float64frombits(expTable[ki&(expTableLen-1)] + ki<<(52-expTableBits))
-	return s + s*p
+	return s + float64(s*p)
 }

@@ -22,3 +22,21 @@ func mulAdd4x8(k int, a *float64, ars, aks int, b *float64, ldb int, c *float64,
 //
 //go:noescape
 func dot4x2(k4 int, a *float64, lda int, b *float64, ldb int, lanes *[32]float64)
+
+// haveAVX2 says whether the kernels of act_amd64.s can run: 256-bit
+// registers, integer operations on them and gathers.
+var haveAVX2 = cpu.X86.HasAVX2
+
+// sigmoid4 sets dst[i] = Sigmoid(x[i]) for i < n (a multiple of 4), four at
+// a time, up to the first four with an argument outside (−709, 708), and
+// returns how many it set.
+//
+//go:noescape
+func sigmoid4(dst, x *float64, n int) int
+
+// tanh4 sets dst[i] = Tanh(x[i]) for i < n (a multiple of 4), four at a
+// time, up to the first four with an argument beyond ±44 or NaN, and
+// returns how many it set.
+//
+//go:noescape
+func tanh4(dst, x *float64, n int) int

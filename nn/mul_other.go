@@ -13,3 +13,9 @@ func mulAdd4x8(k int, a *float64, ars, aks int, b *float64, ldb int, c *float64,
 func dot4x2(k4 int, a *float64, lda int, b *float64, ldb int, lanes *[32]float64) {
 	panic("nn: no assembly kernel")
 }
+
+const haveAVX2 = false
+
+func sigmoid4(dst, x *float64, n int) int { panic("nn: no assembly kernel") }
+
+func tanh4(dst, x *float64, n int) int { panic("nn: no assembly kernel") }

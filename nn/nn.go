@@ -236,15 +236,76 @@ func Sigmoid(x float64) float64 {
 }
 
 // Tanh returns tanh(x) as math.Tanh computes it, with exp for math.Exp:
-// for 0.625 ≤ |x| ≤ 44, 1 − 2/(e^2|x| + 1) with x's sign, elsewhere
-// math.Tanh itself (its rational approximation near 0, ±1 beyond 44, NaN).
-// The GRU's candidate state evaluates it for every row and step.
+// for 0.625 ≤ |x| ≤ 44, 1 − 2/(e^2|x| + 1) with x's sign; below, math.Tanh's
+// rational approximation, written out here with every product rounded (as
+// act_amd64.s computes it; the same bits as math.Tanh where no compiler
+// fuses its products), ±0 kept; beyond, and for NaN, math.Tanh itself (±1,
+// NaN). The GRU's candidate state evaluates it for every row and step.
 func Tanh(x float64) float64 {
 	z := math.Abs(x)
-	if !(z >= 0.625 && z <= 44) {
-		return math.Tanh(x)
+	switch {
+	case z < 0.625:
+		if x == 0 {
+			return x
+		}
+		s := x * x
+		num := float64(float64(float64(tanhP0*s)+tanhP1)*s) + tanhP2
+		den := float64(float64(float64(float64(s+tanhQ0)*s)+tanhQ1)*s) + tanhQ2
+		return x + float64(float64(x*s)*num)/den
+	case z <= 44:
+		return math.Copysign(1-2/(exp(2*z)+1), x)
 	}
-	return math.Copysign(1-2/(exp(2*z)+1), x)
+	return math.Tanh(x)
+}
+
+// The coefficients of math.Tanh's rational approximation below 0.625
+// (Cephes).
+const (
+	tanhP0 = -9.64399179425052238628e-1
+	tanhP1 = -9.92877231001918586564e1
+	tanhP2 = -1.61468768441708447952e3
+	tanhQ0 = 1.12811678491632931402e2
+	tanhQ1 = 2.23548839060100448583e3
+	tanhQ2 = 4.84406305325125486048e3
+)
+
+// SigmoidTo sets dst[i] = Sigmoid(x[i]) for every i of x (dst at least as
+// long): the same bits, four at a time in AVX2 registers where the machine
+// has them.
+func SigmoidTo(dst, x []float64) {
+	dst = dst[:len(x)]
+	i := 0
+	if haveAVX2 {
+		for n := len(x) &^ 3; i < n; {
+			i += sigmoid4(&dst[i], &x[i], n-i)
+			// The four the kernel stopped at, if any, in Go.
+			for end := min(i+4, n); i < end; i++ {
+				dst[i] = Sigmoid(x[i])
+			}
+		}
+	}
+	for ; i < len(x); i++ {
+		dst[i] = Sigmoid(x[i])
+	}
+}
+
+// TanhTo sets dst[i] = Tanh(x[i]) for every i of x (dst at least as long):
+// the same bits, four at a time in AVX2 registers where the machine has
+// them.
+func TanhTo(dst, x []float64) {
+	dst = dst[:len(x)]
+	i := 0
+	if haveAVX2 {
+		for n := len(x) &^ 3; i < n; {
+			i += tanh4(&dst[i], &x[i], n-i)
+			for end := min(i+4, n); i < end; i++ {
+				dst[i] = Tanh(x[i])
+			}
+		}
+	}
+	for ; i < len(x); i++ {
+		dst[i] = Tanh(x[i])
+	}
 }
 
 // AddRowVector adds the 1×c row vector b to every row of m.

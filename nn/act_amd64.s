@@ -1,0 +1,290 @@
+#include "textflag.h"
+
+// The constants of exp, Sigmoid and Tanh (exp.go, nn.go), four copies each
+// for 256-bit memory operands; their bits are those of the Go constants.
+DATA invln2n<>+0(SB)/8, $0x40571547652b82fe
+DATA invln2n<>+8(SB)/8, $0x40571547652b82fe
+DATA invln2n<>+16(SB)/8, $0x40571547652b82fe
+DATA invln2n<>+24(SB)/8, $0x40571547652b82fe
+GLOBL invln2n<>(SB), RODATA|NOPTR, $32
+
+DATA shift<>+0(SB)/8, $0x4338000000000000
+DATA shift<>+8(SB)/8, $0x4338000000000000
+DATA shift<>+16(SB)/8, $0x4338000000000000
+DATA shift<>+24(SB)/8, $0x4338000000000000
+GLOBL shift<>(SB), RODATA|NOPTR, $32
+
+DATA ln2hi<>+0(SB)/8, $0x3f862e42fefa0000
+DATA ln2hi<>+8(SB)/8, $0x3f862e42fefa0000
+DATA ln2hi<>+16(SB)/8, $0x3f862e42fefa0000
+DATA ln2hi<>+24(SB)/8, $0x3f862e42fefa0000
+GLOBL ln2hi<>(SB), RODATA|NOPTR, $32
+
+DATA ln2lo<>+0(SB)/8, $0x3d1cf79abc9e3b3a
+DATA ln2lo<>+8(SB)/8, $0x3d1cf79abc9e3b3a
+DATA ln2lo<>+16(SB)/8, $0x3d1cf79abc9e3b3a
+DATA ln2lo<>+24(SB)/8, $0x3d1cf79abc9e3b3a
+GLOBL ln2lo<>(SB), RODATA|NOPTR, $32
+
+DATA half<>+0(SB)/8, $0x3fe0000000000000
+DATA half<>+8(SB)/8, $0x3fe0000000000000
+DATA half<>+16(SB)/8, $0x3fe0000000000000
+DATA half<>+24(SB)/8, $0x3fe0000000000000
+GLOBL half<>(SB), RODATA|NOPTR, $32
+
+DATA c6<>+0(SB)/8, $0x3fc5555555555555
+DATA c6<>+8(SB)/8, $0x3fc5555555555555
+DATA c6<>+16(SB)/8, $0x3fc5555555555555
+DATA c6<>+24(SB)/8, $0x3fc5555555555555
+GLOBL c6<>(SB), RODATA|NOPTR, $32
+
+DATA c24<>+0(SB)/8, $0x3fa5555555555555
+DATA c24<>+8(SB)/8, $0x3fa5555555555555
+DATA c24<>+16(SB)/8, $0x3fa5555555555555
+DATA c24<>+24(SB)/8, $0x3fa5555555555555
+GLOBL c24<>(SB), RODATA|NOPTR, $32
+
+DATA c120<>+0(SB)/8, $0x3f81111111111111
+DATA c120<>+8(SB)/8, $0x3f81111111111111
+DATA c120<>+16(SB)/8, $0x3f81111111111111
+DATA c120<>+24(SB)/8, $0x3f81111111111111
+GLOBL c120<>(SB), RODATA|NOPTR, $32
+
+DATA one<>+0(SB)/8, $0x3ff0000000000000
+DATA one<>+8(SB)/8, $0x3ff0000000000000
+DATA one<>+16(SB)/8, $0x3ff0000000000000
+DATA one<>+24(SB)/8, $0x3ff0000000000000
+GLOBL one<>(SB), RODATA|NOPTR, $32
+
+DATA two<>+0(SB)/8, $0x4000000000000000
+DATA two<>+8(SB)/8, $0x4000000000000000
+DATA two<>+16(SB)/8, $0x4000000000000000
+DATA two<>+24(SB)/8, $0x4000000000000000
+GLOBL two<>(SB), RODATA|NOPTR, $32
+
+DATA sigLo<>+0(SB)/8, $0xc086280000000000
+DATA sigLo<>+8(SB)/8, $0xc086280000000000
+DATA sigLo<>+16(SB)/8, $0xc086280000000000
+DATA sigLo<>+24(SB)/8, $0xc086280000000000
+GLOBL sigLo<>(SB), RODATA|NOPTR, $32
+
+DATA sigHi<>+0(SB)/8, $0x4086200000000000
+DATA sigHi<>+8(SB)/8, $0x4086200000000000
+DATA sigHi<>+16(SB)/8, $0x4086200000000000
+DATA sigHi<>+24(SB)/8, $0x4086200000000000
+GLOBL sigHi<>(SB), RODATA|NOPTR, $32
+
+DATA tanhSmall<>+0(SB)/8, $0x3fe4000000000000
+DATA tanhSmall<>+8(SB)/8, $0x3fe4000000000000
+DATA tanhSmall<>+16(SB)/8, $0x3fe4000000000000
+DATA tanhSmall<>+24(SB)/8, $0x3fe4000000000000
+GLOBL tanhSmall<>(SB), RODATA|NOPTR, $32
+
+DATA tanhBig<>+0(SB)/8, $0x4046000000000000
+DATA tanhBig<>+8(SB)/8, $0x4046000000000000
+DATA tanhBig<>+16(SB)/8, $0x4046000000000000
+DATA tanhBig<>+24(SB)/8, $0x4046000000000000
+GLOBL tanhBig<>(SB), RODATA|NOPTR, $32
+
+DATA p0<>+0(SB)/8, $0xbfeedc5baafd6f4b
+DATA p0<>+8(SB)/8, $0xbfeedc5baafd6f4b
+DATA p0<>+16(SB)/8, $0xbfeedc5baafd6f4b
+DATA p0<>+24(SB)/8, $0xbfeedc5baafd6f4b
+GLOBL p0<>(SB), RODATA|NOPTR, $32
+
+DATA p1<>+0(SB)/8, $0xc058d26a0e26682d
+DATA p1<>+8(SB)/8, $0xc058d26a0e26682d
+DATA p1<>+16(SB)/8, $0xc058d26a0e26682d
+DATA p1<>+24(SB)/8, $0xc058d26a0e26682d
+GLOBL p1<>(SB), RODATA|NOPTR, $32
+
+DATA p2<>+0(SB)/8, $0xc0993ac030580563
+DATA p2<>+8(SB)/8, $0xc0993ac030580563
+DATA p2<>+16(SB)/8, $0xc0993ac030580563
+DATA p2<>+24(SB)/8, $0xc0993ac030580563
+GLOBL p2<>(SB), RODATA|NOPTR, $32
+
+DATA q0<>+0(SB)/8, $0x405c33f28a581b86
+DATA q0<>+8(SB)/8, $0x405c33f28a581b86
+DATA q0<>+16(SB)/8, $0x405c33f28a581b86
+DATA q0<>+24(SB)/8, $0x405c33f28a581b86
+GLOBL q0<>(SB), RODATA|NOPTR, $32
+
+DATA q1<>+0(SB)/8, $0x40a176fa0e5535fa
+DATA q1<>+8(SB)/8, $0x40a176fa0e5535fa
+DATA q1<>+16(SB)/8, $0x40a176fa0e5535fa
+DATA q1<>+24(SB)/8, $0x40a176fa0e5535fa
+GLOBL q1<>(SB), RODATA|NOPTR, $32
+
+DATA q2<>+0(SB)/8, $0x40b2ec102442040c
+DATA q2<>+8(SB)/8, $0x40b2ec102442040c
+DATA q2<>+16(SB)/8, $0x40b2ec102442040c
+DATA q2<>+24(SB)/8, $0x40b2ec102442040c
+GLOBL q2<>(SB), RODATA|NOPTR, $32
+
+DATA sign<>+0(SB)/8, $0x8000000000000000
+DATA sign<>+8(SB)/8, $0x8000000000000000
+DATA sign<>+16(SB)/8, $0x8000000000000000
+DATA sign<>+24(SB)/8, $0x8000000000000000
+GLOBL sign<>(SB), RODATA|NOPTR, $32
+
+DATA absmask<>+0(SB)/8, $0x7fffffffffffffff
+DATA absmask<>+8(SB)/8, $0x7fffffffffffffff
+DATA absmask<>+16(SB)/8, $0x7fffffffffffffff
+DATA absmask<>+24(SB)/8, $0x7fffffffffffffff
+GLOBL absmask<>(SB), RODATA|NOPTR, $32
+
+DATA mask63<>+0(SB)/8, $0x000000000000003f
+DATA mask63<>+8(SB)/8, $0x000000000000003f
+DATA mask63<>+16(SB)/8, $0x000000000000003f
+DATA mask63<>+24(SB)/8, $0x000000000000003f
+GLOBL mask63<>(SB), RODATA|NOPTR, $32
+
+// func sigmoid4(dst, x *float64, n int) int
+//
+// Sigmoid of x[0:n], four at a time, n a multiple of 4; it stops before the
+// first four with an argument outside (−709, 708), where exp(−x) would not
+// take its main path, and returns how many it did.
+TEXT ·sigmoid4(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ n+16(FP), CX
+	SHRQ $2, CX
+	XORQ AX, AX
+	LEAQ ·expTable(SB), R8
+	TESTQ CX, CX
+	JZ   sdone
+
+sloop:
+	VMOVUPD   (SI)(AX*8), Y0
+	VCMPPD    $0x1e, sigLo<>(SB), Y0, Y9
+	VCMPPD    $0x11, sigHi<>(SB), Y0, Y10
+	VANDPD    Y10, Y9, Y9
+	VMOVMSKPD Y9, BX
+	CMPQ      BX, $15
+	JNE       sdone
+	VXORPD    sign<>(SB), Y0, Y1
+	// e = exp(Y1), as exp computes it, operation for operation; Y2–Y8 are
+	// clobbered, R8 holds &expTable.
+	VMULPD     invln2n<>(SB), Y1, Y2
+	VADDPD     shift<>(SB), Y2, Y2
+	VSUBPD     shift<>(SB), Y2, Y3
+	VMULPD     ln2hi<>(SB), Y3, Y4
+	VSUBPD     Y4, Y1, Y4
+	VMULPD     ln2lo<>(SB), Y3, Y3
+	VSUBPD     Y3, Y4, Y4
+	VMULPD     Y4, Y4, Y5
+	VMULPD     c6<>(SB), Y4, Y6
+	VADDPD     half<>(SB), Y6, Y6
+	VMULPD     Y6, Y5, Y6
+	VADDPD     Y6, Y4, Y6
+	VMULPD     c120<>(SB), Y4, Y7
+	VADDPD     c24<>(SB), Y7, Y7
+	VMULPD     Y5, Y5, Y5
+	VMULPD     Y7, Y5, Y5
+	VADDPD     Y5, Y6, Y6
+	VPAND      mask63<>(SB), Y2, Y3
+	VPCMPEQQ   Y8, Y8, Y8
+	VPGATHERQQ Y8, (R8)(Y3*8), Y4
+	VPSLLQ     $46, Y2, Y2
+	VPADDQ     Y2, Y4, Y4
+	VMULPD     Y6, Y4, Y6
+	VADDPD     Y6, Y4, Y1
+	VADDPD    one<>(SB), Y1, Y1
+	VMOVUPD   one<>(SB), Y2
+	VDIVPD    Y1, Y2, Y1
+	VMOVUPD   Y1, (DI)(AX*8)
+	ADDQ      $4, AX
+	DECQ      CX
+	JNZ       sloop
+
+sdone:
+	MOVQ AX, ret+24(FP)
+	VZEROUPPER
+	RET
+
+// func tanh4(dst, x *float64, n int) int
+//
+// Tanh of x[0:n], four at a time, n a multiple of 4: both of its branches
+// for every lane (the rational one below 0.625, ±0 kept, the one by exp
+// above), blended; it stops before the first four with an argument beyond
+// ±44 or NaN, and returns how many it did.
+TEXT ·tanh4(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ n+16(FP), CX
+	SHRQ $2, CX
+	XORQ AX, AX
+	LEAQ ·expTable(SB), R8
+	TESTQ CX, CX
+	JZ   tdone
+
+tloop:
+	VMOVUPD   (SI)(AX*8), Y0
+	VANDPD    absmask<>(SB), Y0, Y11
+	VCMPPD    $0x12, tanhBig<>(SB), Y11, Y9
+	VMOVMSKPD Y9, BX
+	CMPQ      BX, $15
+	JNE       tdone
+	VADDPD    Y11, Y11, Y1
+	// e = exp(Y1), as exp computes it, operation for operation; Y2–Y8 are
+	// clobbered, R8 holds &expTable.
+	VMULPD     invln2n<>(SB), Y1, Y2
+	VADDPD     shift<>(SB), Y2, Y2
+	VSUBPD     shift<>(SB), Y2, Y3
+	VMULPD     ln2hi<>(SB), Y3, Y4
+	VSUBPD     Y4, Y1, Y4
+	VMULPD     ln2lo<>(SB), Y3, Y3
+	VSUBPD     Y3, Y4, Y4
+	VMULPD     Y4, Y4, Y5
+	VMULPD     c6<>(SB), Y4, Y6
+	VADDPD     half<>(SB), Y6, Y6
+	VMULPD     Y6, Y5, Y6
+	VADDPD     Y6, Y4, Y6
+	VMULPD     c120<>(SB), Y4, Y7
+	VADDPD     c24<>(SB), Y7, Y7
+	VMULPD     Y5, Y5, Y5
+	VMULPD     Y7, Y5, Y5
+	VADDPD     Y5, Y6, Y6
+	VPAND      mask63<>(SB), Y2, Y3
+	VPCMPEQQ   Y8, Y8, Y8
+	VPGATHERQQ Y8, (R8)(Y3*8), Y4
+	VPSLLQ     $46, Y2, Y2
+	VPADDQ     Y2, Y4, Y4
+	VMULPD     Y6, Y4, Y6
+	VADDPD     Y6, Y4, Y1
+	VADDPD    one<>(SB), Y1, Y1
+	VMOVUPD   two<>(SB), Y2
+	VDIVPD    Y1, Y2, Y1
+	VMOVUPD   one<>(SB), Y2
+	VSUBPD    Y1, Y2, Y1
+	VANDPD    sign<>(SB), Y0, Y2
+	VORPD     Y2, Y1, Y1
+	VMULPD    Y0, Y0, Y3
+	VMULPD    p0<>(SB), Y3, Y4
+	VADDPD    p1<>(SB), Y4, Y4
+	VMULPD    Y3, Y4, Y4
+	VADDPD    p2<>(SB), Y4, Y4
+	VADDPD    q0<>(SB), Y3, Y5
+	VMULPD    Y3, Y5, Y5
+	VADDPD    q1<>(SB), Y5, Y5
+	VMULPD    Y3, Y5, Y5
+	VADDPD    q2<>(SB), Y5, Y5
+	VMULPD    Y3, Y0, Y6
+	VMULPD    Y4, Y6, Y6
+	VDIVPD    Y5, Y6, Y6
+	VADDPD    Y6, Y0, Y6
+	VXORPD    Y7, Y7, Y7
+	VCMPPD    $0x00, Y7, Y0, Y8
+	VBLENDVPD Y8, Y0, Y6, Y6
+	VCMPPD    $0x11, tanhSmall<>(SB), Y11, Y8
+	VBLENDVPD Y8, Y6, Y1, Y1
+	VMOVUPD   Y1, (DI)(AX*8)
+	ADDQ      $4, AX
+	DECQ      CX
+	JNZ       tloop
+
+tdone:
+	MOVQ AX, ret+24(FP)
+	VZEROUPPER
+	RET

@@ -1,0 +1,113 @@
+package nn
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// activationInputs returns arguments for the activations: normal ones of
+// several spreads, wide uniform ones, and the edges of every branch of
+// Sigmoid, Tanh and exp, each exactly and one ulp either side, in a random
+// order so that every position within a four meets them.
+func activationInputs(rng *rand.Rand) []float64 {
+	var xs []float64
+	for _, sd := range []float64{0.3, 2, 10, 300} {
+		for range 4000 {
+			xs = append(xs, rng.NormFloat64()*sd)
+		}
+	}
+	for range 4000 {
+		xs = append(xs, (2*rng.Float64()-1)*800)
+	}
+	for _, e := range []float64{0, 0.625, 44, 44.01, 708, 709, 709.78, 745.2, 1e-300, 5e-324, 1e-8} {
+		for _, v := range []float64{e, math.Nextafter(e, math.Inf(1)), math.Nextafter(e, math.Inf(-1))} {
+			xs = append(xs, v, -v)
+		}
+	}
+	xs = append(xs, math.Copysign(0, -1), math.NaN(), math.Inf(1), math.Inf(-1), math.MaxFloat64, -math.MaxFloat64)
+	rng.Shuffle(len(xs), func(i, j int) { xs[i], xs[j] = xs[j], xs[i] })
+	return xs
+}
+
+// TestActivationsTo checks SigmoidTo and TanhTo against Sigmoid and Tanh
+// bit for bit (signs of zero and NaN included) on activationInputs, over
+// slices of every length modulo 4; where the machine has AVX2 this is the
+// assembly against the Go.
+func TestActivationsTo(t *testing.T) {
+	if !haveAVX2 {
+		t.Log("no AVX2: SigmoidTo and TanhTo run in Go")
+	}
+	xs := activationInputs(rand.New(rand.NewPCG(5, 6)))
+	for _, tc := range []struct {
+		name string
+		to   func(dst, x []float64)
+		f    func(float64) float64
+	}{
+		{"Sigmoid", SigmoidTo, Sigmoid},
+		{"Tanh", TanhTo, Tanh},
+	} {
+		for cut := range 4 {
+			x := xs[cut:]
+			dst := make([]float64, len(x)+1)
+			dst[len(x)] = 42
+			tc.to(dst, x)
+			for i, v := range x {
+				want := tc.f(v)
+				if got := dst[i]; math.Float64bits(got) != math.Float64bits(want) && !(math.IsNaN(got) && math.IsNaN(want)) {
+					t.Fatalf("%sTo: element %d of %d, argument %v (%#x): %v (%#x), %s gives %v (%#x)",
+						tc.name, i, len(x), v, math.Float64bits(v), got, math.Float64bits(got), tc.name, want, math.Float64bits(want))
+				}
+			}
+			if dst[len(x)] != 42 {
+				t.Fatalf("%sTo wrote past its input", tc.name)
+			}
+		}
+	}
+}
+
+// TestTanhMatchesMath holds Tanh, which writes math.Tanh's rational branch
+// out with its products rounded, to math.Tanh below 0.625, bit for bit.
+func TestTanhMatchesMath(t *testing.T) {
+	for _, x := range activationInputs(rand.New(rand.NewPCG(7, 8))) {
+		if math.Abs(x) >= 0.625 && math.Abs(x) <= 44 {
+			continue
+		}
+		got, want := Tanh(x), math.Tanh(x)
+		if math.Float64bits(got) != math.Float64bits(want) && !(math.IsNaN(got) && math.IsNaN(want)) {
+			t.Fatalf("Tanh(%v) = %v, math.Tanh %v", x, got, want)
+		}
+	}
+}
+
+// BenchmarkActivationsTo compares SigmoidTo and TanhTo with loops of
+// Sigmoid and Tanh over one GRU block's gate (16 × 128 values), on
+// arguments like its pre-activations.
+func BenchmarkActivationsTo(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	x, dst := make([]float64, 2048), make([]float64, 2048)
+	for i := range x {
+		x[i] = rng.NormFloat64() * 2
+	}
+	for _, tc := range []struct {
+		name string
+		to   func(dst, x []float64)
+		f    func(float64) float64
+	}{
+		{"Sigmoid", SigmoidTo, Sigmoid},
+		{"Tanh", TanhTo, Tanh},
+	} {
+		b.Run(tc.name+"/loop", func(b *testing.B) {
+			for b.Loop() {
+				for i, v := range x {
+					dst[i] = tc.f(v)
+				}
+			}
+		})
+		b.Run(tc.name+"/to", func(b *testing.B) {
+			for b.Loop() {
+				tc.to(dst, x)
+			}
+		})
+	}
+}
