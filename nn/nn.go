@@ -6,7 +6,8 @@
 // All layers work on a whole batch at once: a batch is a gonum *mat.Dense whose
 // rows are independent samples (for traffic models, one row per node per
 // snapshot), and every matrix product goes through Gemm or MulAdd and its
-// kin (AVX2 and FMA kernels on amd64, the same results in Go elsewhere).
+// kin (AVX2 and FMA kernels on amd64, the same results in Go elsewhere), as
+// the GRU's gates go through SigmoidTo and TanhTo.
 //
 // Layers keep the activations of their last Forward call and accumulate
 // parameter gradients in Backward; call ZeroGrad between optimiser steps.

@@ -1,3 +1,7 @@
+// The declarations of the assembly kernels (mul_amd64.s: the matrix
+// products; act_amd64.s: the activations) and whether this machine can run
+// them; kernels_other.go stands in for them elsewhere.
+
 package nn
 
 import "golang.org/x/sys/cpu"

@@ -2,8 +2,8 @@
 
 package nn
 
-// haveFMA is false where no assembly kernel is written: MulAdd and its
-// kin run in Go, with the same results.
+// haveFMA and haveAVX2 are false where no assembly kernel is written:
+// MulAdd, SigmoidTo and their kin run in Go, with the same results.
 const haveFMA = false
 
 func mulAdd4x8(k int, a *float64, ars, aks int, b *float64, ldb int, c *float64, ldc int) {
