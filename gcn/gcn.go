@@ -137,12 +137,12 @@ func (g *GCN) Forward(h *mat.Dense, a Propagator) *mat.Dense {
 	if g.L2 != nil {
 		g.s1 = nn.Resize(g.s1, r, g.L1.Lin.Out())
 		g.a2 = nn.Resize(g.a2, r, g.L2.Lin.Out())
-		nn.Apply(g.s1, g.a1, nn.Softplus)
+		nn.ApplyTo(g.s1, g.a1, nn.SoftplusTo)
 		g.L2.Forward(g.a2, g.s1, a)
 		last = g.a2
 	}
 	g.z = nn.Resize(g.z, r, g.Skip.Out())
-	nn.Apply(g.z, last, nn.Softplus)
+	nn.ApplyTo(g.z, last, nn.SoftplusTo)
 	g.sk = nn.Resize(g.sk, r, g.Skip.Out())
 	g.Skip.Forward(g.sk, h)
 	g.z.Add(g.z, g.sk)
@@ -156,11 +156,9 @@ func softplusBackward(dst, dy, a *mat.Dense) {
 	ad, dd, y := a.RawMatrix().Data, dst.RawMatrix().Data, dy.RawMatrix()
 	nn.ParallelRows(r, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
-			for j := 0; j < c; j++ {
-				k := i*c + j
-				dd[k] = y.Data[i*y.Stride+j] * nn.Sigmoid(ad[k])
-			}
+			copy(dd[i*c:(i+1)*c], y.Data[i*y.Stride:i*y.Stride+c])
 		}
+		nn.MulSigmoid(dd[lo*c:hi*c], ad[lo*c:hi*c])
 	})
 }
 

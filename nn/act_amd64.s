@@ -140,6 +140,90 @@ DATA mask63<>+16(SB)/8, $0x000000000000003f
 DATA mask63<>+24(SB)/8, $0x000000000000003f
 GLOBL mask63<>(SB), RODATA|NOPTR, $32
 
+DATA mantmask<>+0(SB)/8, $0x000fffffffffffff
+DATA mantmask<>+8(SB)/8, $0x000fffffffffffff
+DATA mantmask<>+16(SB)/8, $0x000fffffffffffff
+DATA mantmask<>+24(SB)/8, $0x000fffffffffffff
+GLOBL mantmask<>(SB), RODATA|NOPTR, $32
+
+DATA two52<>+0(SB)/8, $0x4330000000000000
+DATA two52<>+8(SB)/8, $0x4330000000000000
+DATA two52<>+16(SB)/8, $0x4330000000000000
+DATA two52<>+24(SB)/8, $0x4330000000000000
+GLOBL two52<>(SB), RODATA|NOPTR, $32
+
+DATA c1022<>+0(SB)/8, $0x408ff00000000000
+DATA c1022<>+8(SB)/8, $0x408ff00000000000
+DATA c1022<>+16(SB)/8, $0x408ff00000000000
+DATA c1022<>+24(SB)/8, $0x408ff00000000000
+GLOBL c1022<>(SB), RODATA|NOPTR, $32
+
+DATA hsqrt2<>+0(SB)/8, $0x3fe6a09e667f3bcd
+DATA hsqrt2<>+8(SB)/8, $0x3fe6a09e667f3bcd
+DATA hsqrt2<>+16(SB)/8, $0x3fe6a09e667f3bcd
+DATA hsqrt2<>+24(SB)/8, $0x3fe6a09e667f3bcd
+GLOBL hsqrt2<>(SB), RODATA|NOPTR, $32
+
+DATA logLn2Hi<>+0(SB)/8, $0x3fe62e42fee00000
+DATA logLn2Hi<>+8(SB)/8, $0x3fe62e42fee00000
+DATA logLn2Hi<>+16(SB)/8, $0x3fe62e42fee00000
+DATA logLn2Hi<>+24(SB)/8, $0x3fe62e42fee00000
+GLOBL logLn2Hi<>(SB), RODATA|NOPTR, $32
+
+DATA logLn2Lo<>+0(SB)/8, $0x3dea39ef35793c76
+DATA logLn2Lo<>+8(SB)/8, $0x3dea39ef35793c76
+DATA logLn2Lo<>+16(SB)/8, $0x3dea39ef35793c76
+DATA logLn2Lo<>+24(SB)/8, $0x3dea39ef35793c76
+GLOBL logLn2Lo<>(SB), RODATA|NOPTR, $32
+
+DATA L1<>+0(SB)/8, $0x3fe5555555555593
+DATA L1<>+8(SB)/8, $0x3fe5555555555593
+DATA L1<>+16(SB)/8, $0x3fe5555555555593
+DATA L1<>+24(SB)/8, $0x3fe5555555555593
+GLOBL L1<>(SB), RODATA|NOPTR, $32
+
+DATA L2<>+0(SB)/8, $0x3fd999999997fa04
+DATA L2<>+8(SB)/8, $0x3fd999999997fa04
+DATA L2<>+16(SB)/8, $0x3fd999999997fa04
+DATA L2<>+24(SB)/8, $0x3fd999999997fa04
+GLOBL L2<>(SB), RODATA|NOPTR, $32
+
+DATA L3<>+0(SB)/8, $0x3fd2492494229359
+DATA L3<>+8(SB)/8, $0x3fd2492494229359
+DATA L3<>+16(SB)/8, $0x3fd2492494229359
+DATA L3<>+24(SB)/8, $0x3fd2492494229359
+GLOBL L3<>(SB), RODATA|NOPTR, $32
+
+DATA L4<>+0(SB)/8, $0x3fcc71c51d8e78af
+DATA L4<>+8(SB)/8, $0x3fcc71c51d8e78af
+DATA L4<>+16(SB)/8, $0x3fcc71c51d8e78af
+DATA L4<>+24(SB)/8, $0x3fcc71c51d8e78af
+GLOBL L4<>(SB), RODATA|NOPTR, $32
+
+DATA L5<>+0(SB)/8, $0x3fc7466496cb03de
+DATA L5<>+8(SB)/8, $0x3fc7466496cb03de
+DATA L5<>+16(SB)/8, $0x3fc7466496cb03de
+DATA L5<>+24(SB)/8, $0x3fc7466496cb03de
+GLOBL L5<>(SB), RODATA|NOPTR, $32
+
+DATA L6<>+0(SB)/8, $0x3fc39a09d078c69f
+DATA L6<>+8(SB)/8, $0x3fc39a09d078c69f
+DATA L6<>+16(SB)/8, $0x3fc39a09d078c69f
+DATA L6<>+24(SB)/8, $0x3fc39a09d078c69f
+GLOBL L6<>(SB), RODATA|NOPTR, $32
+
+DATA L7<>+0(SB)/8, $0x3fc2f112df3e5244
+DATA L7<>+8(SB)/8, $0x3fc2f112df3e5244
+DATA L7<>+16(SB)/8, $0x3fc2f112df3e5244
+DATA L7<>+24(SB)/8, $0x3fc2f112df3e5244
+GLOBL L7<>(SB), RODATA|NOPTR, $32
+
+DATA forty<>+0(SB)/8, $0x4044000000000000
+DATA forty<>+8(SB)/8, $0x4044000000000000
+DATA forty<>+16(SB)/8, $0x4044000000000000
+DATA forty<>+24(SB)/8, $0x4044000000000000
+GLOBL forty<>(SB), RODATA|NOPTR, $32
+
 // func sigmoid4(dst, x *float64, n int) int
 //
 // Sigmoid of x[0:n], four at a time, n a multiple of 4; it stops before the
@@ -285,6 +369,123 @@ tloop:
 	JNZ       tloop
 
 tdone:
+	MOVQ AX, ret+24(FP)
+	VZEROUPPER
+	RET
+
+// func softplus4(dst, x *float64, n int) int
+//
+// Softplus of x[0:n], four at a time, n a multiple of 4: e = exp(−|x|),
+// log(1+e) as math.Log's assembly (log_amd64.s) computes it, operation for
+// operation, Goldberg's correction, max(x, 0) added, x itself above 40; it
+// stops before the first four with |x| ≥ 708 or NaN, and returns how many
+// it did.
+TEXT ·softplus4(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ n+16(FP), CX
+	SHRQ $2, CX
+	XORQ AX, AX
+	LEAQ ·expTable(SB), R8
+	TESTQ CX, CX
+	JZ   pdone
+
+ploop:
+	VMOVUPD   (SI)(AX*8), Y0
+	VANDPD    absmask<>(SB), Y0, Y11
+	VCMPPD    $0x11, sigHi<>(SB), Y11, Y9
+	VMOVMSKPD Y9, BX
+	CMPQ      BX, $15
+	JNE       pdone
+	VXORPD    sign<>(SB), Y11, Y1
+	// e = exp(Y1), as exp computes it, operation for operation; Y2–Y8 are
+	// clobbered, R8 holds &expTable.
+	VMULPD     invln2n<>(SB), Y1, Y2
+	VADDPD     shift<>(SB), Y2, Y2
+	VSUBPD     shift<>(SB), Y2, Y3
+	VMULPD     ln2hi<>(SB), Y3, Y4
+	VSUBPD     Y4, Y1, Y4
+	VMULPD     ln2lo<>(SB), Y3, Y3
+	VSUBPD     Y3, Y4, Y4
+	VMULPD     Y4, Y4, Y5
+	VMULPD     c6<>(SB), Y4, Y6
+	VADDPD     half<>(SB), Y6, Y6
+	VMULPD     Y6, Y5, Y6
+	VADDPD     Y6, Y4, Y6
+	VMULPD     c120<>(SB), Y4, Y7
+	VADDPD     c24<>(SB), Y7, Y7
+	VMULPD     Y5, Y5, Y5
+	VMULPD     Y7, Y5, Y5
+	VADDPD     Y5, Y6, Y6
+	VPAND      mask63<>(SB), Y2, Y3
+	VPCMPEQQ   Y8, Y8, Y8
+	VPGATHERQQ Y8, (R8)(Y3*8), Y4
+	VPSLLQ     $46, Y2, Y2
+	VPADDQ     Y2, Y4, Y4
+	VMULPD     Y6, Y4, Y6
+	VADDPD     Y6, Y4, Y1
+	VMOVAPD   Y1, Y12
+	VADDPD    one<>(SB), Y12, Y13
+
+	// log(u), u = 1+e in [1, 2]: f1, k = frexp(u); below √2/2, f1·2, k−1.
+	VANDPD    mantmask<>(SB), Y13, Y2
+	VORPD     half<>(SB), Y2, Y2
+	VPSRLQ    $52, Y13, Y3
+	VPOR      two52<>(SB), Y3, Y3
+	VSUBPD    two52<>(SB), Y3, Y3
+	VSUBPD    c1022<>(SB), Y3, Y3
+	VMOVUPD   hsqrt2<>(SB), Y4
+	VCMPPD    $0x05, Y2, Y4, Y4
+	VANDPD    one<>(SB), Y4, Y4
+	VSUBPD    Y4, Y3, Y3
+	VADDPD    one<>(SB), Y4, Y4
+	VMULPD    Y4, Y2, Y2
+	VSUBPD    one<>(SB), Y2, Y2
+	VADDPD    two<>(SB), Y2, Y4
+	VDIVPD    Y4, Y2, Y4
+	VMULPD    Y4, Y4, Y5
+	VMULPD    Y5, Y5, Y6
+	VMULPD    L7<>(SB), Y6, Y7
+	VADDPD    L5<>(SB), Y7, Y7
+	VMULPD    Y6, Y7, Y7
+	VADDPD    L3<>(SB), Y7, Y7
+	VMULPD    Y6, Y7, Y7
+	VADDPD    L1<>(SB), Y7, Y7
+	VMULPD    Y7, Y5, Y5
+	VMULPD    L6<>(SB), Y6, Y7
+	VADDPD    L4<>(SB), Y7, Y7
+	VMULPD    Y6, Y7, Y7
+	VADDPD    L2<>(SB), Y7, Y7
+	VMULPD    Y7, Y6, Y6
+	VADDPD    Y6, Y5, Y5
+	VMULPD    half<>(SB), Y2, Y6
+	VMULPD    Y2, Y6, Y6
+	VADDPD    Y6, Y5, Y5
+	VMULPD    Y5, Y4, Y5
+	VMULPD    logLn2Lo<>(SB), Y3, Y7
+	VADDPD    Y7, Y5, Y5
+	VSUBPD    Y5, Y6, Y6
+	VSUBPD    Y2, Y6, Y6
+	VMULPD    logLn2Hi<>(SB), Y3, Y3
+	VSUBPD    Y6, Y3, Y3
+
+	// l = log(u)·e/(u−1), e where u is 1; max(x, 0) + l; x above 40.
+	VMULPD    Y12, Y3, Y3
+	VSUBPD    one<>(SB), Y13, Y4
+	VDIVPD    Y4, Y3, Y3
+	VCMPPD    $0x00, one<>(SB), Y13, Y5
+	VBLENDVPD Y5, Y12, Y3, Y3
+	VXORPD    Y6, Y6, Y6
+	VMAXPD    Y6, Y0, Y7
+	VADDPD    Y3, Y7, Y7
+	VCMPPD    $0x1e, forty<>(SB), Y0, Y5
+	VBLENDVPD Y5, Y0, Y7, Y7
+	VMOVUPD   Y7, (DI)(AX*8)
+	ADDQ      $4, AX
+	DECQ      CX
+	JNZ       ploop
+
+pdone:
 	MOVQ AX, ret+24(FP)
 	VZEROUPPER
 	RET

@@ -8,7 +8,8 @@ import (
 
 // activationInputs returns arguments for the activations: normal ones of
 // several spreads, wide uniform ones, and the edges of every branch of
-// Sigmoid, Tanh and exp, each exactly and one ulp either side, in a random
+// Sigmoid, Tanh, Softplus and exp (where e^−|x| leaves 1+e at 1, where 1+e
+// is √2, past 40), each exactly and one ulp either side, in a random
 // order so that every position within a four meets them.
 func activationInputs(rng *rand.Rand) []float64 {
 	var xs []float64
@@ -20,7 +21,7 @@ func activationInputs(rng *rand.Rand) []float64 {
 	for range 4000 {
 		xs = append(xs, (2*rng.Float64()-1)*800)
 	}
-	for _, e := range []float64{0, 0.625, 44, 44.01, 708, 709, 709.78, 745.2, 1e-300, 5e-324, 1e-8} {
+	for _, e := range []float64{0, 0.625, 36.7, 37.5, 40, 44, 44.01, 708, 709, 709.78, 745.2, 1e-300, 5e-324, 1e-8, math.Log(math.Sqrt2 - 1)} {
 		for _, v := range []float64{e, math.Nextafter(e, math.Inf(1)), math.Nextafter(e, math.Inf(-1))} {
 			xs = append(xs, v, -v)
 		}
@@ -30,7 +31,8 @@ func activationInputs(rng *rand.Rand) []float64 {
 	return xs
 }
 
-// TestActivationsTo checks SigmoidTo and TanhTo against Sigmoid and Tanh
+// TestActivationsTo checks SigmoidTo, TanhTo and SoftplusTo against
+// Sigmoid, Tanh and Softplus
 // bit for bit (signs of zero and NaN included) on activationInputs, over
 // slices of every length modulo 4; where the machine has AVX2 this is the
 // assembly against the Go.
@@ -46,6 +48,7 @@ func TestActivationsTo(t *testing.T) {
 	}{
 		{"Sigmoid", SigmoidTo, Sigmoid},
 		{"Tanh", TanhTo, Tanh},
+		{"Softplus", SoftplusTo, Softplus},
 	} {
 		for cut := range 4 {
 			x := xs[cut:]
@@ -96,6 +99,7 @@ func BenchmarkActivationsTo(b *testing.B) {
 	}{
 		{"Sigmoid", SigmoidTo, Sigmoid},
 		{"Tanh", TanhTo, Tanh},
+		{"Softplus", SoftplusTo, Softplus},
 	} {
 		b.Run(tc.name+"/loop", func(b *testing.B) {
 			for b.Loop() {

@@ -19,3 +19,5 @@ const haveAVX2 = false
 func sigmoid4(dst, x *float64, n int) int { panic("nn: no assembly kernel") }
 
 func tanh4(dst, x *float64, n int) int { panic("nn: no assembly kernel") }
+
+func softplus4(dst, x *float64, n int) int { panic("nn: no assembly kernel") }

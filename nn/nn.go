@@ -187,6 +187,36 @@ func Cols(m *mat.Dense, from, to int) *mat.Dense {
 	return m.Slice(0, r, from, to).(*mat.Dense)
 }
 
+// ApplyTo is Apply for a function of slices (SoftplusTo, SigmoidTo,
+// TanhTo: f(d, x) sets d[j] from x[j]), given many rows at once where dst
+// and src are contiguous, so that its vector kernels run long.
+func ApplyTo(dst, src *mat.Dense, f func(dst, x []float64)) {
+	d, s := dst.RawMatrix(), src.RawMatrix()
+	ParallelRows(s.Rows, func(lo, hi int) {
+		if d.Stride == s.Cols && s.Stride == s.Cols {
+			f(d.Data[lo*s.Cols:hi*s.Cols], s.Data[lo*s.Cols:hi*s.Cols])
+			return
+		}
+		for i := lo; i < hi; i++ {
+			f(d.Data[i*d.Stride:i*d.Stride+s.Cols], s.Data[i*s.Stride:i*s.Stride+s.Cols])
+		}
+	})
+}
+
+// MulSigmoid sets d[i] *= Sigmoid(a[i]) for every i of d (a at least as
+// long): the gradient through a softplus, whose derivative is the sigmoid.
+// The sigmoids go through SigmoidTo, a block at a time.
+func MulSigmoid(d, a []float64) {
+	var buf [512]float64
+	for i := 0; i < len(d); i += len(buf) {
+		n := min(len(buf), len(d)-i)
+		SigmoidTo(buf[:n], a[i:i+n])
+		for j, v := range buf[:n] {
+			d[i+j] *= v
+		}
+	}
+}
+
 // Apply sets dst[i][j] = f(src[i][j]); dst and src must have equal shapes and
 // may be the same matrix. Rows are shared out over the cores (ParallelRows),
 // so f is called concurrently: the activations it serves (Softplus) cost as
@@ -287,6 +317,25 @@ func SigmoidTo(dst, x []float64) {
 	}
 	for ; i < len(x); i++ {
 		dst[i] = Sigmoid(x[i])
+	}
+}
+
+// SoftplusTo sets dst[i] = Softplus(x[i]) for every i of x (dst at least as
+// long): the same bits, four at a time in AVX2 registers where the machine
+// has them.
+func SoftplusTo(dst, x []float64) {
+	dst = dst[:len(x)]
+	i := 0
+	if haveAVX2 {
+		for n := len(x) &^ 3; i < n; {
+			i += softplus4(&dst[i], &x[i], n-i)
+			for end := min(i+4, n); i < end; i++ {
+				dst[i] = Softplus(x[i])
+			}
+		}
+	}
+	for ; i < len(x); i++ {
+		dst[i] = Softplus(x[i])
 	}
 }
 
@@ -393,7 +442,7 @@ func (m *MLP) Forward(x *mat.Dense) *mat.Dense {
 	m.h = Resize(m.h, r, m.L1.Out())
 	m.out = Resize(m.out, r, m.L2.Out())
 	m.L1.Forward(m.a, x)
-	Apply(m.h, m.a, Softplus)
+	ApplyTo(m.h, m.a, SoftplusTo)
 	m.L2.Forward(m.out, m.h)
 	return m.out
 }
@@ -406,11 +455,7 @@ func (m *MLP) Backward(dy *mat.Dense) *mat.Dense {
 	m.dx = Resize(m.dx, r, c)
 	m.L2.Backward(m.dh, m.h, dy)
 	ad, dd, w := m.a.RawMatrix().Data, m.dh.RawMatrix().Data, m.L1.Out()
-	ParallelRows(r, func(lo, hi int) {
-		for i := lo * w; i < hi*w; i++ {
-			dd[i] *= Sigmoid(ad[i])
-		}
-	})
+	ParallelRows(r, func(lo, hi int) { MulSigmoid(dd[lo*w:hi*w], ad[lo*w:hi*w]) })
 	m.L1.Backward(m.dx, m.x, m.dh)
 	return m.dx
 }
