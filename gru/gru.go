@@ -67,6 +67,7 @@ type block struct {
 	xs     []blas64.General // per step, In × R: the block's inputs transposed
 	steps  []blockStep
 	h0     blas64.General // H × R zeros
+	bias   blas64.General // 3H × R: row j all the bias of gate row j, each step's gx before its products
 	// Work buffers and gradients of Backward.
 	dh, dgx, drh          blas64.General
 	dwx, duzr, dun, dbias blas64.General
@@ -89,7 +90,7 @@ func rowsOf(m blas64.General, lo, hi int) blas64.General {
 
 func (g *GRU) newBlock(lo, hi, steps int) *block {
 	H, R := g.Hidden, hi-lo
-	b := &block{lo: lo, hi: hi, h0: dense(H, R),
+	b := &block{lo: lo, hi: hi, h0: dense(H, R), bias: dense(3*H, R),
 		dh: dense(H, R), dgx: dense(3*H, R), drh: dense(H, R),
 		dwx: dense(3*H, g.In), duzr: dense(2*H, H), dun: dense(H, H), dbias: dense(1, 3*H)}
 	b.xs = make([]blas64.General, steps)
@@ -186,7 +187,12 @@ func (g *GRU) Forward(xs []*mat.Dense) (*mat.Dense, error) {
 // state to its rows of g.out.
 func (g *GRU) forward(b *block, xs []*mat.Dense) {
 	H, R := g.Hidden, b.hi-b.lo
-	bias := g.B.W.RawRowView(0)
+	for j, v := range g.B.W.RawRowView(0) {
+		row := b.bias.Data[j*R : (j+1)*R]
+		for i := range row {
+			row[i] = v
+		}
+	}
 	hPrev := b.h0
 	for t, x := range xs {
 		s := &b.steps[t]
@@ -197,12 +203,7 @@ func (g *GRU) forward(b *block, xs []*mat.Dense) {
 			}
 		}
 		// Gate pre-activations: Wxᵀ·x + b, then + Uzrᵀ·h on the z and r rows.
-		for j := 0; j < 3*H; j++ {
-			row := s.gx.Data[j*R : (j+1)*R]
-			for i := range row {
-				row[i] = bias[j]
-			}
-		}
+		copy(s.gx.Data, b.bias.Data)
 		nn.MulAdd(s.gx, g.wxT, xt)
 		nn.MulAdd(rowsOf(s.gx, 0, 2*H), g.uzrT, hPrev)
 		nn.SigmoidTo(s.z.Data, s.gx.Data[:H*R])
@@ -263,6 +264,34 @@ func addTransposed(dst *mat.Dense, m blas64.General) {
 	}
 }
 
+// addRowSums adds to sums[j] the sum of row j of m (rows of r values),
+// each summed in order; four rows at a time, so that four chains of
+// additions run side by side.
+func addRowSums(sums, m []float64, r int) {
+	j := 0
+	for ; j+4 <= len(sums); j += 4 {
+		r0, r1, r2, r3 := m[j*r:(j+1)*r], m[(j+1)*r:(j+2)*r], m[(j+2)*r:(j+3)*r], m[(j+3)*r:(j+4)*r]
+		var s0, s1, s2, s3 float64
+		for i, v := range r0 {
+			s0 += v
+			s1 += r1[i]
+			s2 += r2[i]
+			s3 += r3[i]
+		}
+		sums[j] += s0
+		sums[j+1] += s1
+		sums[j+2] += s2
+		sums[j+3] += s3
+	}
+	for ; j < len(sums); j++ {
+		var s float64
+		for _, v := range m[j*r : (j+1)*r] {
+			s += v
+		}
+		sums[j] += s
+	}
+}
+
 // backward takes block b back through every step, into its own gradients of
 // the transposed weights.
 func (g *GRU) backward(b *block, dH *mat.Dense) {
@@ -284,29 +313,25 @@ func (g *GRU) backward(b *block, dH *mat.Dense) {
 		if t > 0 {
 			hp = b.steps[t-1].h
 		}
-		z, r, n := s.z.Data, s.r.Data, s.n.Data
+		// All of one length, so that the loops below check no bounds.
+		z, r, n, h := s.z.Data[:len(dh)], s.r.Data[:len(dh)], s.n.Data[:len(dh)], hp.Data[:len(dh)]
+		dz, dr, dan, drh := dz[:len(dh)], dr[:len(dh)], dan[:len(dh)], drh[:len(dh)]
 		// Through h' = (1−z)⊙h + z⊙n and n = tanh(a_n).
-		for k := range dh {
-			dz[k] = dh[k] * (n[k] - hp.Data[k]) * z[k] * (1 - z[k])
-			dan[k] = dh[k] * z[k] * (1 - n[k]*n[k])
-			dh[k] *= 1 - z[k]
+		for k, d := range dh {
+			dz[k] = d * (n[k] - h[k]) * z[k] * (1 - z[k])
+			dan[k] = d * z[k] * (1 - n[k]*n[k])
+			dh[k] = d * (1 - z[k])
 		}
 		danM := rowsOf(b.dgx, 2*H, 3*H)
 		nn.MulAddTB(b.dun, danM, s.rh)
 		clear(drh)
 		nn.MulAddTA(b.drh, g.unT, danM)
-		for k := range dh {
-			dh[k] += drh[k] * r[k]
-			dr[k] = drh[k] * hp.Data[k] * r[k] * (1 - r[k])
+		for k, d := range drh {
+			dh[k] += d * r[k]
+			dr[k] = d * h[k] * r[k] * (1 - r[k])
 		}
 		nn.MulAddTB(b.dwx, b.dgx, b.xs[t])
-		for j := 0; j < 3*H; j++ {
-			var sum float64
-			for _, v := range dgx[j*R : (j+1)*R] {
-				sum += v
-			}
-			b.dbias.Data[j] += sum
-		}
+		addRowSums(b.dbias.Data, dgx, R)
 		dzr := rowsOf(b.dgx, 0, 2*H)
 		nn.MulAddTB(b.duzr, dzr, hp)
 		nn.MulAddTA(b.dh, g.uzrT, dzr)
