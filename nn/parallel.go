@@ -11,8 +11,8 @@ const minRowsPerWorker = 512
 
 // ParallelRows calls f on disjoint row ranges [lo, hi) covering [0, n), on up
 // to GOMAXPROCS goroutines, and returns when all are done. Element-wise
-// kernels (activations, gates) use it so that all cores work between the BLAS
-// products, which gonum already parallelises.
+// kernels (activations, gates) use it so that all cores work between the
+// matrix products, which Gemm parallelises over rows itself.
 func ParallelRows(n int, f func(lo, hi int)) {
 	workers := runtime.GOMAXPROCS(0)
 	if w := n / minRowsPerWorker; w < workers {
