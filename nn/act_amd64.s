@@ -224,6 +224,36 @@ DATA forty<>+16(SB)/8, $0x4044000000000000
 DATA forty<>+24(SB)/8, $0x4044000000000000
 GLOBL forty<>(SB), RODATA|NOPTR, $32
 
+// EXP sets Y1 = exp(Y1), as exp (exp.go) computes it, operation for
+// operation: k and r by the shift, e^r − 1 by the polynomial, 2^(i/64) from
+// expTable by a gather (R8 holds its address), then s + s·p. It clobbers
+// Y2–Y8.
+#define EXP \
+	VMULPD     invln2n<>(SB), Y1, Y2; \
+	VADDPD     shift<>(SB), Y2, Y2; \
+	VSUBPD     shift<>(SB), Y2, Y3; \
+	VMULPD     ln2hi<>(SB), Y3, Y4; \
+	VSUBPD     Y4, Y1, Y4; \
+	VMULPD     ln2lo<>(SB), Y3, Y3; \
+	VSUBPD     Y3, Y4, Y4; \
+	VMULPD     Y4, Y4, Y5; \
+	VMULPD     c6<>(SB), Y4, Y6; \
+	VADDPD     half<>(SB), Y6, Y6; \
+	VMULPD     Y6, Y5, Y6; \
+	VADDPD     Y6, Y4, Y6; \
+	VMULPD     c120<>(SB), Y4, Y7; \
+	VADDPD     c24<>(SB), Y7, Y7; \
+	VMULPD     Y5, Y5, Y5; \
+	VMULPD     Y7, Y5, Y5; \
+	VADDPD     Y5, Y6, Y6; \
+	VPAND      mask63<>(SB), Y2, Y3; \
+	VPCMPEQQ   Y8, Y8, Y8; \
+	VPGATHERQQ Y8, (R8)(Y3*8), Y4; \
+	VPSLLQ     $46, Y2, Y2; \
+	VPADDQ     Y2, Y4, Y4; \
+	VMULPD     Y6, Y4, Y6; \
+	VADDPD     Y6, Y4, Y1;
+
 // func sigmoid4(dst, x *float64, n int) int
 //
 // Sigmoid of x[0:n], four at a time, n a multiple of 4; it stops before the
@@ -248,32 +278,7 @@ sloop:
 	CMPQ      BX, $15
 	JNE       sdone
 	VXORPD    sign<>(SB), Y0, Y1
-	// e = exp(Y1), as exp computes it, operation for operation; Y2–Y8 are
-	// clobbered, R8 holds &expTable.
-	VMULPD     invln2n<>(SB), Y1, Y2
-	VADDPD     shift<>(SB), Y2, Y2
-	VSUBPD     shift<>(SB), Y2, Y3
-	VMULPD     ln2hi<>(SB), Y3, Y4
-	VSUBPD     Y4, Y1, Y4
-	VMULPD     ln2lo<>(SB), Y3, Y3
-	VSUBPD     Y3, Y4, Y4
-	VMULPD     Y4, Y4, Y5
-	VMULPD     c6<>(SB), Y4, Y6
-	VADDPD     half<>(SB), Y6, Y6
-	VMULPD     Y6, Y5, Y6
-	VADDPD     Y6, Y4, Y6
-	VMULPD     c120<>(SB), Y4, Y7
-	VADDPD     c24<>(SB), Y7, Y7
-	VMULPD     Y5, Y5, Y5
-	VMULPD     Y7, Y5, Y5
-	VADDPD     Y5, Y6, Y6
-	VPAND      mask63<>(SB), Y2, Y3
-	VPCMPEQQ   Y8, Y8, Y8
-	VPGATHERQQ Y8, (R8)(Y3*8), Y4
-	VPSLLQ     $46, Y2, Y2
-	VPADDQ     Y2, Y4, Y4
-	VMULPD     Y6, Y4, Y6
-	VADDPD     Y6, Y4, Y1
+	EXP
 	VADDPD    one<>(SB), Y1, Y1
 	VMOVUPD   one<>(SB), Y2
 	VDIVPD    Y1, Y2, Y1
@@ -311,32 +316,7 @@ tloop:
 	CMPQ      BX, $15
 	JNE       tdone
 	VADDPD    Y11, Y11, Y1
-	// e = exp(Y1), as exp computes it, operation for operation; Y2–Y8 are
-	// clobbered, R8 holds &expTable.
-	VMULPD     invln2n<>(SB), Y1, Y2
-	VADDPD     shift<>(SB), Y2, Y2
-	VSUBPD     shift<>(SB), Y2, Y3
-	VMULPD     ln2hi<>(SB), Y3, Y4
-	VSUBPD     Y4, Y1, Y4
-	VMULPD     ln2lo<>(SB), Y3, Y3
-	VSUBPD     Y3, Y4, Y4
-	VMULPD     Y4, Y4, Y5
-	VMULPD     c6<>(SB), Y4, Y6
-	VADDPD     half<>(SB), Y6, Y6
-	VMULPD     Y6, Y5, Y6
-	VADDPD     Y6, Y4, Y6
-	VMULPD     c120<>(SB), Y4, Y7
-	VADDPD     c24<>(SB), Y7, Y7
-	VMULPD     Y5, Y5, Y5
-	VMULPD     Y7, Y5, Y5
-	VADDPD     Y5, Y6, Y6
-	VPAND      mask63<>(SB), Y2, Y3
-	VPCMPEQQ   Y8, Y8, Y8
-	VPGATHERQQ Y8, (R8)(Y3*8), Y4
-	VPSLLQ     $46, Y2, Y2
-	VPADDQ     Y2, Y4, Y4
-	VMULPD     Y6, Y4, Y6
-	VADDPD     Y6, Y4, Y1
+	EXP
 	VADDPD    one<>(SB), Y1, Y1
 	VMOVUPD   two<>(SB), Y2
 	VDIVPD    Y1, Y2, Y1
@@ -398,32 +378,7 @@ ploop:
 	CMPQ      BX, $15
 	JNE       pdone
 	VXORPD    sign<>(SB), Y11, Y1
-	// e = exp(Y1), as exp computes it, operation for operation; Y2–Y8 are
-	// clobbered, R8 holds &expTable.
-	VMULPD     invln2n<>(SB), Y1, Y2
-	VADDPD     shift<>(SB), Y2, Y2
-	VSUBPD     shift<>(SB), Y2, Y3
-	VMULPD     ln2hi<>(SB), Y3, Y4
-	VSUBPD     Y4, Y1, Y4
-	VMULPD     ln2lo<>(SB), Y3, Y3
-	VSUBPD     Y3, Y4, Y4
-	VMULPD     Y4, Y4, Y5
-	VMULPD     c6<>(SB), Y4, Y6
-	VADDPD     half<>(SB), Y6, Y6
-	VMULPD     Y6, Y5, Y6
-	VADDPD     Y6, Y4, Y6
-	VMULPD     c120<>(SB), Y4, Y7
-	VADDPD     c24<>(SB), Y7, Y7
-	VMULPD     Y5, Y5, Y5
-	VMULPD     Y7, Y5, Y5
-	VADDPD     Y5, Y6, Y6
-	VPAND      mask63<>(SB), Y2, Y3
-	VPCMPEQQ   Y8, Y8, Y8
-	VPGATHERQQ Y8, (R8)(Y3*8), Y4
-	VPSLLQ     $46, Y2, Y2
-	VPADDQ     Y2, Y4, Y4
-	VMULPD     Y6, Y4, Y6
-	VADDPD     Y6, Y4, Y1
+	EXP
 	VMOVAPD   Y1, Y12
 	VADDPD    one<>(SB), Y12, Y13
 

@@ -31,6 +31,17 @@ func activationInputs(rng *rand.Rand) []float64 {
 	return xs
 }
 
+// sliceActivations pairs each activation over slices with its scalar form.
+var sliceActivations = []struct {
+	name string
+	to   func(dst, x []float64)
+	f    func(float64) float64
+}{
+	{"Sigmoid", SigmoidTo, Sigmoid},
+	{"Tanh", TanhTo, Tanh},
+	{"Softplus", SoftplusTo, Softplus},
+}
+
 // TestActivationsTo checks SigmoidTo, TanhTo and SoftplusTo against
 // Sigmoid, Tanh and Softplus
 // bit for bit (signs of zero and NaN included) on activationInputs, over
@@ -38,18 +49,10 @@ func activationInputs(rng *rand.Rand) []float64 {
 // assembly against the Go.
 func TestActivationsTo(t *testing.T) {
 	if !haveAVX2 {
-		t.Log("no AVX2: SigmoidTo and TanhTo run in Go")
+		t.Log("no AVX2: SigmoidTo, TanhTo and SoftplusTo run in Go")
 	}
 	xs := activationInputs(rand.New(rand.NewPCG(5, 6)))
-	for _, tc := range []struct {
-		name string
-		to   func(dst, x []float64)
-		f    func(float64) float64
-	}{
-		{"Sigmoid", SigmoidTo, Sigmoid},
-		{"Tanh", TanhTo, Tanh},
-		{"Softplus", SoftplusTo, Softplus},
-	} {
+	for _, tc := range sliceActivations {
 		for cut := range 4 {
 			x := xs[cut:]
 			dst := make([]float64, len(x)+1)
@@ -92,15 +95,7 @@ func BenchmarkActivationsTo(b *testing.B) {
 	for i := range x {
 		x[i] = rng.NormFloat64() * 2
 	}
-	for _, tc := range []struct {
-		name string
-		to   func(dst, x []float64)
-		f    func(float64) float64
-	}{
-		{"Sigmoid", SigmoidTo, Sigmoid},
-		{"Tanh", TanhTo, Tanh},
-		{"Softplus", SoftplusTo, Softplus},
-	} {
+	for _, tc := range sliceActivations {
 		b.Run(tc.name+"/loop", func(b *testing.B) {
 			for b.Loop() {
 				for i, v := range x {

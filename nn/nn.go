@@ -303,58 +303,34 @@ const (
 // SigmoidTo sets dst[i] = Sigmoid(x[i]) for every i of x (dst at least as
 // long): the same bits, four at a time in AVX2 registers where the machine
 // has them.
-func SigmoidTo(dst, x []float64) {
-	dst = dst[:len(x)]
-	i := 0
-	if haveAVX2 {
-		for n := len(x) &^ 3; i < n; {
-			i += sigmoid4(&dst[i], &x[i], n-i)
-			// The four the kernel stopped at, if any, in Go.
-			for end := min(i+4, n); i < end; i++ {
-				dst[i] = Sigmoid(x[i])
-			}
-		}
-	}
-	for ; i < len(x); i++ {
-		dst[i] = Sigmoid(x[i])
-	}
-}
+func SigmoidTo(dst, x []float64) { applyKernel(dst, x, sigmoid4, Sigmoid) }
 
 // SoftplusTo sets dst[i] = Softplus(x[i]) for every i of x (dst at least as
 // long): the same bits, four at a time in AVX2 registers where the machine
 // has them.
-func SoftplusTo(dst, x []float64) {
-	dst = dst[:len(x)]
-	i := 0
-	if haveAVX2 {
-		for n := len(x) &^ 3; i < n; {
-			i += softplus4(&dst[i], &x[i], n-i)
-			for end := min(i+4, n); i < end; i++ {
-				dst[i] = Softplus(x[i])
-			}
-		}
-	}
-	for ; i < len(x); i++ {
-		dst[i] = Softplus(x[i])
-	}
-}
+func SoftplusTo(dst, x []float64) { applyKernel(dst, x, softplus4, Softplus) }
 
 // TanhTo sets dst[i] = Tanh(x[i]) for every i of x (dst at least as long):
 // the same bits, four at a time in AVX2 registers where the machine has
 // them.
-func TanhTo(dst, x []float64) {
+func TanhTo(dst, x []float64) { applyKernel(dst, x, tanh4, Tanh) }
+
+// applyKernel sets dst[i] = f(x[i]) by the assembly kernel k (sigmoid4 and
+// its kin: fours, until one with an argument off its main path) where the
+// machine can run it, and by f for the fours k stops at and the tail.
+func applyKernel(dst, x []float64, k func(dst, x *float64, n int) int, f func(float64) float64) {
 	dst = dst[:len(x)]
 	i := 0
 	if haveAVX2 {
 		for n := len(x) &^ 3; i < n; {
-			i += tanh4(&dst[i], &x[i], n-i)
+			i += k(&dst[i], &x[i], n-i)
 			for end := min(i+4, n); i < end; i++ {
-				dst[i] = Tanh(x[i])
+				dst[i] = f(x[i])
 			}
 		}
 	}
 	for ; i < len(x); i++ {
-		dst[i] = Tanh(x[i])
+		dst[i] = f(x[i])
 	}
 }
 
