@@ -121,6 +121,8 @@ func TestJudge(t *testing.T) {
 //	2: a committed transaction of 10 records and its marker, then an open
 //	   one of 5: 11, the open transaction not counted (it cannot be read
 //	   before it ends); 17 once it is committed (5 more and their marker)
+//
+// and a group that never joined, which has everything behind.
 func TestGroupLag(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a broker")
@@ -174,6 +176,11 @@ func TestGroupLag(t *testing.T) {
 		}
 	}
 	check(map[int]int64{0: 70, 1: 20, 2: 11})
+	// A group that never joined has committed nothing: everything is
+	// behind (kfake answers its offset fetch with "group ID not found").
+	if got, err := groupLag(ctx, client, "never-joined", "lag", []int{0, 1, 2}); err != nil || !maps.Equal(got, map[int]int64{0: 100, 1: 20, 2: 11}) {
+		t.Fatalf("lag of a group that never joined: %v, %v; want everything behind", got, err)
+	}
 	endTxn(ctx, t, txn, true)
 	check(map[int]int64{0: 70, 1: 20, 2: 17})
 	if _, err := groupLag(ctx, client, "lag-check", "no-such-topic", []int{0}); err == nil {

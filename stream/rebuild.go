@@ -3,6 +3,7 @@ package stream
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -283,6 +284,12 @@ func committedOffsets(ctx context.Context, c *kafka.Client, group, topic string,
 	resp, err := c.OffsetFetch(ctx, &kafka.OffsetFetchRequest{GroupID: group, Topics: map[string][]int{topic: parts}})
 	if err == nil {
 		err = resp.Error
+	}
+	if errors.Is(err, kafka.GroupIdNotFound) {
+		// A group not created yet (before its first member joins) has
+		// committed nothing. Kafka answers so with no offsets; kfake
+		// with this error.
+		return map[int]int64{}, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("committed offsets of group %s on %s: %w", group, topic, err)
