@@ -27,7 +27,7 @@ import (
 // train nothing it had finished, and leave no scores behind.
 func TestQuickOnRealData(t *testing.T) {
 	if testing.Short() {
-		t.Skip("about three minutes on two cores")
+		t.Skip("about a minute on two cores")
 	}
 	if _, err := pems.ResolveDataDir(""); err != nil {
 		if os.Getenv("CI") != "" {
