@@ -114,6 +114,17 @@ func (f *File) Tensor(name string) (*Tensor, error) {
 	return nil, fmt.Errorf("checkpoint: %q model file has no tensor %q", f.Kind, name)
 }
 
+// Elements returns the number of values in all of f's tensors. What Read
+// returns holds only values it read, so this is bounded by the file's size;
+// a loader compares it with what the metadata asks for before allocating.
+func (f *File) Elements() int {
+	n := 0
+	for _, t := range f.Tensors {
+		n += len(t.Data)
+	}
+	return n
+}
+
 // header is the JSON header of the layout.
 type header struct {
 	Kind    string          `json:"kind"`

@@ -86,6 +86,20 @@ func New(in, hidden, out int, rng *rand.Rand) *GCN {
 	return NewLayers(2, in, hidden, out, rng)
 }
 
+// NumParams returns the number of values in the parameters of
+// NewLayers(layers, in, hidden, out, rng), and false if layers is not 1 or
+// 2 or the count does not fit in an int (see nn.CountParams).
+func NumParams(layers, in, hidden, out int) (int, bool) {
+	lin := func(i, o int) [][]int { return [][]int{{i, o}, {o}} }
+	switch layers {
+	case 1:
+		return nn.CountParams(append(lin(in, out), lin(in, out)...)...)
+	case 2:
+		return nn.CountParams(append(append(lin(in, hidden), lin(hidden, out)...), lin(in, out)...)...)
+	}
+	return 0, false
+}
+
 // NewLayers returns a GCN with the given number of graph convolutions, 1 or
 // 2, and an in→out skip. Two layers have widths in→hidden→out; one layer maps
 // in→out directly and ignores hidden. For two layers the parameters are drawn

@@ -193,3 +193,22 @@ func TestBackwardWithoutForward(t *testing.T) {
 		}
 	}
 }
+
+func TestNumParams(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 1))
+	for _, s := range [][4]int{{1, 16, 16, 16}, {2, 16, 16, 16}, {2, 3, 5, 7}, {1, 3, 5, 7}} {
+		n := 0
+		for _, p := range NewLayers(s[0], s[1], s[2], s[3], rng).Params() {
+			r, c := p.W.Dims()
+			n += r * c
+		}
+		if got, ok := NumParams(s[0], s[1], s[2], s[3]); got != n || !ok {
+			t.Errorf("NumParams%v = %d, %v; NewLayers has %d", s, got, ok, n)
+		}
+	}
+	for _, s := range [][4]int{{0, 1, 1, 1}, {3, 1, 1, 1}, {2, 1 << 32, 1 << 32, 1}} {
+		if _, ok := NumParams(s[0], s[1], s[2], s[3]); ok {
+			t.Errorf("NumParams%v: ok", s)
+		}
+	}
+}

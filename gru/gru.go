@@ -102,6 +102,13 @@ func (g *GRU) newBlock(lo, hi, steps int) *block {
 	return b
 }
 
+// NumParams returns the number of values in the parameters of
+// New(in, hidden, rng), and false if it does not fit in an int (see
+// nn.CountParams).
+func NumParams(in, hidden int) (int, bool) {
+	return nn.CountParams([]int{in, 3, hidden}, []int{hidden, 2, hidden}, []int{hidden, hidden}, []int{3, hidden})
+}
+
 // New returns a GRU whose weights are drawn from U(−1/√H, 1/√H), PyTorch's
 // default initialisation, with the given random source.
 func New(in, hidden int, rng *rand.Rand) *GRU {

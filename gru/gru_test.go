@@ -257,3 +257,20 @@ func BenchmarkForwardBackward(b *testing.B) {
 		}
 	}
 }
+
+func TestNumParams(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 1))
+	for _, s := range [][2]int{{1, 1}, {3, 16}, {5, 16}, {7, 2}} {
+		n := 0
+		for _, p := range New(s[0], s[1], rng).Params() {
+			r, c := p.W.Dims()
+			n += r * c
+		}
+		if got, ok := NumParams(s[0], s[1]); got != n || !ok {
+			t.Errorf("NumParams(%d, %d) = %d, %v; New has %d", s[0], s[1], got, ok, n)
+		}
+	}
+	if _, ok := NumParams(3, 1<<32); ok {
+		t.Errorf("NumParams(3, 2³²) fits in an int")
+	}
+}

@@ -35,6 +35,37 @@ func NewParam(name string, r, c int) *Param {
 	return &Param{Name: name, W: mat.NewDense(r, c, nil), G: mat.NewDense(r, c, nil)}
 }
 
+// CountParams returns the number of values in parameters of the given
+// shapes, each shape a list of factors whose product is the parameter's
+// size (the GRU's input projection is {in, 3, hidden}), and false if a
+// factor is negative or the count does not fit in an int. Loaders use it to
+// compare what a file's metadata asks for with what the file holds before
+// allocating anything, so that a size in the metadata alone cannot make
+// them allocate more than the file justifies.
+func CountParams(shapes ...[]int) (int, bool) {
+	n := 0
+	for _, shape := range shapes {
+		p := 1
+		for _, f := range shape {
+			if f < 0 || (f != 0 && p > math.MaxInt/f) {
+				return 0, false
+			}
+			p *= f
+		}
+		if n > math.MaxInt-p {
+			return 0, false
+		}
+		n += p
+	}
+	return n, true
+}
+
+// MLPParams returns the number of values in the parameters of
+// NewMLP(name, in, hidden, out, rng), as CountParams does.
+func MLPParams(in, hidden, out int) (int, bool) {
+	return CountParams([]int{in, hidden}, []int{hidden}, []int{hidden, out}, []int{out})
+}
+
 // ZeroGrad sets the gradients of ps to zero.
 func ZeroGrad(ps []*Param) {
 	for _, p := range ps {

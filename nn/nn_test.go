@@ -276,3 +276,42 @@ func TestGemmRowsMatchesBLAS(t *testing.T) {
 		}
 	}
 }
+
+// valuesOf returns the number of values in ps.
+func valuesOf(ps []*Param) int {
+	n := 0
+	for _, p := range ps {
+		r, c := p.W.Dims()
+		n += r * c
+	}
+	return n
+}
+
+func TestCountParams(t *testing.T) {
+	for _, c := range []struct {
+		shapes [][]int
+		want   int
+		ok     bool
+	}{
+		{nil, 0, true},
+		{[][]int{{}}, 1, true}, // a scalar
+		{[][]int{{3, 4}, {4}}, 16, true},
+		{[][]int{{2, 3, 5}, {0, 7}}, 30, true},
+		{[][]int{{-1, 4}}, 0, false},
+		{[][]int{{1 << 40, 1 << 30}}, 0, false},                        // one product overflows
+		{[][]int{{math.MaxInt / 2}, {math.MaxInt / 2}, {2}}, 0, false}, // the sum overflows
+		{[][]int{{1 << 62}, {1 << 61}, {1 << 61}}, 0, false},
+	} {
+		got, ok := CountParams(c.shapes...)
+		if got != c.want || ok != c.ok {
+			t.Errorf("CountParams(%v) = %d, %v; want %d, %v", c.shapes, got, ok, c.want, c.ok)
+		}
+	}
+	rng := rand.New(rand.NewPCG(1, 1))
+	for _, s := range [][3]int{{1, 1, 1}, {16, 16, 3}, {5, 2, 7}} {
+		got, ok := MLPParams(s[0], s[1], s[2])
+		if want := valuesOf(NewMLP("m", s[0], s[1], s[2], rng).Params()); got != want || !ok {
+			t.Errorf("MLPParams%v = %d, %v; NewMLP has %d", s, got, ok, want)
+		}
+	}
+}

@@ -252,12 +252,26 @@ func decodeBundle(f *checkpoint.File) (*Bundle, error) {
 	if meta.Window < 1 || meta.Hidden < 1 || meta.Nodes < 1 || C < 1 || meta.Config.PhiHidden < 1 {
 		return nil, fmt.Errorf("metadata: window %d, hidden %d, nodes %d, channels %d, φ hidden %d must all be positive", meta.Window, meta.Hidden, meta.Nodes, C, meta.Config.PhiHidden)
 	}
+	if meta.Window > snapshot.MaxWindow {
+		return nil, fmt.Errorf("metadata: window %d exceeds %d steps", meta.Window, snapshot.MaxWindow)
+	}
 	if err := meta.Norm.Validate(C); err != nil {
 		return nil, fmt.Errorf("metadata: %w", err)
 	}
-	b := &Bundle{Meta: meta, GRU: gruShape(meta.Norm.Inputs(), meta.Hidden),
-		Phi: nn.NewMLP("phi", meta.Hidden, meta.Config.PhiHidden, meta.Hidden, zeroRand()),
-		Dec: nn.NewMLP("dec", meta.Hidden, decHidden(f, meta.Hidden), C, zeroRand())}
+	in, H, P, D := meta.Norm.Inputs(), meta.Hidden, meta.Config.PhiHidden, decHidden(f, meta.Hidden)
+	if D < 1 {
+		return nil, fmt.Errorf("tensor dec.l1.W has %d columns, want at least 1", D)
+	}
+	// Check the sizes against the file before allocating layers of them.
+	g, ok1 := gru.NumParams(in, H)
+	phi, ok2 := nn.MLPParams(H, P, H)
+	dec, ok3 := nn.MLPParams(H, D, C)
+	if need, ok := nn.CountParams([]int{g}, []int{phi}, []int{dec}); !ok1 || !ok2 || !ok3 || !ok || need > f.Elements() {
+		return nil, fmt.Errorf("metadata: %d inputs, hidden %d, φ hidden %d, decoder hidden %d and %d channels take more parameters than the file's %d values", in, H, P, D, C, f.Elements())
+	}
+	b := &Bundle{Meta: meta, GRU: gruShape(in, H),
+		Phi: nn.NewMLP("phi", H, P, H, zeroRand()),
+		Dec: nn.NewMLP("dec", H, D, C, zeroRand())}
 	byName, _ := b.params()
 	for name, p := range byName {
 		t, err := f.Tensor(name)

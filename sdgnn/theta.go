@@ -17,7 +17,7 @@ import (
 )
 
 // Theta holds the sparse non-negative weights of every node: node z's
-// receptive nodes Nodes[z] (sorted) and their weights Weights[z].
+// receptive nodes Nodes[z] (sorted, each once) and their weights Weights[z].
 type Theta struct {
 	Nodes   [][]int
 	Weights [][]float64
@@ -60,6 +60,9 @@ func (t *Theta) Validate(n int) error {
 		for i, k := range t.Nodes[z] {
 			if k < 0 || k >= n {
 				return fmt.Errorf("theta: node %d has receptive node %d outside [0,%d)", z, k, n)
+			}
+			if i > 0 && k <= t.Nodes[z][i-1] {
+				return fmt.Errorf("theta: node %d's receptive nodes %v are not in increasing order", z, t.Nodes[z])
 			}
 			if w := t.Weights[z][i]; !(w >= 0) || math.IsInf(w, 0) {
 				return fmt.Errorf("theta: node %d weight %g for node %d is not a finite non-negative number", z, w, k)

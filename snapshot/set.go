@@ -34,6 +34,12 @@ type Set struct {
 	times []float64 // Steps × TimeInputCount calendar inputs, nil without Norm.Time
 }
 
+// MaxWindow is the longest input window, in steps, that a model may read:
+// a week of five-minute steps, far beyond the hour (12 steps) the models
+// here are trained on. The streaming service keeps every sensor's last
+// window and more, so a model file may not ask for an arbitrary window.
+const MaxWindow = 2016
+
 // NewSet returns a Set over data, a row-major (step, node, channel) series
 // with the given dimensions, for input windows of the given length. It keeps
 // data without copying, so the caller must not modify it afterwards, and

@@ -158,8 +158,7 @@ func decodeModel(f *checkpoint.File, prefix string) (*Saved, error) {
 	if err := json.Unmarshal(f.Meta, &meta); err != nil {
 		return nil, fmt.Errorf("metadata: %w", err)
 	}
-	m, err := New(meta.Config)
-	if err != nil {
+	if err := meta.Config.Validate(); err != nil {
 		return nil, fmt.Errorf("metadata: %w", err)
 	}
 	if len(meta.Norm.Mean) != meta.Config.Channels || len(meta.Norm.Std) != meta.Config.Channels {
@@ -173,6 +172,14 @@ func decodeModel(f *checkpoint.File, prefix string) (*Saved, error) {
 	}
 	if err := checkGCNDepth(f, prefix, meta.Config); err != nil {
 		return nil, err
+	}
+	// Check the sizes against the file before allocating layers of them.
+	if need, ok := meta.Config.NumParams(); !ok || need > f.Elements() {
+		return nil, fmt.Errorf("metadata: %d inputs and hidden %d take more parameters than the file's %d values", meta.Config.Inputs(), meta.Config.Hidden, f.Elements())
+	}
+	m, err := New(meta.Config)
+	if err != nil {
+		return nil, fmt.Errorf("metadata: %w", err)
 	}
 	ps := m.Params()
 	if err := loadInto(f, prefix, ps, values(ps)); err != nil {

@@ -1,6 +1,8 @@
 package teacher
 
 import (
+	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"math/rand/v2"
 	"path/filepath"
@@ -249,4 +251,110 @@ func TestModelFileTimeInputs(t *testing.T) {
 	if _, _, err := Predict(m, set, snapshot.Part{Range: snapshot.Range{Start: 0, End: 2}}, ringAdjacency(5), 4); err == nil || !strings.Contains(err.Error(), "standard preprocessing") {
 		t.Errorf("standard data for a paper model: %v", err)
 	}
+}
+
+func TestConfigNumParams(t *testing.T) {
+	for _, c := range []Config{
+		{Kind: KindGRUGCN, Window: 12, Channels: 3, Hidden: 16},
+		{Kind: KindGRUGCN, Window: 12, Channels: 3, Hidden: 16, Layers: 1, TimeInputs: snapshot.TimeInputCount},
+		{Kind: KindGRU, Window: 4, Channels: 1, Hidden: 5},
+	} {
+		m, err := New(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, p := range m.Params() {
+			r, c := p.W.Dims()
+			n += r * c
+		}
+		if got, ok := c.NumParams(); got != n || !ok {
+			t.Errorf("%+v: NumParams %d, %v; New has %d", c, got, ok, n)
+		}
+	}
+}
+
+// TestModelFileSizes checks that a file whose metadata asks for layers
+// larger than its tensors, or for a window beyond snapshot.MaxWindow, is
+// refused with the reason, before anything of that size is allocated (a
+// hidden width of 2⁴⁰ would otherwise exhaust memory, which no recover
+// catches).
+func TestModelFileSizes(t *testing.T) {
+	dir := t.TempDir()
+	m, err := New(Config{Kind: KindGRUGCN, Window: 4, Channels: 3, Hidden: 6, Seed: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := filepath.Join(dir, "m.model")
+	if err := SaveModel(src, m, Meta{Norm: snapshot.Normalizer{Mean: []float64{1, 2, 3}, Std: []float64{4, 5, 6}}, Nodes: 5}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		edit func(cfg map[string]any)
+		want string
+	}{
+		{"hidden 2⁴⁰", func(cfg map[string]any) { cfg["hidden"] = 1 << 40 }, "more parameters than the file's"},
+		{"hidden overflowing", func(cfg map[string]any) { cfg["hidden"] = 1 << 62 }, "more parameters than the file's"},
+		{"hidden 7", func(cfg map[string]any) { cfg["hidden"] = 7 }, "more parameters than the file's"},
+		{"hidden 5", func(cfg map[string]any) { cfg["hidden"] = 5 }, "has shape"},
+		{"window 2³⁰", func(cfg map[string]any) { cfg["window"] = 1 << 30 }, "window 1073741824: must be from 1 to 2016 steps"},
+	} {
+		bad := filepath.Join(dir, "bad.model")
+		rewriteConfig(t, src, bad, tc.edit)
+		if _, err := LoadModel(bad); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want one containing %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+// FuzzDecodeModel gives the model decoder files whose every byte before the
+// checksum the fuzzer chooses (the checksum is computed after the
+// mutation; see sdgnn's FuzzDecodeBundle). Whatever is decoded must
+// forecast without a panic.
+func FuzzDecodeModel(f *testing.F) {
+	for _, c := range []Config{
+		{Kind: KindGRUGCN, Window: 2, Channels: 2, Hidden: 2, Layers: 1},
+		{Kind: KindGRU, Window: 2, Channels: 1, Hidden: 2, TimeInputs: snapshot.TimeInputCount},
+	} {
+		m, err := New(c)
+		if err != nil {
+			f.Fatal(err)
+		}
+		norm := snapshot.Normalizer{Kind: snapshot.KindZScore, Mean: make([]float64, c.Channels), Std: make([]float64, c.Channels)}
+		for i := range norm.Std {
+			norm.Std[i] = 1
+		}
+		if c.TimeInputs > 0 {
+			ti, err := snapshot.FitTimeInputs(0, 300_000, 100)
+			if err != nil {
+				f.Fatal(err)
+			}
+			norm.Time = &ti
+		}
+		raw, err := json.Marshal(Meta{Config: c, Norm: norm, Nodes: 5})
+		if err != nil {
+			f.Fatal(err)
+		}
+		var buf bytes.Buffer
+		if err := checkpoint.Write(&buf, &checkpoint.File{Kind: FileKindModel, Meta: raw, Tensors: paramTensors("", m.Params())}); err != nil {
+			f.Fatal(err)
+		}
+		f.Add(buf.Bytes()[:buf.Len()-sha256.Size])
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		sum := sha256.Sum256(body)
+		cf, err := checkpoint.Read(bytes.NewReader(append(body[:len(body):len(body)], sum[:]...)))
+		if err != nil {
+			return
+		}
+		s, err := decodeModel(cf, "")
+		if err != nil {
+			return
+		}
+		if s.Model.Config.Window > 64 {
+			return // a valid but long window: forecast would only be slow
+		}
+		forecast(t, s.Model)
+	})
 }

@@ -74,8 +74,8 @@ func (c Config) Validate() error {
 	switch {
 	case c.Kind != KindGRUGCN && c.Kind != KindGRU:
 		return fmt.Errorf("model kind %q: want %q or %q", c.Kind, KindGRUGCN, KindGRU)
-	case c.Window < 1:
-		return fmt.Errorf("window %d: must be at least 1", c.Window)
+	case c.Window < 1 || c.Window > snapshot.MaxWindow:
+		return fmt.Errorf("window %d: must be from 1 to %d steps", c.Window, snapshot.MaxWindow)
 	case c.Channels < 1:
 		return fmt.Errorf("channels %d: must be at least 1", c.Channels)
 	case c.Hidden < 1:
@@ -88,6 +88,19 @@ func (c Config) Validate() error {
 		return fmt.Errorf("gcn layers %d: want 1 or 2 (0 for the default, %d)", c.Layers, DefaultLayers)
 	}
 	return nil
+}
+
+// NumParams returns the number of values in the parameters of New(c), and
+// false if it does not fit in an int. c must be valid.
+func (c Config) NumParams() (int, bool) {
+	g, ok1 := gru.NumParams(c.Inputs(), c.Hidden)
+	dec, ok2 := nn.MLPParams(c.Hidden, c.Hidden, c.Channels)
+	gc, ok3 := 0, true
+	if c.Kind == KindGRUGCN {
+		gc, ok3 = gcn.NumParams(c.GCNLayers(), c.Hidden, c.Hidden, c.Hidden)
+	}
+	n, ok := nn.CountParams([]int{g}, []int{dec}, []int{gc})
+	return n, ok && ok1 && ok2 && ok3
 }
 
 // Model is a GRU-GCN or GRU forecaster working on normalised readings.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/pemsforecast/sdgnn/gcn"
 	"github.com/pemsforecast/sdgnn/nn"
+	"github.com/pemsforecast/sdgnn/snapshot"
 )
 
 func randDense(rng *rand.Rand, r, c int) *mat.Dense {
@@ -128,6 +129,7 @@ func TestConfigValidate(t *testing.T) {
 	}{
 		{"kind", func(c *Config) { c.Kind = "gat" }},
 		{"window", func(c *Config) { c.Window = 0 }},
+		{"window 2017", func(c *Config) { c.Window = snapshot.MaxWindow + 1 }},
 		{"channels", func(c *Config) { c.Channels = 0 }},
 		{"hidden", func(c *Config) { c.Hidden = -1 }},
 		{"noise", func(c *Config) { c.NoiseStd = -0.1 }},

@@ -1,0 +1,164 @@
+package sdgnn
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/pemsforecast/sdgnn/checkpoint"
+	"github.com/pemsforecast/sdgnn/gru"
+	"github.com/pemsforecast/sdgnn/nn"
+	"github.com/pemsforecast/sdgnn/snapshot"
+)
+
+// tinyBundle returns a bundle of 4 nodes, 2 channels, window 3 and hidden
+// width 2 with random layers: small enough that a fuzzer can rewrite every
+// field of its file.
+func tinyBundle(tb testing.TB) *Bundle {
+	tb.Helper()
+	const nodes, channels, window, hidden, steps = 4, 2, 3, 2, 6
+	rng := rand.New(rand.NewPCG(1, 2))
+	data := make([]float64, steps*nodes*channels)
+	for i := range data {
+		data[i] = 1 + rng.Float64()
+	}
+	norm, err := snapshot.FitNormalizer(data, nodes, channels, steps)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	cfg.PhiHidden = 3
+	theta := &Theta{
+		Nodes:   [][]int{{0, 1}, {1}, {0, 2, 3}, {3}},
+		Weights: [][]float64{{0.5, 0.25}, {1}, {0.1, 0.2, 0.3}, {2}},
+	}
+	meta := BundleMeta{Dataset: "tiny", Nodes: nodes, Channels: []string{"a", "b"}, Window: window, Hidden: hidden, Norm: norm, Config: cfg, Version: "v1"}
+	b, err := NewBundle(meta, gru.New(norm.Inputs(), hidden, rng), nn.NewMLP("phi", hidden, cfg.PhiHidden, hidden, rng), theta, nn.NewMLP("dec", hidden, 5, channels, rng))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return b
+}
+
+// FuzzDecodeBundle gives the bundle decoder model files whose every byte
+// before the checksum the fuzzer chooses, the checksum being computed after
+// the mutation, so that the decoder meets contents that the checksum would
+// pass: what a buggy or hostile writer, not a damaged disk, produces.
+// Whatever is decoded, without a panic or an allocation the file's size does
+// not justify, must embed and forecast every node.
+func FuzzDecodeBundle(f *testing.F) {
+	f.Add(bundleBody(f, tinyBundle(f)))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		sum := sha256.Sum256(body)
+		cf, err := checkpoint.Read(bytes.NewReader(append(body[:len(body):len(body)], sum[:]...)))
+		if err != nil {
+			return
+		}
+		b, err := decodeBundle(cf)
+		if err != nil {
+			return
+		}
+		checkUsable(t, b)
+	})
+}
+
+// FuzzBundleMeta gives the decoder the tensors of a valid bundle with
+// metadata the fuzzer writes, where FuzzDecodeBundle's mutations mostly
+// break the header's JSON.
+func FuzzBundleMeta(f *testing.F) {
+	file, err := tinyBundle(f).file()
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add([]byte(file.Meta))
+	f.Fuzz(func(t *testing.T, meta []byte) {
+		cf := *file
+		cf.Meta = meta
+		b, err := decodeBundle(&cf)
+		if err != nil {
+			return
+		}
+		checkUsable(t, b)
+	})
+}
+
+// bundleBody returns b's file without its checksum.
+func bundleBody(tb testing.TB, b *Bundle) []byte {
+	tb.Helper()
+	file, err := b.file()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := checkpoint.Write(&buf, file); err != nil {
+		tb.Fatal(err)
+	}
+	return buf.Bytes()[:buf.Len()-sha256.Size]
+}
+
+// checkUsable embeds one window for every node and forecasts every node from
+// its receptive nodes' embeddings, as the streaming service does.
+func checkUsable(t *testing.T, b *Bundle) {
+	t.Helper()
+	n, T, C, d := b.Theta.N(), b.Meta.Window, len(b.Meta.Norm.Mean), b.Meta.Hidden
+	windows := make([]float64, n*T*C)
+	for i := range windows {
+		windows[i] = float64(i%7) + 0.5
+	}
+	embs := make([]float64, n*d)
+	if err := b.EmbedBatch(embs, windows, make([]int64, n)); err != nil {
+		t.Fatalf("decoded bundle cannot embed: %v", err)
+	}
+	dst := make([]float64, C)
+	for z := range n {
+		ks, _ := b.Receptive(z)
+		emb := make([][]float64, len(ks))
+		for i, k := range ks {
+			emb[i] = embs[k*d : (k+1)*d]
+		}
+		if err := b.Forecast(dst, z, emb); err != nil {
+			t.Fatalf("decoded bundle cannot forecast node %d: %v", z, err)
+		}
+	}
+}
+
+// TestDecodeBundleRefuses checks the decoder's answer to files that the
+// checksum passes but whose contents do not fit together.
+func TestDecodeBundleRefuses(t *testing.T) {
+	good := tinyBundle(t)
+	for _, c := range []struct {
+		name string
+		edit func(b *Bundle)
+		want string // in the error
+	}{
+		{"unsorted receptive nodes", func(b *Bundle) { b.Theta.Nodes[2] = []int{2, 0, 3} }, "not in increasing order"},
+		{"repeated receptive node", func(b *Bundle) { b.Theta.Nodes[2] = []int{0, 0, 3} }, "not in increasing order"},
+		// Sizes the tensors do not have: refused before anything of that
+		// size is allocated (else these would exhaust memory).
+		{"hidden 2⁴⁰", func(b *Bundle) { b.Meta.Hidden = 1 << 40 }, "more parameters than the file's"},
+		{"hidden overflowing", func(b *Bundle) { b.Meta.Hidden = 1 << 62 }, "more parameters than the file's"},
+		{"φ hidden 2⁴⁰", func(b *Bundle) { b.Meta.Config.PhiHidden = 1 << 40 }, "more parameters than the file's"},
+		{"hidden 5", func(b *Bundle) { b.Meta.Hidden = 5 }, "more parameters than the file's"},
+		{"window 2³⁰", func(b *Bundle) { b.Meta.Window = 1 << 30 }, "window 1073741824 exceeds 2016 steps"},
+		// Sizes within the file's values, but not its tensors' shapes.
+		{"hidden 1", func(b *Bundle) { b.Meta.Hidden = 1 }, "has shape"},
+		{"φ hidden 2", func(b *Bundle) { b.Meta.Config.PhiHidden = 2 }, "has shape"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b, err := good.Clone()
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.edit(b)
+			f, err := b.file()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := decodeBundle(f); err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("got error %v, want one saying %q", err, c.want)
+			}
+		})
+	}
+}
