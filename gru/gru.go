@@ -13,7 +13,9 @@
 // the two recurrent gate projections one matrix Uzr = [Uz|Ur], so that each
 // step costs three matrix products over a block of rows (nn.MulAdd, fused
 // multiply-adds in vector registers where the machine has them, the same
-// bits everywhere).
+// bits everywhere). The gates' activations run four at a time (nn.SigmoidTo,
+// nn.TanhTo), and so do the cell's elementwise steps forward and back
+// (cell.go), again with the same bits on every machine.
 //
 // Rows are independent sequences, so the batch is cut into blocks of
 // blockRows rows, each carried through all steps, forward and back, on one
@@ -215,15 +217,11 @@ func (g *GRU) forward(b *block, xs []*mat.Dense) {
 		nn.MulAdd(rowsOf(s.gx, 0, 2*H), g.uzrT, hPrev)
 		nn.SigmoidTo(s.z.Data, s.gx.Data[:H*R])
 		nn.SigmoidTo(s.r.Data, s.gx.Data[H*R:2*H*R])
-		for k, r := range s.r.Data {
-			s.rh.Data[k] = r * hPrev.Data[k]
-		}
+		mulTo(s.rh.Data, s.r.Data, hPrev.Data)
 		// Candidate: tanh(Wnᵀ·x + b_n + Unᵀ·(r⊙h)).
 		nn.MulAdd(rowsOf(s.gx, 2*H, 3*H), g.unT, s.rh)
 		nn.TanhTo(s.n.Data, s.gx.Data[2*H*R:])
-		for k, n := range s.n.Data {
-			s.h.Data[k] = (1-s.z.Data[k])*hPrev.Data[k] + s.z.Data[k]*n
-		}
+		blend(s.h.Data, s.z.Data, s.n.Data, hPrev.Data)
 		hPrev = s.h
 	}
 	out := g.out.RawMatrix()
@@ -320,23 +318,12 @@ func (g *GRU) backward(b *block, dH *mat.Dense) {
 		if t > 0 {
 			hp = b.steps[t-1].h
 		}
-		// All of one length, so that the loops below check no bounds.
-		z, r, n, h := s.z.Data[:len(dh)], s.r.Data[:len(dh)], s.n.Data[:len(dh)], hp.Data[:len(dh)]
-		dz, dr, dan, drh := dz[:len(dh)], dr[:len(dh)], dan[:len(dh)], drh[:len(dh)]
-		// Through h' = (1−z)⊙h + z⊙n and n = tanh(a_n).
-		for k, d := range dh {
-			dz[k] = d * (n[k] - h[k]) * z[k] * (1 - z[k])
-			dan[k] = d * z[k] * (1 - n[k]*n[k])
-			dh[k] = d * (1 - z[k])
-		}
+		cellBack(dz, dan, dh, s.z.Data, s.n.Data, hp.Data)
 		danM := rowsOf(b.dgx, 2*H, 3*H)
 		nn.MulAddTB(b.dun, danM, s.rh)
 		clear(drh)
 		nn.MulAddTA(b.drh, g.unT, danM)
-		for k, d := range drh {
-			dh[k] += d * r[k]
-			dr[k] = d * h[k] * r[k] * (1 - r[k])
-		}
+		gateBack(dh, dr, drh, s.r.Data, hp.Data)
 		nn.MulAddTB(b.dwx, b.dgx, b.xs[t])
 		addRowSums(b.dbias.Data, dgx, R)
 		dzr := rowsOf(b.dgx, 0, 2*H)
