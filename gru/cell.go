@@ -6,8 +6,11 @@ package gru
 // own, as the assembly does. The explicit float64 conversions in the Go
 // loops forbid the compiler to fuse a product into the addition that takes
 // it (the Go specification allows such fusing otherwise, and does it where
-// GOAMD64 allows FMA), so that a model trains to the same figures on every
-// machine.
+// GOAMD64 or the architecture allows FMA), so that these steps give the
+// same bits whether the kernels run or not, on any build. (Other Go code of
+// the project, gonum's included, is not so guarded: a GOAMD64=v3 build
+// prints the same tables, with figures that differ from the default
+// build's in the 15th digit; RESULTS.md.)
 
 // mulTo sets d[k] = a[k]·b[k]: r⊙h, the input of the candidate's recurrent
 // product.
