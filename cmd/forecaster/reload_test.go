@@ -18,6 +18,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/segmentio/kafka-go"
 
+	"github.com/pemsforecast/sdgnn/checkpoint"
 	"github.com/pemsforecast/sdgnn/datasets/pems"
 	"github.com/pemsforecast/sdgnn/sdgnn"
 	"github.com/pemsforecast/sdgnn/snapshot"
@@ -212,8 +213,9 @@ func testReloadsModel(t *testing.T, bin, by string, ds *pems.Dataset, split snap
 }
 
 // TestReloadModel checks the reloader's answers, log lines and counters in
-// process: a missing file is refused naming it, and a model of another
-// split is warned about only when the live view scores a part.
+// process: a missing file is refused naming it, so is a file whose
+// metadata asks for more than it holds, and a model of another split is
+// warned about only when the live view scores a part.
 func TestReloadModel(t *testing.T) {
 	const T = 12
 	_, ds, split, first := szTaxiBundle(t, T, 8)
@@ -230,6 +232,24 @@ func TestReloadModel(t *testing.T) {
 	if err := b.Save(other); err != nil {
 		t.Fatal(err)
 	}
+	// A file whose checksum holds but whose metadata asks for a hidden
+	// width of 2⁴⁰: decoding it once ended the process (out of memory).
+	huge := filepath.Join(tmp, "huge.sdgnn")
+	f, err := checkpoint.ReadFile(same)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var meta map[string]any
+	if err := json.Unmarshal(f.Meta, &meta); err != nil {
+		t.Fatal(err)
+	}
+	meta["hidden"] = 1 << 40
+	if f.Meta, err = json.Marshal(meta); err != nil {
+		t.Fatal(err)
+	}
+	if err := checkpoint.WriteFile(huge, f); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name, path string
 		scored     bool
@@ -238,6 +258,7 @@ func TestReloadModel(t *testing.T) {
 		version    string
 	}{
 		{"missing file", filepath.Join(tmp, "gone.sdgnn"), false, "gone.sdgnn", "model reloaded", 1, "crash-test"},
+		{"hidden width beyond the file", huge, false, "more parameters than the file's", "model reloaded", 1, "crash-test"},
 		{"same split, scored", same, true, "model reloaded", "another split", 0, "same-split"},
 		{"other split, not scored", other, false, "model reloaded", "another split", 0, "other-split"},
 		{"other split, scored", other, true, "another split", "reload refused", 0, "other-split"},
