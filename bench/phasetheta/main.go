@@ -6,8 +6,9 @@
 // The problems are those of a distillation round on SZ-taxi: the teacher's
 // GRU embeddings H and GCN outputs Z over the training snapshots, φ an MLP,
 // candidates = 2-hop neighbourhood plus one sampled hop. With -teacher the
-// trained teacher is used; without, a freshly initialised one (same shapes,
-// same data, weights untrained).
+// trained teacher is used, on its own dataset, preprocessing and split;
+// without, a freshly initialised one (SZ-taxi, or -dataset, standard
+// preprocessing, split 6,2,2 by time, weights untrained).
 //
 //	go run ./bench/phasetheta -out /tmp/theta.npz [-teacher runs/sz-taxi-gru-gcn.model] [-snapshots 500]
 package main
@@ -47,24 +48,37 @@ func run() error {
 		out       = flag.String("out", "theta.npz", "output .npz")
 	)
 	flag.Parse()
-	const window = 12
-	prep, err := snapshot.Prepare(*data, *dataset, window, snapshot.SplitSpec{Ratios: [3]float64{6, 2, 2}}, nil)
-	if err != nil {
-		return err
-	}
-	var m *teacher.Model
+	var (
+		m    *teacher.Model
+		prep *snapshot.Prepared
+		err  error
+	)
 	if *tpath != "" {
+		// The teacher's own data: its dataset, preprocessing and split.
 		saved, err := teacher.LoadModel(*tpath)
 		if err != nil {
 			return err
 		}
+		sm := saved.Meta
+		if prep, err = snapshot.PrepareSaved(*data, sm.Dataset, sm.Config.Window, sm.Split, &sm.Norm); err != nil {
+			return fmt.Errorf("teacher %s: %w", *tpath, err)
+		}
 		m = saved.Model
-	} else if m, err = teacher.New(teacher.Config{Kind: teacher.KindGRUGCN, Window: window, Channels: prep.Set.Channels, Hidden: 16, Seed: 1}); err != nil {
-		return err
+	} else {
+		const window = 12
+		if prep, err = snapshot.Prepare(*data, *dataset, window, snapshot.SplitSpec{Ratios: [3]float64{6, 2, 2}}, nil); err != nil {
+			return err
+		}
+		if m, err = teacher.New(teacher.Config{Kind: teacher.KindGRUGCN, Window: window, Channels: prep.Set.Channels, Hidden: 16, Seed: 1}); err != nil {
+			return err
+		}
 	}
 	train := prep.Split.Train
 	if *snapshots > 0 && train.Len() > *snapshots {
-		train = snapshot.Part{Range: snapshot.Range{Start: train.Start, End: train.Start + *snapshots}}
+		if train.Deal.Every > 0 {
+			return fmt.Errorf("-snapshots cuts a range of snapshots; the teacher's training part is dealt (%s split)", snapshot.ByWindows)
+		}
+		train.Range = snapshot.Range{Start: train.Start, End: train.Start + *snapshots}
 	}
 	tg, err := sdgnn.ComputeTargets(context.Background(), m, prep.Set, train, prep.Adj)
 	if err != nil {
