@@ -316,6 +316,29 @@ func TestPerNodePathsAreExact(t *testing.T) {
 	}
 }
 
+// TestCachedForecastAllocatesNothing holds the streaming service's hot path
+// to no allocation: a forecast from cached embeddings. A closure handed to
+// nn.ParallelRows by the decoder's activation once cost one (112 bytes) a
+// forecast, unseen until bench/run printed the allocations again.
+func TestCachedForecastAllocatesNothing(t *testing.T) {
+	s := load(t)
+	var f stream.Forecast
+	for z := 0; z < s.n; z++ { // compute every embedding once
+		if err := s.state.ForecastSlot(z, s.target, &f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	i := 0
+	if n := testing.AllocsPerRun(1000, func() {
+		if err := s.state.ForecastSlot(s.order[i%requests], s.target, &f); err != nil {
+			t.Fatal(err)
+		}
+		i++
+	}); n != 0 {
+		t.Errorf("%v allocations per cached forecast, want 0", n)
+	}
+}
+
 // BenchmarkGRUGCNNode is the teacher's forecast of one node computed
 // exactly from its 2-hop receptive field: the GRU over every window in it,
 // two graph convolutions on the restricted operator, the decoder on the

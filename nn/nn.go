@@ -223,15 +223,22 @@ func Cols(m *mat.Dense, from, to int) *mat.Dense {
 // and src are contiguous, so that its vector kernels run long.
 func ApplyTo(dst, src *mat.Dense, f func(dst, x []float64)) {
 	d, s := dst.RawMatrix(), src.RawMatrix()
-	ParallelRows(s.Rows, func(lo, hi int) {
-		if d.Stride == s.Cols && s.Stride == s.Cols {
-			f(d.Data[lo*s.Cols:hi*s.Cols], s.Data[lo*s.Cols:hi*s.Cols])
-			return
-		}
-		for i := lo; i < hi; i++ {
-			f(d.Data[i*d.Stride:i*d.Stride+s.Cols], s.Data[i*s.Stride:i*s.Stride+s.Cols])
-		}
-	})
+	if rowWorkers(s.Rows) <= 1 {
+		applyRowsTo(d, s, f, 0, s.Rows) // no closure: nothing allocated
+		return
+	}
+	ParallelRows(s.Rows, func(lo, hi int) { applyRowsTo(d, s, f, lo, hi) })
+}
+
+// applyRowsTo is ApplyTo for rows [lo, hi).
+func applyRowsTo(d, s blas64.General, f func(dst, x []float64), lo, hi int) {
+	if d.Stride == s.Cols && s.Stride == s.Cols {
+		f(d.Data[lo*s.Cols:hi*s.Cols], s.Data[lo*s.Cols:hi*s.Cols])
+		return
+	}
+	for i := lo; i < hi; i++ {
+		f(d.Data[i*d.Stride:i*d.Stride+s.Cols], s.Data[i*s.Stride:i*s.Stride+s.Cols])
+	}
 }
 
 // MulSigmoid sets d[i] *= Sigmoid(a[i]) for every i of d (a at least as
@@ -462,7 +469,11 @@ func (m *MLP) Backward(dy *mat.Dense) *mat.Dense {
 	m.dx = Resize(m.dx, r, c)
 	m.L2.Backward(m.dh, m.h, dy)
 	ad, dd, w := m.a.RawMatrix().Data, m.dh.RawMatrix().Data, m.L1.Out()
-	ParallelRows(r, func(lo, hi int) { MulSigmoid(dd[lo*w:hi*w], ad[lo*w:hi*w]) })
+	if rowWorkers(r) <= 1 {
+		MulSigmoid(dd[:r*w], ad[:r*w])
+	} else {
+		ParallelRows(r, func(lo, hi int) { MulSigmoid(dd[lo*w:hi*w], ad[lo*w:hi*w]) })
+	}
 	m.L1.Backward(m.dx, m.x, m.dh)
 	return m.dx
 }

@@ -9,15 +9,21 @@ import (
 // starting workers would exceed the work.
 const minRowsPerWorker = 512
 
+// rowWorkers returns the number of goroutines ParallelRows shares n rows
+// among; at most 1 means it calls f on the caller's goroutine. A caller
+// on a path that must not allocate (a forecast) calls its function
+// directly then, since a closure handed to ParallelRows escapes to the
+// heap whether or not a goroutine is started.
+func rowWorkers(n int) int {
+	return min(runtime.GOMAXPROCS(0), n/minRowsPerWorker)
+}
+
 // ParallelRows calls f on disjoint row ranges [lo, hi) covering [0, n), on up
 // to GOMAXPROCS goroutines, and returns when all are done. Element-wise
 // kernels (activations, gates) use it so that all cores work between the
 // matrix products, which Gemm parallelises over rows itself.
 func ParallelRows(n int, f func(lo, hi int)) {
-	workers := runtime.GOMAXPROCS(0)
-	if w := n / minRowsPerWorker; w < workers {
-		workers = w
-	}
+	workers := rowWorkers(n)
 	if workers <= 1 {
 		f(0, n)
 		return
