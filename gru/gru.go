@@ -66,6 +66,7 @@ const blockRows = 128
 // others H × R, for R rows of the batch.
 type block struct {
 	lo, hi int
+	capR   int              // the rows its arrays hold: a batch of up to capR rows reuses them
 	xs     []blas64.General // per step, In × R: the block's inputs transposed
 	steps  []blockStep
 	h0     blas64.General // H × R zeros
@@ -90,9 +91,31 @@ func rowsOf(m blas64.General, lo, hi int) blas64.General {
 	return blas64.General{Rows: hi - lo, Cols: m.Cols, Stride: m.Stride, Data: m.Data[lo*m.Stride : hi*m.Stride]}
 }
 
+// reshape views b's arrays as those of rows [lo, hi), hi−lo at most
+// b.capR, without allocating: every matrix with one column per row is
+// re-cut from the start of its array. Forward and Backward write every
+// value they read, except h0's, whose array stays zero.
+func (b *block) reshape(lo, hi int) {
+	R := hi - lo
+	view := func(m *blas64.General) {
+		*m = blas64.General{Rows: m.Rows, Cols: R, Stride: R, Data: m.Data[:m.Rows*R]}
+	}
+	b.lo, b.hi = lo, hi
+	for _, m := range []*blas64.General{&b.h0, &b.bias, &b.dh, &b.dgx, &b.drh} {
+		view(m)
+	}
+	for t := range b.steps {
+		view(&b.xs[t])
+		s := &b.steps[t]
+		for _, m := range []*blas64.General{&s.gx, &s.z, &s.r, &s.rh, &s.n, &s.h} {
+			view(m)
+		}
+	}
+}
+
 func (g *GRU) newBlock(lo, hi, steps int) *block {
 	H, R := g.Hidden, hi-lo
-	b := &block{lo: lo, hi: hi, h0: dense(H, R), bias: dense(3*H, R),
+	b := &block{lo: lo, hi: hi, capR: R, h0: dense(H, R), bias: dense(3*H, R),
 		dh: dense(H, R), dgx: dense(3*H, R), drh: dense(H, R),
 		dwx: dense(3*H, g.In), duzr: dense(2*H, H), dun: dense(H, H), dbias: dense(1, 3*H)}
 	b.xs = make([]blas64.General, steps)
@@ -148,9 +171,11 @@ func transpose(dst *blas64.General, m *mat.Dense) {
 }
 
 // ensure sizes the blocks for a window of t steps over rows rows. Blocks are
-// kept from one call to the next and reused where their size and window
-// match, so that batches of different sizes (training, then validation, and
-// each pass's short last batch) reallocate only the blocks they lack.
+// kept from one call to the next and reused where their window matches and
+// their arrays are large enough, so that batches of different sizes
+// (training, then validation, each pass's short last batch, and the
+// streaming service's batches of whatever embeddings are due) allocate
+// only for rows never seen before.
 func (g *GRU) ensure(t, rows int) {
 	n := (rows + blockRows - 1) / blockRows
 	for len(g.cache) < n {
@@ -158,8 +183,11 @@ func (g *GRU) ensure(t, rows int) {
 	}
 	for i := range n {
 		lo, hi := i*blockRows, min((i+1)*blockRows, rows)
-		if b := g.cache[i]; b == nil || b.hi-b.lo != hi-lo || len(b.steps) != t {
+		switch b := g.cache[i]; {
+		case b == nil || len(b.steps) != t || b.capR < hi-lo:
 			g.cache[i] = g.newBlock(lo, hi, t)
+		case b.hi-b.lo != hi-lo:
+			b.reshape(lo, hi)
 		}
 	}
 	g.blocks, g.rows = g.cache[:n], rows
@@ -188,7 +216,11 @@ func (g *GRU) Forward(xs []*mat.Dense) (*mat.Dense, error) {
 	transpose(&g.wxT, g.Wx.W)
 	transpose(&g.uzrT, g.Uzr.W)
 	transpose(&g.unT, g.Un.W)
-	nn.ParallelChunks(len(g.blocks), func(i int) { g.forward(g.blocks[i], xs) })
+	if len(g.blocks) == 1 {
+		g.forward(g.blocks[0], xs) // no closure: a small batch allocates nothing
+	} else {
+		nn.ParallelChunks(len(g.blocks), func(i int) { g.forward(g.blocks[i], xs) })
+	}
 	return g.out, nil
 }
 

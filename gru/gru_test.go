@@ -187,7 +187,9 @@ func TestBatchSizesAlternate(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	const in, H, steps = 2, 4, 5
 	g := New(in, H, rng)
-	for _, rows := range []int{3*blockRows + 40, 45, 5 * blockRows, 3*blockRows + 40, blockRows} {
+	// Smaller batches reuse a block's arrays, cut to their size; a larger
+	// one gets new arrays.
+	for _, rows := range []int{3*blockRows + 40, 45, 5 * blockRows, 3*blockRows + 40, blockRows, 6, 3, 6, 1, 7, 2*blockRows + 1} {
 		xs := window(rng, steps, rows, in)
 		dh := randDense(rng, rows, H)
 		fresh := New(in, H, rng)
@@ -218,6 +220,32 @@ func TestBatchSizesAlternate(t *testing.T) {
 				t.Errorf("rows %d: gradient of %s differs from a fresh GRU's", rows, g.Params()[i].Name)
 			}
 		}
+	}
+}
+
+// TestSmallBatchAllocatesNothing: batches of a few rows (the streaming
+// service's embeddings, a forecast computed cold) reuse the arrays of the
+// largest batch seen, whatever their size.
+func TestSmallBatchAllocatesNothing(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	const in, H, steps = 3, 16, 12
+	g := New(in, H, rng)
+	small, smaller := window(rng, steps, 6, in), window(rng, steps, 4, in)
+	if _, err := g.Forward(small); err != nil {
+		t.Fatal(err)
+	}
+	i := 0
+	if n := testing.AllocsPerRun(100, func() {
+		xs := small
+		if i%2 == 1 {
+			xs = smaller
+		}
+		i++
+		if _, err := g.Forward(xs); err != nil {
+			t.Fatal(err)
+		}
+	}); n != 0 {
+		t.Errorf("%v allocations per forward pass of 4 or 6 rows, want 0", n)
 	}
 }
 
