@@ -15,6 +15,7 @@ import (
 	"github.com/apache/arrow/go/v15/parquet/pqarrow"
 
 	"github.com/pemsforecast/sdgnn/evaluation"
+	"github.com/pemsforecast/sdgnn/snapshot"
 )
 
 // Predictions is the report's per-snapshot, per-node table: one row per
@@ -167,13 +168,24 @@ func (d *Document) writeParquet(path string) error {
 
 // ReadPredictions reads a predictions file written by Document.Write (the
 // Arrow IPC one).
-func ReadPredictions(path string) (*Predictions, error) {
+func ReadPredictions(path string) (p *Predictions, err error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("read predictions: %w", err)
 	}
 	defer f.Close()
-	r, err := ipc.NewFileReader(f, ipc.WithAllocator(memory.DefaultAllocator))
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("read predictions: %w", err)
+	}
+	// The IPC reader panics on some corrupt files; the allocator refuses
+	// buffers the file cannot hold (see snapshot.ReadAllocator).
+	defer func() {
+		if r := recover(); r != nil {
+			p, err = nil, fmt.Errorf("read predictions %s: corrupt Arrow IPC file: %v", path, r)
+		}
+	}()
+	r, err := ipc.NewFileReader(f, ipc.WithAllocator(snapshot.ReadAllocator(fi.Size())))
 	if err != nil {
 		return nil, fmt.Errorf("read predictions %s: %w", path, err)
 	}
@@ -182,7 +194,7 @@ func ReadPredictions(path string) (*Predictions, error) {
 	if sc.NumFields() < 3 || sc.Field(0).Name != "snapshot" || sc.Field(1).Name != "step" || sc.Field(2).Name != "node" {
 		return nil, fmt.Errorf("read predictions %s: want columns snapshot, step, node first, have %v", path, sc)
 	}
-	p := &Predictions{Columns: map[string][]float64{}}
+	p = &Predictions{Columns: map[string][]float64{}}
 	for i := 3; i < sc.NumFields(); i++ {
 		if sc.Field(i).Type.ID() != arrow.FLOAT64 {
 			return nil, fmt.Errorf("read predictions %s: column %q is %s, want float64", path, sc.Field(i).Name, sc.Field(i).Type)

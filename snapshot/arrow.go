@@ -567,6 +567,10 @@ func readTable(path string, check func(*arrow.Schema) error, each func(arrow.Rec
 		return err
 	}
 	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
 	// The IPC reader trusts the flatbuffer metadata of the file and may
 	// panic on a corrupt one; report that as an error instead.
 	defer func() {
@@ -574,7 +578,7 @@ func readTable(path string, check func(*arrow.Schema) error, each func(arrow.Rec
 			err = fmt.Errorf("corrupt Arrow IPC file: %v", r)
 		}
 	}()
-	rd, err := ipc.NewFileReader(f, ipc.WithAllocator(memory.NewGoAllocator()))
+	rd, err := ipc.NewFileReader(f, ipc.WithAllocator(ReadAllocator(fi.Size())))
 	if err != nil {
 		return fmt.Errorf("not a valid Arrow IPC (Feather v2) file: %w", err)
 	}
@@ -592,6 +596,40 @@ func readTable(path string, check func(*arrow.Schema) error, each func(arrow.Rec
 		}
 	}
 	return nil
+}
+
+// ReadAllocator returns the allocator for an Arrow IPC reader of a file of
+// size bytes. It panics, with a message naming the sizes, on any one
+// allocation larger than 64 times the file or 1 GiB, whichever is more,
+// and the reader's caller recovers that into an error. The IPC reader
+// allocates each buffer at the length the file's metadata gives, before it
+// checks anything: one corrupt byte there asked for a terabyte, and an
+// allocation the machine cannot make ends the process ("fatal error: out
+// of memory") whatever recovers. An uncompressed buffer is never larger
+// than its file; the factor leaves room for compressed ones.
+func ReadAllocator(size int64) memory.Allocator {
+	return boundedAllocator{Allocator: memory.NewGoAllocator(), limit: max(64*size, 1<<30), file: size}
+}
+
+type boundedAllocator struct {
+	memory.Allocator
+	limit, file int64
+}
+
+func (a boundedAllocator) check(n int) {
+	if int64(n) > a.limit || n < 0 {
+		panic(fmt.Sprintf("a buffer of %d bytes in a file of %d", n, a.file))
+	}
+}
+
+func (a boundedAllocator) Allocate(n int) []byte {
+	a.check(n)
+	return a.Allocator.Allocate(n)
+}
+
+func (a boundedAllocator) Reallocate(n int, b []byte) []byte {
+	a.check(n)
+	return a.Allocator.Reallocate(n, b)
 }
 
 // column returns the index of the single column called name, checking

@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"encoding/binary"
 	"math"
 	"os"
 	"path/filepath"
@@ -381,5 +382,46 @@ func TestReadForeignPredictions(t *testing.T) {
 	if !slices.Equal(p.Channels, []string{"speed"}) || !slices.Equal(p.Node, []int32{0, 1}) ||
 		!floatsEqual(p.Pred, []float64{59, math.NaN()}) || !floatsEqual(p.True, []float64{60, 0}) {
 		t.Errorf("got %+v", p)
+	}
+}
+
+// TestReadCorruptBufferLength: one corrupt byte in a buffer's length in
+// the record batch's metadata asked the IPC reader for a 4 GB (and, one
+// byte further, a 1 TB) buffer, which it allocates before checking
+// anything: "fatal error: out of memory", which no recover catches. The
+// reader's allocator now refuses it, and the read fails naming the file.
+func TestReadCorruptBufferLength(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "pred.arrow")
+	if err := WritePredictions(path, testPredictions()); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The first buffer of ten int64 values is described by an
+	// 8-byte-aligned length of 80, after its offset, in the first record
+	// batch's metadata.
+	at := -1
+	for k := 8; k+8 <= len(raw); k += 8 {
+		if binary.LittleEndian.Uint64(raw[k:]) == 80 {
+			at = k
+			break
+		}
+	}
+	if at < 0 {
+		t.Fatal("no buffer length of 80 in the file: arrow's layout changed")
+	}
+	for _, b := range []int{3, 4} { // 0xff000050, 0xff00000050
+		bad := append([]byte(nil), raw...)
+		bad[at+b] = 0xff
+		p := filepath.Join(t.TempDir(), "bad.arrow")
+		if err := os.WriteFile(p, bad, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := ReadPredictions(p)
+		if err == nil || !strings.Contains(err.Error(), "a buffer of") || !strings.Contains(err.Error(), p) {
+			t.Errorf("byte %d of the length at %d set to 0xff: error %v", b, at, err)
+		}
 	}
 }
