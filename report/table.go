@@ -174,18 +174,14 @@ func ReadPredictions(path string) (p *Predictions, err error) {
 		return nil, fmt.Errorf("read predictions: %w", err)
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("read predictions: %w", err)
-	}
-	// The IPC reader panics on some corrupt files; the allocator refuses
-	// buffers the file cannot hold (see snapshot.ReadAllocator).
+	// The IPC reader panics on some corrupt files (see
+	// snapshot.NewFileReader).
 	defer func() {
 		if r := recover(); r != nil {
 			p, err = nil, fmt.Errorf("read predictions %s: corrupt Arrow IPC file: %v", path, r)
 		}
 	}()
-	r, err := ipc.NewFileReader(f, ipc.WithAllocator(snapshot.ReadAllocator(fi.Size())))
+	r, err := snapshot.NewFileReader(f)
 	if err != nil {
 		return nil, fmt.Errorf("read predictions %s: %w", path, err)
 	}

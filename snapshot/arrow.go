@@ -567,10 +567,6 @@ func readTable(path string, check func(*arrow.Schema) error, each func(arrow.Rec
 		return err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return err
-	}
 	// The IPC reader trusts the flatbuffer metadata of the file and may
 	// panic on a corrupt one; report that as an error instead.
 	defer func() {
@@ -578,9 +574,9 @@ func readTable(path string, check func(*arrow.Schema) error, each func(arrow.Rec
 			err = fmt.Errorf("corrupt Arrow IPC file: %v", r)
 		}
 	}()
-	rd, err := ipc.NewFileReader(f, ipc.WithAllocator(ReadAllocator(fi.Size())))
+	rd, err := NewFileReader(f)
 	if err != nil {
-		return fmt.Errorf("not a valid Arrow IPC (Feather v2) file: %w", err)
+		return err
 	}
 	defer rd.Close()
 	if err := check(rd.Schema()); err != nil {
@@ -598,16 +594,37 @@ func readTable(path string, check func(*arrow.Schema) error, each func(arrow.Rec
 	return nil
 }
 
-// ReadAllocator returns the allocator for an Arrow IPC reader of a file of
+// NewFileReader returns arrow's IPC file reader for f, guarded against the
+// corrupt files that made it allocate more than the machine has, which
+// ends the process whatever recovers ("fatal error: out of memory"): the
+// footer's schema is checked first (checkFooter), and the reader's
+// allocator refuses any one buffer over 64 times the file or 1 GiB,
+// whichever is more, by a panic. arrow/go v15's reader panics on other
+// corrupt files too, so the caller must recover panics from it and from
+// its records, as an error about the file.
+func NewFileReader(f *os.File) (*ipc.FileReader, error) {
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if err := checkFooter(f, fi.Size()); err != nil {
+		return nil, err
+	}
+	rd, err := ipc.NewFileReader(f, ipc.WithAllocator(readAllocator(fi.Size())))
+	if err != nil {
+		return nil, fmt.Errorf("not a valid Arrow IPC (Feather v2) file: %w", err)
+	}
+	return rd, nil
+}
+
+// readAllocator returns the allocator for an Arrow IPC reader of a file of
 // size bytes. It panics, with a message naming the sizes, on any one
-// allocation larger than 64 times the file or 1 GiB, whichever is more,
-// and the reader's caller recovers that into an error. The IPC reader
-// allocates each buffer at the length the file's metadata gives, before it
-// checks anything: one corrupt byte there asked for a terabyte, and an
-// allocation the machine cannot make ends the process ("fatal error: out
-// of memory") whatever recovers. An uncompressed buffer is never larger
-// than its file; the factor leaves room for compressed ones.
-func ReadAllocator(size int64) memory.Allocator {
+// allocation larger than 64 times the file or 1 GiB, whichever is more.
+// The IPC reader allocates each buffer at the length the file's metadata
+// gives, before it checks anything: one corrupt byte there asked for a
+// terabyte. An uncompressed buffer is never larger than its file; the
+// factor leaves room for compressed ones.
+func readAllocator(size int64) memory.Allocator {
 	return boundedAllocator{Allocator: memory.NewGoAllocator(), limit: max(64*size, 1<<30), file: size}
 }
 

@@ -1,0 +1,109 @@
+package snapshot
+
+import (
+	"encoding/binary"
+	"fmt"
+	"io"
+
+	flatbuffers "github.com/google/flatbuffers/go"
+)
+
+// checkFooter checks, before arrow's IPC reader sees the file, that every
+// vector length in its footer's schema fits in the footer: the number of
+// fields, of each field's children and of every list of key-value
+// metadata. arrow/go v15 reads the schema without verifying its
+// flatbuffer and allocates a slice of each such length at once, so one
+// corrupt byte asked for tens of gigabytes, and an allocation the machine
+// cannot make ends the process whatever recovers. A file that is not an
+// Arrow file at all, or is too short, is left for the reader to refuse.
+// The offsets followed are those arrow's generated accessors follow
+// (File.fbs and Schema.fbs of the Arrow format).
+func checkFooter(r io.ReaderAt, size int64) (err error) {
+	const magic = "ARROW1"
+	tail := make([]byte, 4+len(magic))
+	if size < int64(2*len(magic)+4) {
+		return nil
+	}
+	if _, err := r.ReadAt(tail, size-int64(len(tail))); err != nil || string(tail[4:]) != magic {
+		return nil
+	}
+	n := int64(binary.LittleEndian.Uint32(tail))
+	if n <= 0 || n+int64(2*len(magic)+4) > size {
+		return nil // the reader says the footer is inconsistent
+	}
+	buf := make([]byte, n)
+	if _, err := r.ReadAt(buf, size-int64(len(tail))-n); err != nil {
+		return nil
+	}
+	// An offset beyond the footer panics in the accessors; that is a
+	// corrupt footer too.
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("corrupt Arrow IPC footer: %v", r)
+		}
+	}()
+	footer := flatbuffers.Table{Bytes: buf, Pos: flatbuffers.GetUOffsetT(buf)}
+	schema, ok := child(footer, 1)
+	if !ok {
+		return nil
+	}
+	if _, err := vectorOfTables(schema, 2); err != nil { // custom_metadata
+		return err
+	}
+	return checkFields(schema, 1, 0) // fields
+}
+
+// slotOffset returns the vtable offset of field slot i of a table.
+func slotOffset(i int) flatbuffers.VOffsetT { return flatbuffers.VOffsetT(4 + 2*i) }
+
+// child returns the table in slot i of t, as a generated accessor reads it.
+func child(t flatbuffers.Table, i int) (flatbuffers.Table, bool) {
+	o := t.Offset(slotOffset(i))
+	if o == 0 {
+		return flatbuffers.Table{}, false
+	}
+	return flatbuffers.Table{Bytes: t.Bytes, Pos: t.Indirect(flatbuffers.UOffsetT(o) + t.Pos)}, true
+}
+
+// vectorOfTables returns the tables of the vector in slot i of t, after
+// checking that its length fits in what follows its start.
+func vectorOfTables(t flatbuffers.Table, i int) ([]flatbuffers.Table, error) {
+	o := t.Offset(slotOffset(i))
+	if o == 0 {
+		return nil, nil
+	}
+	n, start := t.VectorLen(flatbuffers.UOffsetT(o)), t.Vector(flatbuffers.UOffsetT(o))
+	if int(start) > len(t.Bytes) || n > (len(t.Bytes)-int(start))/flatbuffers.SizeUOffsetT {
+		return nil, fmt.Errorf("corrupt Arrow IPC footer: a vector of %d entries in a footer of %d bytes", n, len(t.Bytes))
+	}
+	out := make([]flatbuffers.Table, n)
+	for j := range out {
+		out[j] = flatbuffers.Table{Bytes: t.Bytes, Pos: t.Indirect(start + flatbuffers.UOffsetT(j*flatbuffers.SizeUOffsetT))}
+	}
+	return out, nil
+}
+
+// maxFieldDepth bounds the nesting of fields followed: far beyond any
+// schema here, and a guard against a stack of corrupt children.
+const maxFieldDepth = 64
+
+// checkFields checks the vector of fields in slot i of t and, in each
+// field, its custom_metadata (slot 6) and children (slot 5), recursively.
+func checkFields(t flatbuffers.Table, i, depth int) error {
+	if depth > maxFieldDepth {
+		return fmt.Errorf("corrupt Arrow IPC footer: fields nested over %d deep", maxFieldDepth)
+	}
+	fields, err := vectorOfTables(t, i)
+	if err != nil {
+		return err
+	}
+	for _, f := range fields {
+		if _, err := vectorOfTables(f, 6); err != nil {
+			return err
+		}
+		if err := checkFields(f, 5, depth+1); err != nil {
+			return err
+		}
+	}
+	return nil
+}
