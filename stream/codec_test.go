@@ -136,6 +136,31 @@ func TestForecastRoundTrip(t *testing.T) {
 	}
 }
 
+// TestForecastMessage checks the service's forecast message: the sensor
+// as key and EncodeForecast's bytes as value, in one allocation, and
+// neither changed by the next message (they share no scratch).
+func TestForecastMessage(t *testing.T) {
+	s := &Service{}
+	f := Forecast{Sensor: 307, TS: 1700000300000, Values: []float64{123.5, 0.05, 61.25}, Model: "pems04-v3",
+		Inputs: []Input{{11, 1700000000000}, {306, 1699999700000}, {307, 1700000000000}}, EmittedMs: 1700000301234}
+	m := s.forecastMessage(&f)
+	if string(m.Key) != "307" || string(m.Value) != string(EncodeForecast(nil, &f)) {
+		t.Fatalf("message %q: %s, want \"307\": %s", m.Key, m.Value, EncodeForecast(nil, &f))
+	}
+	value := string(m.Value)
+	f2 := f
+	f2.Sensor, f2.Values = 5, []float64{1, 2, 3}
+	if m2 := s.forecastMessage(&f2); string(m2.Key) != "5" || string(m.Key) != "307" || string(m.Value) != value {
+		t.Fatalf("after the next message: %q: %s", m.Key, m.Value)
+	}
+	if cap(m.Key) != len(m.Key) {
+		t.Errorf("key's capacity %d runs into the value", cap(m.Key))
+	}
+	if a := testing.AllocsPerRun(100, func() { s.forecastMessage(&f) }); a != 1 {
+		t.Errorf("%v allocations per forecast message, want 1", a)
+	}
+}
+
 func TestDeadLetterRoundTrip(t *testing.T) {
 	_, rerr := DecodeReading([]byte("3"), []byte(`{"v":1,"sensor":4,"ts":0,"values":[1]}`))
 	for _, tc := range []struct {

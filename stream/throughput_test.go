@@ -4,6 +4,7 @@ import (
 	"context"
 	"path/filepath"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
@@ -58,6 +59,7 @@ type backlogRun struct {
 	readings            int
 	want                uint64
 	published, consumed time.Duration
+	cpu                 time.Duration // user and system CPU time of the process while consuming
 	shutdown            time.Duration // from the stop to Run's return: the batch in hand committed, the reader closed
 	counters            *Counters
 }
@@ -140,6 +142,7 @@ func replayBacklog(tb testing.TB, slots int, mode backlogMode) backlogRun {
 	r.counters = svc.Counters()      // not state.Counters, which a rebuild swaps while it replays
 	r.want = uint64(slots * s.Nodes) // targets 1 … slots of every sensor
 	t0 = time.Now()
+	cpu0 := processCPU(tb)
 	stop, done := runService(ctx, svc)
 	for r.counters.Emitted.Load() < r.want && ctx.Err() == nil {
 		select {
@@ -149,6 +152,7 @@ func replayBacklog(tb testing.TB, slots int, mode backlogMode) backlogRun {
 		}
 	}
 	r.consumed = time.Since(t0)
+	r.cpu = processCPU(tb) - cpu0
 	t1 := time.Now()
 	stop()
 	if err := <-done; err != nil {
@@ -191,7 +195,10 @@ func publishInTxns(ctx context.Context, tb testing.TB, addr string, data []float
 // stopped, its reader closed); shutdown-ms is the time from the stop to
 // Run's return: the batch in hand written and committed, the reader
 // closed, which waits for its fetches in flight (ReaderConfig.MaxWait,
-// 500 ms since then). PLAINTEXT runs against the embedded
+// 500 ms since then); cores-busy is the process's CPU time (user and
+// system: service, broker and its clients together) while consuming,
+// divided by the wall time, so that below GOMAXPROCS it says how much
+// the service left idle waiting. PLAINTEXT runs against the embedded
 // broker; SASL_SSL against kfake over TLS with SCRAM-SHA-512, so that the
 // ratio of the two is the cost of a secured cluster on this machine;
 // transactional against the embedded broker, published in one transaction
@@ -203,7 +210,7 @@ func BenchmarkServiceThroughput(b *testing.B) {
 		mode backlogMode
 	}{{"PLAINTEXT", plaintext}, {"SASL_SSL", secured}, {"transactional", transactional}} {
 		b.Run(bc.name, func(b *testing.B) {
-			var consumed, published, shutdown time.Duration
+			var consumed, published, shutdown, cpu time.Duration
 			readings, runs := 0, 0
 			for b.Loop() {
 				r := replayBacklog(b, 600, bc.mode)
@@ -211,6 +218,7 @@ func BenchmarkServiceThroughput(b *testing.B) {
 					b.Fatalf("emitted %d of %d forecasts (%d skipped)", c.Emitted.Load(), r.want, c.Skipped.Load())
 				}
 				consumed += r.consumed
+				cpu += r.cpu
 				shutdown += r.shutdown
 				runs++
 				published += r.published
@@ -219,6 +227,16 @@ func BenchmarkServiceThroughput(b *testing.B) {
 			b.ReportMetric(float64(readings)/consumed.Seconds(), "readings/s")
 			b.ReportMetric(float64(readings)/published.Seconds(), "publish-readings/s")
 			b.ReportMetric(float64(shutdown.Milliseconds())/float64(runs), "shutdown-ms")
+			b.ReportMetric(cpu.Seconds()/consumed.Seconds(), "cores-busy")
 		})
 	}
+}
+
+// processCPU returns the user and system CPU time this process has used.
+func processCPU(tb testing.TB) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		tb.Fatalf("getrusage: %v", err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
