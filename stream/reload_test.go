@@ -364,7 +364,15 @@ func TestReloadContextWaits(t *testing.T) {
 	if v := svc.Bundle().Meta.Version; v != "test-v1" || svc.Counters().ReloadFailures.Load() != 2 || svc.Counters().Reloads.Load() != 0 {
 		t.Errorf("serving %s after two reloads given up, failures %d, reloads %d", v, svc.Counters().ReloadFailures.Load(), svc.Counters().Reloads.Load())
 	}
-	<-svc.loop // the batch committed
+	<-svc.loop // the batch handed to its flush
+	// Its flush still writing: the reload waits for it as well.
+	svc.pending = &flushJob{done: make(chan struct{})}
+	ctx, cancel = context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := svc.ReloadContext(ctx, next); !errors.Is(err, ErrReloadBusy) {
+		t.Errorf("ReloadContext with the batch being flushed: %v, want ErrReloadBusy", err)
+	}
+	close(svc.pending.done) // the batch committed
 	w = httptest.NewRecorder()
 	svc.Handler().ServeHTTP(w, httptest.NewRequest(http.MethodPost, "/-/reload", nil))
 	if w.Code != http.StatusOK || svc.Bundle().Meta.Version != "test-v2" {

@@ -165,7 +165,11 @@ func (c *Config) defaults() {
 // written with RequiredAcks=RequireAll, the state snapshot is saved, and only
 // then are the batch's offsets committed. A crash at any point replays
 // readings that the (idempotent) state has either not seen or ignores, and
-// may publish a forecast again (at least once), never lose one.
+// may publish a forecast again (at least once), never lose one. The
+// writes, the save and the commit of one batch run while the next batch is
+// fetched and applied (its snapshot is taken before), so that the broker's
+// answers do not leave the state's goroutine idle; batches are committed
+// in order, one at a time.
 type Service struct {
 	cfg     Config
 	bundle  *sdgnn.Bundle
@@ -178,7 +182,8 @@ type Service struct {
 	forecasts, letters *kafka.Writer
 	counters           *Counters        // the state's, kept across reloads
 	clientID           string           // this service's, to find itself in its group
-	stateSeen          os.FileInfo      // the state file as last read or written here (nil: none)
+	stateMu            sync.Mutex       // held while the state file is written or compared with stateSeen
+	stateSeen          os.FileInfo      // the state file as last read or written here (nil: none); stateMu
 	since              time.Time        // when it started: the group's oldest member holds the partitions
 	holding            bool             // owned by Run: the last batch found this service holding the partitions
 	markerLog          throttle         // warnings about transactions
@@ -187,10 +192,16 @@ type Service struct {
 	txnBefore          map[int]uint64   // owned by Run: readings applied from each partition not known to be transactional
 
 	// loop is held by Run while it handles a batch (fetch, apply, emit,
-	// flush, commit) and by Reload while it swaps the model, so that a
-	// model changes only between two committed batches. A channel of one
+	// hand the batch to a flush) and by Reload while it swaps the model,
+	// so that a model changes only between two batches. A channel of one
 	// slot rather than a mutex, so that ReloadContext can stop waiting.
 	loop chan struct{}
+	// pending is the batch last handed to a flush (nil: none), which
+	// writes and commits it while Run fetches and applies the next
+	// batch. Run waits for it before handing over the next one, so that
+	// batches are committed in order, one at a time; Reload waits for it
+	// too. Set and read holding loop.
+	pending *flushJob
 
 	encoded []byte // owned by Run: scratch for a forecast's message (forecastMessage)
 
@@ -291,6 +302,14 @@ func (s *Service) ReloadContext(ctx context.Context, b *sdgnn.Bundle) error {
 		return fmt.Errorf("reload model: %w after %s (is the broker reachable? see /readyz): %w", ErrReloadBusy, time.Since(start).Round(time.Millisecond), ctx.Err())
 	}
 	defer func() { <-s.loop }()
+	if j := s.pending; j != nil {
+		select {
+		case <-j.done: // its error, if any, is Run's to return
+		case <-ctx.Done():
+			s.counters.ReloadFailures.Add(1)
+			return fmt.Errorf("reload model: %w after %s (is the broker reachable? see /readyz): %w", ErrReloadBusy, time.Since(start).Round(time.Millisecond), ctx.Err())
+		}
+	}
 	old := s.state.Bundle()
 	if err := compatible(old, b); err != nil {
 		s.counters.ReloadFailures.Add(1)
@@ -482,7 +501,20 @@ func (s *Service) Run(ctx context.Context) error {
 	// Partitions may run at most half the history apart (see Aligner).
 	align := NewAligner(parts, int64(max(s.state.History()/2, 1)), time.Second, 1<<20, time.Now())
 	align.BacklogWait = 30 * time.Second
+	// The batch in hand is flushed (written, its state saved, committed)
+	// while the next is fetched and applied; two jobs' buffers take turns.
+	// Before Run returns, and before the writers and reader close, the
+	// last one is finished.
+	defer func() {
+		s.loop <- struct{}{}
+		defer func() { <-s.loop }()
+		if err := s.finishFlush(); err != nil { // Run returns an earlier error
+			cfg.Log.Error().Err(err).Msg("the last batch handed over was not committed either")
+		}
+	}()
 	var (
+		jobs    [2]flushJob
+		turn    int
 		batch   []kafka.Message
 		out     []kafka.Message
 		dead    []kafka.Message
@@ -507,7 +539,8 @@ func (s *Service) Run(ctx context.Context) error {
 			s.loop <- struct{}{}
 			defer func() { <-s.loop }()
 			var err error
-			batch, dead, out, arrived, held = batch[:0], dead[:0], out[:0], arrived[:0], held[:0]
+			j := &jobs[turn] // not pending: its flush ended before the other's began
+			batch, dead, out, arrived, held = j.batch[:0], j.dead[:0], j.out[:0], j.arrived[:0], held[:0]
 			// Block for the first reading until the next forecast deadline.
 			wait := cfg.CommitEvery
 			if at, ok := s.emitter.NextDeadline(); ok {
@@ -601,6 +634,14 @@ func (s *Service) Run(ctx context.Context) error {
 			// it first takes the holder's state over, if they share a file.
 			holding := claims || len(held) > 0
 			if holding {
+				if !s.holding {
+					// Taking the partitions over: the file and the
+					// committed offsets are read, so finish writing
+					// them first.
+					if err := s.finishFlush(); err != nil {
+						return false, err
+					}
+				}
 				s.adoptState()
 				if !s.holding && !cfg.NoRebuild {
 					s.rebuildLogged(ctx, transport)
@@ -665,12 +706,18 @@ func (s *Service) Run(ctx context.Context) error {
 					return false, err
 				}
 			}
-			if err := s.flushRetrying(ctx, &flushJob{batch: batch, out: out, dead: dead, arrived: arrived}); err != nil {
+			// The batch before is committed before this one is handed over.
+			if err := s.finishFlush(); err != nil {
 				return false, err
 			}
+			j.batch, j.out, j.dead, j.arrived = batch, out, dead, arrived
+			if cfg.StateFile != "" && len(batch) > 0 {
+				j.state = s.state.AppendSnapshot(j.state[:0])
+			}
+			s.startFlush(ctx, j)
+			turn ^= 1
 			done := time.Now()
 			s.mu.Lock()
-			s.health.loopAt = done
 			if got > 0 {
 				s.health.fetchOKAt = done
 			}
@@ -692,6 +739,9 @@ func (s *Service) Run(ctx context.Context) error {
 				fetchFailing = false
 			}
 			if ctx.Err() != nil {
+				if err := s.finishFlush(); err != nil {
+					return false, err
+				}
 				cfg.Log.Info().Int("held", align.Len()).Msg("shutting down: batch committed (held readings are read again at restart)")
 				return true, nil
 			}
@@ -981,8 +1031,42 @@ const DefaultRetryFor = 5 * time.Minute
 type flushJob struct {
 	batch, out, dead []kafka.Message
 	arrived          []time.Time
+	state            []byte // the state's snapshot after the batch, saved before the commit (with Config.StateFile)
 
 	lettersDone, forecastsDone bool
+
+	done chan struct{} // closed when the flush has ended, err then set
+	err  error
+}
+
+// startFlush hands j to a goroutine that flushes it (flushRetrying) and
+// makes it the pending batch; the caller holds s.loop and has waited for
+// the one pending before (finishFlush).
+func (s *Service) startFlush(ctx context.Context, j *flushJob) {
+	j.lettersDone, j.forecastsDone, j.err = false, false, nil
+	j.done = make(chan struct{})
+	s.pending = j
+	go func() {
+		defer close(j.done)
+		if j.err = s.flushRetrying(ctx, j); j.err == nil {
+			s.mu.Lock()
+			s.health.loopAt = time.Now()
+			s.mu.Unlock()
+		}
+	}()
+}
+
+// finishFlush waits until the pending batch is written and committed, or
+// its flush has given up, and returns the flush's error; nil when none is
+// pending. The caller holds s.loop.
+func (s *Service) finishFlush() error {
+	j := s.pending
+	if j == nil {
+		return nil
+	}
+	<-j.done
+	s.pending = nil
+	return j.err
 }
 
 // flushRetrying flushes j, trying again with backoff while a write, the
@@ -1034,7 +1118,7 @@ func (s *Service) flush(ctx context.Context, j *flushJob) error {
 		j.forecastsDone = true
 		done := time.Now()
 		for _, t := range j.arrived {
-			s.state.Counters.ForecastLatency.Observe(done.Sub(t))
+			s.counters.ForecastLatency.Observe(done.Sub(t))
 		}
 		s.mu.Lock()
 		for _, m := range j.out {
@@ -1048,10 +1132,15 @@ func (s *Service) flush(ctx context.Context, j *flushJob) error {
 		return nil
 	}
 	if s.cfg.StateFile != "" {
-		if err := writeAtomic(s.cfg.StateFile, s.state.Snapshot()); err != nil {
+		s.stateMu.Lock()
+		err := writeAtomic(s.cfg.StateFile, j.state)
+		if err == nil {
+			s.stateSeen, _ = os.Stat(s.cfg.StateFile)
+		}
+		s.stateMu.Unlock()
+		if err != nil {
 			return fmt.Errorf("save state: %w", err)
 		}
-		s.stateSeen, _ = os.Stat(s.cfg.StateFile)
 	}
 	if err := s.reader.CommitMessages(ctx, batch...); err != nil {
 		return fmt.Errorf("commit offsets: %w", err)
@@ -1104,6 +1193,10 @@ func (s *Service) adoptState() {
 	if path == "" {
 		return
 	}
+	// A flush of this service's writes the file holding stateMu, and
+	// records it as seen before letting go.
+	s.stateMu.Lock()
+	defer s.stateMu.Unlock()
 	fi, err := os.Stat(path)
 	if err != nil {
 		return // none yet; a file that cannot be read is reported at the next save
