@@ -103,30 +103,51 @@ func (b *Bundle) EmbedBatch(dst, windows []float64, ends []int64) error {
 // scale from the embeddings of its receptive nodes, emb[i] being Embed's
 // output for node Receptive(z)[i]. Only those nodes' data are used.
 func (b *Bundle) Forecast(dst []float64, z int, emb [][]float64) error {
-	if z < 0 || z >= b.Theta.N() {
-		return fmt.Errorf("forecast: node %d outside [0,%d)", z, b.Theta.N())
+	zs := [1]int{z}
+	return b.ForecastMany(dst, zs[:], emb)
+}
+
+// ForecastMany is Forecast for the nodes zs at once: emb holds, node after
+// node, the embeddings of each one's receptive nodes (len(Receptive(zs[i]))
+// of them for node i), and dst receives the forecasts, row-major (node,
+// channel). The decoder runs once over all rows; each row's figures are
+// those Forecast gives it alone, bit for bit (nn's products sum every row
+// in the same order whatever the batch). It allocates only when len(zs)
+// exceeds every earlier call's.
+func (b *Bundle) ForecastMany(dst []float64, zs []int, emb [][]float64) error {
+	C, d, m := len(b.Meta.Norm.Mean), b.Meta.Hidden, len(zs)
+	if m < 1 || len(dst) != m*C {
+		return fmt.Errorf("forecast: destination %d for %d nodes of %d channels", len(dst), m, C)
 	}
-	ks, ws := b.Receptive(z)
-	C, d := len(b.Meta.Norm.Mean), b.Meta.Hidden
-	if len(emb) != len(ks) || len(dst) != C {
-		return fmt.Errorf("forecast node %d: %d embeddings for %d receptive nodes, destination %d for %d channels", z, len(emb), len(ks), len(dst), C)
-	}
-	if b.zrow == nil {
-		b.zrow = mat.NewDense(1, d, nil)
-	}
-	zr := b.zrow.RawRowView(0)
-	clear(zr)
-	for i, e := range emb {
-		if len(e) != d {
-			return fmt.Errorf("forecast node %d: embedding of node %d has %d values, want %d", z, ks[i], len(e), d)
+	b.zrow = nn.Resize(b.zrow, m, d)
+	zd := b.zrow.RawMatrix().Data
+	next := 0
+	for r, z := range zs {
+		if z < 0 || z >= b.Theta.N() {
+			return fmt.Errorf("forecast: node %d outside [0,%d)", z, b.Theta.N())
 		}
-		for j, v := range e {
-			zr[j] += ws[i] * v
+		ks, ws := b.Receptive(z)
+		if len(emb)-next < len(ks) {
+			return fmt.Errorf("forecast node %d: %d embeddings for %d receptive nodes", z, len(emb)-next, len(ks))
 		}
+		zr := zd[r*d : (r+1)*d]
+		clear(zr)
+		for i, e := range emb[next : next+len(ks)] {
+			if len(e) != d {
+				return fmt.Errorf("forecast node %d: embedding of node %d has %d values, want %d", z, ks[i], len(e), d)
+			}
+			for j, v := range e {
+				zr[j] += ws[i] * v
+			}
+		}
+		next += len(ks)
 	}
-	out := b.Dec.Forward(b.zrow).RawRowView(0)
-	for c := range dst {
-		dst[c] = b.Meta.Norm.Denormalize(out[c], c)
+	if next != len(emb) {
+		return fmt.Errorf("forecast: %d embeddings for %d receptive nodes", len(emb), next)
+	}
+	out := b.Dec.Forward(b.zrow).RawMatrix().Data
+	for i := range dst {
+		dst[i] = b.Meta.Norm.Denormalize(out[i], i%C)
 	}
 	return nil
 }

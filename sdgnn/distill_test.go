@@ -116,7 +116,9 @@ func TestDistillOnRealData(t *testing.T) {
 }
 
 // checkPerNodeEqualsBatch forecasts every node of one snapshot from only its
-// receptive nodes' raw windows and compares with the batched path.
+// receptive nodes' raw windows and compares with the batched path; then
+// forecasts them all at once from the same embeddings (ForecastMany),
+// which must give the per-node figures bit for bit.
 func checkPerNodeEqualsBatch(t *testing.T, b *Bundle, set *snapshot.Set, s int) {
 	t.Helper()
 	var batch snapshot.Batch
@@ -132,6 +134,10 @@ func checkPerNodeEqualsBatch(t *testing.T, b *Bundle, set *snapshot.Set, s int) 
 	emb := make([]float64, b.Meta.Hidden)
 	cache := map[int][]float64{}
 	got := make([]float64, C)
+	var (
+		perNode, allEmbs [][]float64
+		zs               []int
+	)
 	for z := 0; z < set.Nodes; z++ {
 		ks, _ := b.Receptive(z)
 		embs := make([][]float64, len(ks))
@@ -152,11 +158,39 @@ func checkPerNodeEqualsBatch(t *testing.T, b *Bundle, set *snapshot.Set, s int) 
 		if err := b.Forecast(got, z, embs); err != nil {
 			t.Fatal(err)
 		}
+		perNode = append(perNode, append([]float64(nil), got...))
+		allEmbs = append(allEmbs, embs...)
+		zs = append(zs, z)
 		for c := 0; c < C; c++ {
 			if d := math.Abs(got[c] - want[z*C+c]); d > 1e-9 {
 				t.Fatalf("node %d channel %d: per-node %.12g, batched %.12g", z, c, got[c], want[z*C+c])
 			}
 		}
+	}
+	// Backwards, so that a row's place in the batch differs from its node.
+	offs := []int{0} // node z's embeddings: allEmbs[offs[z]:offs[z+1]]
+	for _, z := range zs {
+		ks, _ := b.Receptive(z)
+		offs = append(offs, offs[len(offs)-1]+len(ks))
+	}
+	slices.Reverse(zs)
+	var rev [][]float64
+	for _, z := range zs {
+		rev = append(rev, allEmbs[offs[z]:offs[z+1]]...)
+	}
+	many := make([]float64, len(zs)*C)
+	if err := b.ForecastMany(many, zs, rev); err != nil {
+		t.Fatal(err)
+	}
+	for i, z := range zs {
+		for c := 0; c < C; c++ {
+			if many[i*C+c] != perNode[z][c] {
+				t.Fatalf("node %d channel %d: ForecastMany %.17g, Forecast %.17g", z, c, many[i*C+c], perNode[z][c])
+			}
+		}
+	}
+	if err := b.ForecastMany(many, zs, rev[1:]); err == nil {
+		t.Error("ForecastMany with an embedding missing: no error")
 	}
 }
 

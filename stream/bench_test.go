@@ -92,6 +92,47 @@ func BenchmarkForecastCached(b *testing.B) {
 	}
 }
 
+// BenchmarkForecastSlots forecasts every node of the graph for one slot
+// from cached embeddings, node by node (ForecastSlot) and in one batch
+// (ForecastSlots, as EmitMany does), in one run so that the two compare;
+// ns/forecast is per node.
+func BenchmarkForecastSlots(b *testing.B) {
+	st := benchState(b)
+	zs := make([]int, benchN)
+	ts := make([]int64, benchN)
+	for z := range zs {
+		zs[z], ts[z] = z, (5_000_000+benchT)*testStep
+	}
+	fs := make([]Forecast, benchN)
+	for _, err := range st.ForecastSlots(zs, ts, fs) { // embeddings cached, dst sized
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.Run("one-by-one", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			for z := range zs {
+				if err := st.ForecastSlot(z, ts[z], &fs[z]); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*benchN), "ns/forecast")
+	})
+	b.Run("batch", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			for _, err := range st.ForecastSlots(zs, ts, fs) {
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*benchN), "ns/forecast")
+	})
+}
+
 // BenchmarkApplyReading applies readings that each advance a node's window:
 // ring bookkeeping only, as embeddings are computed when a forecast needs
 // them (in batches, see BenchmarkPipeline and the bench package).

@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -47,6 +48,11 @@ type Emitter struct {
 	pendingAt []int64 // its deadline, Unix ms
 	due       []int
 	targets   []int64
+
+	// EmitMany's batch: the nodes due, their slots (Unix ms), forecasts.
+	mz  []int
+	mts []int64
+	fc  []Forecast
 }
 
 type deadline struct {
@@ -223,6 +229,53 @@ func (e *Emitter) Emit(z int, now time.Time, dst *Forecast) (bool, error) {
 	if err := st.ForecastSlot(z, t*st.stepMs, dst); err != nil {
 		return false, fmt.Errorf("emit: %w", err)
 	}
+	e.emitted(z, t, ms, dst)
+	return true, nil
+}
+
+// EmitMany is Emit for each node of zs in turn, into a slice of the
+// emitter's own (valid until the next call) that it returns, holding the
+// forecasts emitted in the order of zs, with the decoders of all of them
+// run in one batch (State.ForecastSlots): the same forecasts, counted and
+// recorded as emitted as Emit does, for less. A node whose receptive nodes
+// have no reading yet (ErrNoData) is passed over; any other error ends the
+// call, the forecasts before it emitted and returned with it.
+func (e *Emitter) EmitMany(zs []int, now time.Time) ([]Forecast, error) {
+	st := e.st
+	ms := now.UnixMilli()
+	e.mz, e.mts = e.mz[:0], e.mts[:0]
+	for _, z := range zs {
+		if z < 0 || z >= st.n {
+			return nil, fmt.Errorf("emit: node %d outside [0,%d)", z, st.n)
+		}
+		if t, ok := e.target(z); ok && e.isDue(z, t, ms) {
+			e.mz, e.mts = append(e.mz, z), append(e.mts, t*st.stepMs)
+		}
+	}
+	if len(e.mz) > len(e.fc) {
+		e.fc = append(e.fc, make([]Forecast, len(e.mz)-len(e.fc))...)
+	}
+	fc := e.fc[:len(e.mz)]
+	errs := st.ForecastSlots(e.mz, e.mts, fc)
+	n := 0
+	for i, z := range e.mz {
+		if err := errs[i]; err != nil {
+			if errors.Is(err, ErrNoData) {
+				continue
+			}
+			return fc[:n], fmt.Errorf("emit: %w", err)
+		}
+		e.emitted(z, e.mts[i]/st.stepMs, ms, &fc[i])
+		fc[n], fc[i] = fc[i], fc[n] // swapped, not copied: each keeps its slices
+		n++
+	}
+	return fc[:n], nil
+}
+
+// emitted records node z's forecast dst for slot t as emitted at ms:
+// stamped, counted and the node's next slot scheduled.
+func (e *Emitter) emitted(z int, t, ms int64, dst *Forecast) {
+	st := e.st
 	nd := &st.nodes[z]
 	cnt := st.Counters
 	switch last := nd.lastEmitted; {
@@ -246,7 +299,6 @@ func (e *Emitter) Emit(z int, now time.Time, dst *Forecast) (bool, error) {
 	}
 	cnt.EmitDelay.Observe(time.Duration(dst.EmittedMs-dst.TS) * time.Millisecond)
 	e.schedule(z, ms)
-	return true, nil
 }
 
 func (e *Emitter) less(i, j int) bool {

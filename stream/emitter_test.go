@@ -298,3 +298,95 @@ func TestEmitterCatchUp(t *testing.T) {
 		t.Errorf("history 5, one partition after the other: %d skipped + %d emitted, want > 0 skipped and %d in all", sk, len(got), len(want))
 	}
 }
+
+// TestEmitManyMatchesEmit runs one stream twice, emitting with Emit node by
+// node and with EmitMany: readings missing (deadline forecasts, stale),
+// two partitions far apart (slots skipped), the clock moving on. Both must
+// emit the same forecasts in the same order, bit for bit, stamped and
+// counted alike.
+func TestEmitManyMatchesEmit(t *testing.T) {
+	const n, T, C, d, steps = 9, 4, 2, 5, 40
+	b := testBundle(t, n, T, C, d, 43)
+	rs := streamOf(testSeries(steps, n, C, 44), steps, n, C, 3000)
+	var order []Reading // the first 5 slots in order, then one partition far ahead of the other
+	for _, r := range rs {
+		if r.TS/testStep < 3005 {
+			order = append(order, r)
+		}
+	}
+	for _, part := range []int{0, 1} {
+		for _, r := range rs {
+			if r.Sensor%2 == part && r.TS/testStep >= 3005 {
+				order = append(order, r)
+			}
+		}
+	}
+	run := func(many bool) ([]Forecast, *Counters) {
+		t.Helper()
+		st, err := NewStateHistory(b, testStep, 12)
+		if err != nil {
+			t.Fatal(err)
+		}
+		em := NewEmitter(st, 7*time.Minute)
+		var (
+			out []Forecast
+			f   Forecast
+			now time.Time
+		)
+		for i, r := range order {
+			if at := slotEnd(r.TS/testStep, time.Duration(i%5)*time.Minute); at.After(now) {
+				now = at
+			}
+			res, err := st.Apply(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			em.OnApply(res, now)
+			for due := em.Due(now); len(due) > 0; due = em.Due(now) {
+				if many {
+					fs, err := em.EmitMany(due, now)
+					if err != nil {
+						t.Fatal(err)
+					}
+					for _, f := range fs {
+						f.Values, f.Inputs = slices.Clone(f.Values), slices.Clone(f.Inputs)
+						out = append(out, f)
+					}
+					continue
+				}
+				for _, z := range due {
+					if ok, err := em.Emit(z, now, &f); err != nil || !ok {
+						t.Fatalf("emit %d: %v %v", z, ok, err)
+					}
+					g := f
+					g.Values, g.Inputs = slices.Clone(f.Values), slices.Clone(f.Inputs)
+					out = append(out, g)
+				}
+			}
+		}
+		return out, st.Counters
+	}
+	one, c1 := run(false)
+	many, c2 := run(true)
+	if len(one) == 0 || c1.Stale.Load() == 0 || c1.Skipped.Load() == 0 {
+		t.Fatalf("%d forecasts, %d stale, %d skipped: the stream should make all three", len(one), c1.Stale.Load(), c1.Skipped.Load())
+	}
+	if len(many) != len(one) {
+		t.Fatalf("EmitMany emitted %d forecasts, Emit %d", len(many), len(one))
+	}
+	for i := range one {
+		a, b := one[i], many[i]
+		if a.Sensor != b.Sensor || a.TS != b.TS || a.StaleSlots != b.StaleSlots || a.EmittedMs != b.EmittedMs || a.Model != b.Model ||
+			!slices.Equal(a.Values, b.Values) || !slices.Equal(a.Inputs, b.Inputs) {
+			t.Fatalf("forecast %d: Emit %+v, EmitMany %+v", i, a, b)
+		}
+	}
+	for _, c := range [][2]uint64{{c1.Emitted.Load(), c2.Emitted.Load()}, {c1.Stale.Load(), c2.Stale.Load()}, {c1.Skipped.Load(), c2.Skipped.Load()}} {
+		if c[0] != c[1] {
+			t.Errorf("counters differ: Emit %d, EmitMany %d (emitted, stale, skipped: %d %d %d)", c[0], c[1], c1.Emitted.Load(), c1.Stale.Load(), c1.Skipped.Load())
+		}
+	}
+	if _, err := (&Emitter{st: &State{n: 3}}).EmitMany([]int{3}, time.Time{}); err == nil {
+		t.Error("EmitMany of a node outside the graph: no error")
+	}
+}

@@ -521,7 +521,6 @@ func (s *Service) Run(ctx context.Context) error {
 		held    []Held
 		order   []int32 // held's indices in slot order
 		r       Reading
-		f       Forecast
 		arrived []time.Time
 		resumed = map[int]bool{}
 		// Fetch errors (the broker gone) are retried: kafka-go's reader
@@ -664,7 +663,7 @@ func (s *Service) Run(ctx context.Context) error {
 			for i, hi := range order {
 				h := &held[hi]
 				if prev := &held[order[max(i-1, 0)]]; i > 0 && h.OK && prev.OK && h.Slot != prev.Slot {
-					if out, err = s.emitDue(out, &f); err != nil {
+					if out, err = s.emitDue(out); err != nil {
 						return false, err
 					}
 				}
@@ -702,7 +701,7 @@ func (s *Service) Run(ctx context.Context) error {
 				dead = append(dead, kafka.Message{Key: m.Key, Value: EncodeDeadLetter(nil, &dl)})
 			}
 			if holding {
-				if out, err = s.emitDue(out, &f); err != nil { // fresh and past deadline
+				if out, err = s.emitDue(out); err != nil { // fresh and past deadline
 					return false, err
 				}
 			}
@@ -981,26 +980,20 @@ func partitionsOf(ctx context.Context, t *kafka.Transport, brokers []string, top
 
 // emitDue appends the forecasts due now to out, round after round (a
 // node's next slot may be due as soon as one is emitted, as when catching
-// up), each round's embeddings computed in one batch.
-func (s *Service) emitDue(out []kafka.Message, f *Forecast) ([]kafka.Message, error) {
+// up), each round's embeddings and decoders computed in one batch each.
+func (s *Service) emitDue(out []kafka.Message) ([]kafka.Message, error) {
 	now := s.cfg.Now()
 	for {
-		emitted := false
-		for _, z := range s.emitter.Due(now) {
-			ok, err := s.emitter.Emit(z, now, f)
-			if err != nil {
-				if errors.Is(err, ErrNoData) {
-					continue
-				}
-				return out, fmt.Errorf("forecast sensor %d: %w", z, err)
-			}
-			if ok {
-				emitted = true
-				s.live.Forecast(f.Sensor, f.TS, f.Values)
-				out = append(out, s.forecastMessage(f))
-			}
+		fs, err := s.emitter.EmitMany(s.emitter.Due(now), now)
+		for i := range fs {
+			f := &fs[i]
+			s.live.Forecast(f.Sensor, f.TS, f.Values)
+			out = append(out, s.forecastMessage(f))
 		}
-		if !emitted {
+		if err != nil {
+			return out, fmt.Errorf("forecast: %w", err)
+		}
+		if len(fs) == 0 {
 			return out, nil
 		}
 	}

@@ -114,8 +114,16 @@ type State struct {
 	nodes    []node
 	deps     [][]int // deps[k]: nodes z with k ∈ θ_z, ascending
 	window   []float64
-	embs     [][]float64
 	Counters *Counters
+
+	// Forecast batch (ForecastSlots): the receptive embeddings of the
+	// nodes gathered, one node after the other; each node's error; the
+	// indices and nodes of those gathered; their forecasts.
+	embs  [][]float64
+	ferrs []error
+	fok   []int
+	fz    []int
+	fvals []float64
 
 	// Embedding batch: queued windows, the times of their last steps, their
 	// embeddings, and where each goes.
@@ -485,6 +493,71 @@ var ErrGone = errors.New("input window no longer held")
 // receptive node has no reading yet and ErrGone if a window needed has
 // left the ring.
 func (s *State) ForecastSlot(z int, ts int64, dst *Forecast) error {
+	zs, tss, dsts := [1]int{z}, [1]int64{ts}, [1]Forecast{*dst}
+	err := s.ForecastSlots(zs[:], tss[:], dsts[:])[0]
+	*dst = dsts[0]
+	return err
+}
+
+// ForecastSlots is ForecastSlot for the nodes zs, node zs[i] for the slot
+// starting at ts[i], into dst[i], with the decoder run once over all of
+// them; each forecast is the one ForecastSlot gives, bit for bit. It
+// returns each node's error (nil if none) in a slice of the state's own,
+// valid until the next call.
+func (s *State) ForecastSlots(zs []int, ts []int64, dst []Forecast) []error {
+	m := len(zs)
+	s.ferrs = slices.Grow(s.ferrs[:0], m)[:m]
+	clear(s.ferrs)
+	if len(ts) != m || len(dst) != m {
+		err := fmt.Errorf("forecast: %d nodes, %d slots, %d destinations", m, len(ts), len(dst))
+		for i := range s.ferrs {
+			s.ferrs[i] = err
+		}
+		return s.ferrs
+	}
+	s.embs, s.fok, s.fz = s.embs[:0], s.fok[:0], s.fz[:0]
+	for i, z := range zs {
+		if err := s.gather(z, ts[i], &dst[i]); err != nil {
+			s.ferrs[i] = err
+			continue
+		}
+		s.fok, s.fz = append(s.fok, i), append(s.fz, z)
+	}
+	if len(s.fok) == 0 {
+		return s.ferrs
+	}
+	fail := func(err error) []error {
+		for _, i := range s.fok {
+			s.ferrs[i] = fmt.Errorf("forecast node %d: %w", zs[i], err)
+		}
+		return s.ferrs
+	}
+	if err := s.flushEmbeddings(); err != nil {
+		return fail(err)
+	}
+	s.fvals = slices.Grow(s.fvals[:0], len(s.fok)*s.c)[:len(s.fok)*s.c]
+	if err := s.b.ForecastMany(s.fvals, s.fz, s.embs); err != nil {
+		return fail(err)
+	}
+	for j, i := range s.fok {
+		f := &dst[i]
+		f.Values = append(f.Values[:0], s.fvals[j*s.c:(j+1)*s.c]...)
+		for c, v := range f.Values {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				s.ferrs[i] = fmt.Errorf("forecast node %d: channel %d is %g", zs[i], c, v)
+				break
+			}
+		}
+		f.Sensor, f.TS, f.Model = zs[i], ts[i], s.b.Meta.Version
+	}
+	return s.ferrs
+}
+
+// gather checks node z's forecast for the slot starting at ts, records
+// its inputs and staleness in dst, and appends to s.embs the embeddings of
+// its receptive nodes, queueing those not cached (flushEmbeddings computes
+// them). On error s.embs is as it was.
+func (s *State) gather(z int, ts int64, dst *Forecast) error {
 	if z < 0 || z >= s.n {
 		return fmt.Errorf("forecast: node %d outside [0,%d)", z, s.n)
 	}
@@ -493,42 +566,26 @@ func (s *State) ForecastSlot(z int, ts int64, dst *Forecast) error {
 	}
 	target := ts / s.stepMs
 	ks, _ := s.b.Receptive(z)
-	embs := s.embs[:len(ks)]
 	dst.Inputs = dst.Inputs[:0]
-	stale := int64(0)
-	for i, k := range ks {
+	// Checked first, so that nothing is queued for a forecast that fails.
+	for _, k := range ks {
 		nd := &s.nodes[k]
 		if nd.newest == noSlot {
 			return fmt.Errorf("forecast node %d: receptive node %d without readings: %w", z, k, ErrNoData)
 		}
-		end := min(target-1, nd.newest)
-		if !s.held(nd, end) {
+		if end := min(target-1, nd.newest); !s.held(nd, end) {
 			return fmt.Errorf("forecast node %d slot %d: node %d is at slot %d, beyond the %d slots of history: %w",
 				z, target, k, nd.newest, s.r-s.t, ErrGone)
 		}
-		embs[i] = s.queue(k, end)
+	}
+	stale := int64(0)
+	for _, k := range ks {
+		end := min(target-1, s.nodes[k].newest)
+		s.embs = append(s.embs, s.queue(k, end))
 		stale = max(stale, target-1-end)
 		dst.Inputs = append(dst.Inputs, Input{Sensor: k, TS: end * s.stepMs})
 	}
-	if err := s.flushEmbeddings(); err != nil {
-		return fmt.Errorf("forecast node %d: %w", z, err)
-	}
-	if cap(dst.Values) < s.c {
-		dst.Values = make([]float64, s.c)
-	}
-	dst.Values = dst.Values[:s.c]
-	if err := s.b.Forecast(dst.Values, z, embs); err != nil {
-		return fmt.Errorf("forecast node %d: %w", z, err)
-	}
-	for c, v := range dst.Values {
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return fmt.Errorf("forecast node %d: channel %d is %g", z, c, v)
-		}
-	}
-	dst.Sensor = z
-	dst.TS = ts
 	dst.StaleSlots = stale
-	dst.Model = s.b.Meta.Version
 	return nil
 }
 
