@@ -55,13 +55,16 @@ type Aligner struct {
 	held    int
 }
 
-// Held is a fetched message with its reading's slot (ok false: not
-// decodable) and its arrival time.
+// Held is a fetched message with its reading's slot (OK false: not
+// decodable, or not at the start of a slot) and its arrival time. Reading
+// is the message decoded, when OK, for the caller to keep (the Aligner
+// ignores it).
 type Held struct {
 	Msg     kafka.Message
 	Slot    int64
 	OK      bool
 	Arrived time.Time
+	Reading Reading
 }
 
 type partQueue struct {
@@ -99,6 +102,12 @@ func (a *Aligner) queue(p int) *partQueue {
 // Add holds a fetched message.
 func (a *Aligner) Add(h Held) {
 	q := a.queue(h.Msg.Partition)
+	if len(q.items) == cap(q.items) && q.head > 0 && 2*q.head >= len(q.items) {
+		// At least half released: move the rest down rather than grow.
+		n := copy(q.items, q.items[q.head:])
+		clear(q.items[n:])
+		q.items, q.head = q.items[:n], 0
+	}
 	q.items = append(q.items, h)
 	q.seen = true
 	q.behind = h.Msg.HighWaterMark > h.Msg.Offset+1

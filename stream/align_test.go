@@ -204,3 +204,35 @@ func TestAlignerBacklog(t *testing.T) {
 		t.Fatalf("released %d past BacklogWait after Restart, want 5", len(got))
 	}
 }
+
+// TestAlignerQueueReusesSpace keeps one partition 30 slots ahead of the
+// other for 2,000 slots: the queue of the one ahead releases in offset
+// order and moves what it holds down instead of growing (its capacity
+// stays within a few times what it holds).
+func TestAlignerQueueReusesSpace(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	a := NewAligner([]int{0, 1}, 0, time.Second, 1<<20, t0)
+	var next, held int64 // partition 0's next offset; most held at once
+	var released []Held
+	for s := int64(0); s < 2000; s++ {
+		a.Add(Held{Msg: kafka.Message{Partition: 0, Offset: next, HighWaterMark: 1 << 40}, Slot: s, OK: true})
+		next++
+		if s >= 30 {
+			a.Add(Held{Msg: kafka.Message{Partition: 1, Offset: s - 30, HighWaterMark: 1 << 40}, Slot: s - 30, OK: true})
+		}
+		held = max(held, int64(a.Len()))
+		released = a.Release(t0.Add(2*time.Second), released)
+	}
+	var offs []int64
+	for _, h := range released {
+		if h.Msg.Partition == 0 {
+			offs = append(offs, h.Msg.Offset)
+		}
+	}
+	if len(offs) < 1900 || !slices.IsSorted(offs) || offs[0] != 0 || offs[len(offs)-1] != int64(len(offs)-1) {
+		t.Fatalf("partition 0 released %d readings, in order %v", len(offs), slices.IsSorted(offs))
+	}
+	if c := cap(a.parts[0].items); c > 4*int(held) {
+		t.Errorf("queue capacity %d for at most %d held", c, held)
+	}
+}

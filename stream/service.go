@@ -521,6 +521,7 @@ func (s *Service) Run(ctx context.Context) error {
 		held    []Held
 		order   []int32 // held's indices in slot order
 		r       Reading
+		values  []float64 // the current chunk of held readings' values
 		arrived []time.Time
 		resumed = map[int]bool{}
 		// Fetch errors (the broker gone) are retried: kafka-go's reader
@@ -582,6 +583,15 @@ func (s *Service) Run(ctx context.Context) error {
 				h := Held{Msg: m, Arrived: time.Now()}
 				if DecodeReadingInto(&r, m.Key, m.Value) == nil && r.TS%cfg.StepMs == 0 {
 					h.Slot, h.OK = r.TS/cfg.StepMs, true
+					// Kept, so that it is decoded once; its values in
+					// chunks shared by many readings, not one each.
+					if cap(values)-len(values) < len(r.Values) {
+						values = make([]float64, 0, max(4096, len(r.Values)))
+					}
+					n := len(values)
+					values = append(values, r.Values...)
+					h.Reading = r
+					h.Reading.Values = values[n:len(values):len(values)]
 				}
 				align.Add(h)
 				// Gather what is already buffered, and what the broker
@@ -682,16 +692,23 @@ func (s *Service) Run(ctx context.Context) error {
 					continue
 				}
 				arrived = append(arrived, h.Arrived)
-				err := DecodeReadingInto(&r, m.Key, m.Value)
+				// Decoded when fetched; what was not is decoded again
+				// for its error (r is scratch: h.Reading's values are
+				// not written to).
+				rd, err := &h.Reading, error(nil)
+				if !h.OK {
+					rd = &r
+					err = DecodeReadingInto(rd, m.Key, m.Value)
+				}
 				if err == nil {
-					err = s.valid.Check(r)
+					err = s.valid.Check(*rd)
 				}
 				if err == nil {
 					var res ApplyResult
-					if res, err = s.state.Apply(r); err == nil {
+					if res, err = s.state.Apply(*rd); err == nil {
 						s.emitter.OnApply(res, now)
 						if res.Changed() || res.Kind == Duplicate { // the values the state holds
-							s.live.Reading(r.Sensor, r.TS, r.Values)
+							s.live.Reading(rd.Sensor, rd.TS, rd.Values)
 						}
 						continue
 					}
