@@ -34,7 +34,8 @@ import (
 // testable.
 //
 // Use: after each State.Apply call OnApply with its result; then, until
-// Due returns nothing, emit the nodes Due returns with Emit. Call Due also
+// Due returns nothing, emit the nodes Due returns with Emit, or all of
+// them at once with EmitMany (one decoder pass). Call Due also
 // on a timer (NextDeadline says when). An Emitter is not safe for
 // concurrent use.
 type Emitter struct {

@@ -47,7 +47,6 @@ func Example() {
 		{"1", `{"v":1,"sensor":1,"ts":1699999800000,"values":[97]}`},
 		{"2", `{"v":1,"sensor":2,"ts":1699999800001,"values":[99]}`},
 	}
-	var f stream.Forecast
 	var out []byte
 	for _, m := range msgs {
 		r, err := stream.DecodeReading([]byte(m.key), []byte(m.value))
@@ -66,10 +65,13 @@ func Example() {
 			return
 		}
 		em.OnApply(res, now)
-		for _, z := range em.Due(now) {
-			if ok, err := em.Emit(z, now, &f); err != nil || !ok {
-				continue
-			}
+		// Every forecast due, its decoder run once for all of them.
+		fs, err := em.EmitMany(em.Due(now), now)
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		for _, f := range fs {
 			out = stream.EncodeForecast(out[:0], &f)
 			fmt.Printf("forecast sensor %d for %d, stale %d, from %v\n", f.Sensor, f.TS, f.StaleSlots, f.Inputs)
 		}
