@@ -670,13 +670,15 @@ func (s *Service) Run(ctx context.Context) error {
 				return cmp.Or(cmp.Compare(held[a].Slot, held[b].Slot), cmp.Compare(a, b))
 			})
 			now := cfg.Now()
-			for i, hi := range order {
+			var prev *Held
+			for _, hi := range order {
 				h := &held[hi]
-				if prev := &held[order[max(i-1, 0)]]; i > 0 && h.OK && prev.OK && h.Slot != prev.Slot {
+				if prev != nil && h.OK && prev.OK && h.Slot != prev.Slot {
 					if out, err = s.emitDue(out); err != nil {
 						return false, err
 					}
 				}
+				prev = h
 				m := h.Msg
 				batch = append(batch, m)
 				if commit, ok := TxnMarker(m.Key, m.Value); ok {
