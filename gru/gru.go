@@ -19,7 +19,8 @@
 //
 // Rows are independent sequences, so the batch is cut into blocks of
 // blockRows rows, each carried through all steps, forward and back, on one
-// goroutine. Within a block the activations are stored feature-major (one
+// goroutine. Inference (Encode) cuts it instead into blocks of equal width,
+// a multiple of the cores, for the same embeddings bit for bit. Within a block the activations are stored feature-major (one
 // row per hidden unit, one column per sequence): with tens of features and
 // hundreds of sequences, the products then run along vectors of the block's
 // length rather than of the hidden width, several times faster.
@@ -29,6 +30,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 
 	"gonum.org/v1/gonum/blas/blas64"
 	"gonum.org/v1/gonum/mat"
@@ -47,10 +49,11 @@ type GRU struct {
 	// Transposed weights, refreshed by each Forward and used by Backward.
 	wxT, uzrT, unT blas64.General
 
-	blocks []*block // state of the last Forward, one per block of rows
-	cache  []*block // blocks allocated so far; blocks is a prefix of it
-	rows   int      // rows of the last Forward; 0 before the first
-	out    *mat.Dense
+	blocks  []*block // state of the last Forward, one per block of rows
+	cache   []*block // blocks allocated so far; blocks is a prefix of it
+	rows    int      // rows of the last Forward; 0 before the first
+	encoded bool     // the last pass was Encode's, whose blocks Backward does not take
+	out     *mat.Dense
 }
 
 // blockRows is the number of rows (sequences) that one goroutine carries
@@ -61,6 +64,11 @@ type GRU struct {
 // core count, so that gradients, summed over blocks in block order, are the
 // same bit for bit on every machine.
 const blockRows = 128
+
+// minEncodeRows is the narrowest block Encode cuts a batch into when it
+// shares the batch out over the cores: below it, a goroutine's start
+// costs more than its share of the work saves.
+const minEncodeRows = 32
 
 // block holds one block's activations, feature-major: gx is 3H × R, the
 // others H × R, for R rows of the batch.
@@ -170,23 +178,24 @@ func transpose(dst *blas64.General, m *mat.Dense) {
 	}
 }
 
-// ensure sizes the blocks for a window of t steps over rows rows. Blocks are
-// kept from one call to the next and reused where their window matches and
-// their arrays are large enough, so that batches of different sizes
-// (training, then validation, each pass's short last batch, and the
-// streaming service's batches of whatever embeddings are due) allocate
-// only for rows never seen before.
-func (g *GRU) ensure(t, rows int) {
-	n := (rows + blockRows - 1) / blockRows
+// ensure sizes the blocks for a window of t steps over rows rows, cut into
+// blocks of width rows (the last one narrower). Blocks are kept from one
+// call to the next and reused where their window matches and their arrays
+// are large enough, so that batches of different sizes (training, then
+// validation, each pass's short last batch, and the streaming service's
+// batches of whatever embeddings are due) allocate only for rows never
+// seen before.
+func (g *GRU) ensure(t, rows, width int) {
+	n := (rows + width - 1) / width
 	for len(g.cache) < n {
 		g.cache = append(g.cache, nil)
 	}
 	for i := range n {
-		lo, hi := i*blockRows, min((i+1)*blockRows, rows)
+		lo, hi := i*width, min((i+1)*width, rows)
 		switch b := g.cache[i]; {
 		case b == nil || len(b.steps) != t || b.capR < hi-lo:
 			g.cache[i] = g.newBlock(lo, hi, t)
-		case b.hi-b.lo != hi-lo:
+		case b.lo != lo || b.hi != hi:
 			b.reshape(lo, hi)
 		}
 	}
@@ -199,20 +208,71 @@ func (g *GRU) ensure(t, rows int) {
 // owned by g and overwritten by the next Forward. Backward uses the state of
 // the last Forward, not xs, which the caller may change at once.
 func (g *GRU) Forward(xs []*mat.Dense) (*mat.Dense, error) {
+	if err := g.check(xs); err != nil {
+		return nil, err
+	}
+	rows, _ := xs[0].Dims()
+	g.ensure(len(xs), rows, blockRows)
+	g.encoded = false
+	return g.run(xs), nil
+}
+
+// Encode is Forward for inference: the same embeddings, bit for bit, but
+// the batch is cut to keep the cores evenly busy rather than into the
+// fixed blocks that Backward's sums need. A batch of a few hundred rows
+// (the streaming service's embeddings of one slot) becomes one block per
+// core of nearly equal width instead of full blocks and a short one, and
+// widths are multiples of the product kernel's 8 columns. Backward may
+// not follow Encode.
+func (g *GRU) Encode(xs []*mat.Dense) (*mat.Dense, error) {
+	return g.encode(xs, runtime.GOMAXPROCS(0))
+}
+
+// encode is Encode for the given number of goroutines.
+func (g *GRU) encode(xs []*mat.Dense, workers int) (*mat.Dense, error) {
+	if err := g.check(xs); err != nil {
+		return nil, err
+	}
+	rows, _ := xs[0].Dims()
+	g.ensure(len(xs), rows, encodeWidth(rows, workers))
+	g.encoded = true
+	return g.run(xs), nil
+}
+
+// encodeWidth returns the block width Encode cuts rows rows into for
+// workers goroutines: as many blocks as a multiple of workers, none wider
+// than blockRows nor, unless the batch is, narrower than about
+// minEncodeRows, of equal widths rounded up to a multiple of 8.
+func encodeWidth(rows, workers int) int {
+	n := (rows + blockRows - 1) / blockRows
+	n = (n + workers - 1) / workers * workers
+	n = max(1, min(n, rows/minEncodeRows))
+	w := (rows + n - 1) / n
+	return (w + 7) / 8 * 8
+}
+
+// check returns an error unless xs is a window of one or more steps of
+// equal rows, each In wide.
+func (g *GRU) check(xs []*mat.Dense) error {
 	if len(xs) == 0 {
-		return nil, fmt.Errorf("gru forward: empty window")
+		return fmt.Errorf("gru forward: empty window")
 	}
 	rows, _ := xs[0].Dims()
 	for t, x := range xs {
 		r, c := x.Dims()
 		if r != rows || c != g.In {
-			return nil, fmt.Errorf("gru forward: step %d input is %dx%d, want %dx%d", t, r, c, rows, g.In)
+			return fmt.Errorf("gru forward: step %d input is %dx%d, want %dx%d", t, r, c, rows, g.In)
 		}
 	}
 	if rows == 0 {
-		return nil, fmt.Errorf("gru forward: no rows")
+		return fmt.Errorf("gru forward: no rows")
 	}
-	g.ensure(len(xs), rows)
+	return nil
+}
+
+// run carries every block of the batch, as ensure cut it, through the
+// window and returns the last hidden states.
+func (g *GRU) run(xs []*mat.Dense) *mat.Dense {
 	transpose(&g.wxT, g.Wx.W)
 	transpose(&g.uzrT, g.Uzr.W)
 	transpose(&g.unT, g.Un.W)
@@ -221,7 +281,7 @@ func (g *GRU) Forward(xs []*mat.Dense) (*mat.Dense, error) {
 	} else {
 		nn.ParallelChunks(len(g.blocks), func(i int) { g.forward(g.blocks[i], xs) })
 	}
-	return g.out, nil
+	return g.out
 }
 
 // forward carries block b through every step and writes its last hidden
@@ -273,6 +333,9 @@ func (g *GRU) forward(b *block, xs []*mat.Dense) {
 func (g *GRU) Backward(dH *mat.Dense) error {
 	if len(g.blocks) == 0 {
 		return fmt.Errorf("gru backward: no forward pass")
+	}
+	if g.encoded {
+		return fmt.Errorf("gru backward: the last pass was Encode, not Forward")
 	}
 	if r, c := dH.Dims(); r != g.rows || c != g.Hidden {
 		return fmt.Errorf("gru backward: gradient is %dx%d, want %dx%d", r, c, g.rows, g.Hidden)

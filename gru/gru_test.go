@@ -1,6 +1,7 @@
 package gru
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"runtime"
@@ -223,6 +224,84 @@ func TestBatchSizesAlternate(t *testing.T) {
 	}
 }
 
+// TestEncodeMatchesForward checks that Encode, which cuts the batch by the
+// number of cores, gives Forward's embeddings bit for bit for every batch
+// size and core count, that Backward refuses to follow it, and that blocks
+// Encode re-cut leave the next Forward and Backward exactly as a fresh
+// GRU's.
+func TestEncodeMatchesForward(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	const in, H, steps = 3, 16, 12
+	g := New(in, H, rng)
+	fresh := New(in, H, rng)
+	if err := nn.Copy(fresh.Params(), g.Params()); err != nil {
+		t.Fatal(err)
+	}
+	for _, rows := range []int{1, 6, 31, 33, 64, 156, 170, 307, 3*blockRows + 17} {
+		xs := window(rng, steps, rows, in)
+		dh := randDense(rng, rows, H)
+		want, err := fresh.Forward(xs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = mat.DenseCopyOf(want)
+		nn.ZeroGrad(fresh.Params())
+		if err := fresh.Backward(dh); err != nil {
+			t.Fatal(err)
+		}
+		for _, workers := range []int{1, 2, 3, 16} {
+			h, err := g.encode(xs, workers)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !mat.Equal(h, want) {
+				t.Errorf("rows %d, %d workers: Encode differs from Forward", rows, workers)
+			}
+			if err := g.Backward(dh); err == nil {
+				t.Errorf("rows %d, %d workers: Backward after Encode accepted", rows, workers)
+			}
+		}
+		nn.ZeroGrad(g.Params())
+		if _, err := g.Forward(xs); err != nil {
+			t.Fatal(err)
+		}
+		if err := g.Backward(dh); err != nil {
+			t.Fatal(err)
+		}
+		for i, p := range g.Params() {
+			if !mat.Equal(p.G, fresh.Params()[i].G) {
+				t.Errorf("rows %d: after Encode, the gradient of %s differs from a fresh GRU's", rows, p.Name)
+			}
+		}
+	}
+}
+
+// TestEncodeWidth checks how Encode cuts batches: one block per core of
+// nearly equal width, a multiple of 8, at most blockRows, and no split of
+// batches too small to repay a goroutine.
+func TestEncodeWidth(t *testing.T) {
+	for _, tc := range []struct{ rows, workers, want int }{
+		{1, 2, 8},
+		{6, 2, 8},      // a cold forecast's six windows: one block
+		{40, 2, 40},    // too small to split
+		{64, 2, 32},    // two blocks of 32
+		{156, 2, 80},   // SZ-taxi's slot: 80 + 76, not 128 + 28
+		{170, 2, 88},   // PeMS08's: 88 + 82
+		{307, 2, 80},   // PeMS04's: four blocks, two per core
+		{307, 1, 104},  // one core: three blocks, as Forward, evened out
+		{1000, 2, 128}, // eight blocks, none wider than blockRows
+		{1000, 16, 64},
+	} {
+		w := encodeWidth(tc.rows, tc.workers)
+		if w != tc.want {
+			t.Errorf("encodeWidth(%d, %d) = %d, want %d", tc.rows, tc.workers, w, tc.want)
+		}
+		if w%8 != 0 || w > blockRows {
+			t.Errorf("encodeWidth(%d, %d) = %d: not a multiple of 8 at most %d", tc.rows, tc.workers, w, blockRows)
+		}
+	}
+}
+
 // TestSmallBatchAllocatesNothing: batches of a few rows (the streaming
 // service's embeddings, a forecast computed cold) reuse the arrays of the
 // largest batch seen, whatever their size.
@@ -246,6 +325,18 @@ func TestSmallBatchAllocatesNothing(t *testing.T) {
 		}
 	}); n != 0 {
 		t.Errorf("%v allocations per forward pass of 4 or 6 rows, want 0", n)
+	}
+	if n := testing.AllocsPerRun(100, func() {
+		xs := small
+		if i%2 == 1 {
+			xs = smaller
+		}
+		i++
+		if _, err := g.Encode(xs); err != nil {
+			t.Fatal(err)
+		}
+	}); n != 0 {
+		t.Errorf("%v allocations per Encode of 4 or 6 rows, want 0", n)
 	}
 }
 
@@ -282,6 +373,30 @@ func BenchmarkForwardBackward(b *testing.B) {
 		}
 		if err := g.Backward(dh); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkEncode compares Encode with Forward on the streaming service's
+// batches: every sensor's window of one slot (SZ-taxi 156, PeMS08 170,
+// PeMS04 307 rows; T=12, 3 channels, d=16), on all the cores given.
+func BenchmarkEncode(b *testing.B) {
+	for _, rows := range []int{156, 170, 307} {
+		rng := rand.New(rand.NewPCG(1, 1))
+		g := New(3, 16, rng)
+		xs := window(rng, 12, rows, 3)
+		for _, m := range []struct {
+			name string
+			f    func([]*mat.Dense) (*mat.Dense, error)
+		}{{"Forward", g.Forward}, {"Encode", g.Encode}} {
+			b.Run(fmt.Sprintf("rows=%d/%s", rows, m.name), func(b *testing.B) {
+				for b.Loop() {
+					if _, err := m.f(xs); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*rows), "ns/row")
+			})
 		}
 	}
 }

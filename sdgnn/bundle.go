@@ -91,7 +91,7 @@ func (b *Bundle) EmbedBatch(dst, windows []float64, ends []int64) error {
 			}
 		}
 	}
-	h, err := b.GRU.Forward(b.xs)
+	h, err := b.GRU.Encode(b.xs)
 	if err != nil {
 		return err
 	}
@@ -157,7 +157,7 @@ func (b *Bundle) ForecastMany(dst []float64, zs []int, emb [][]float64) error {
 // row-major (snapshot, node, channel). It computes the same function as
 // Embed and Forecast, over all nodes at once: the offline path.
 func (b *Bundle) ForecastBatch(xs []*mat.Dense) ([]float64, error) {
-	h, err := b.GRU.Forward(xs)
+	h, err := b.GRU.Encode(xs)
 	if err != nil {
 		return nil, err
 	}
