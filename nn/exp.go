@@ -38,10 +38,10 @@ func init() {
 // (BenchmarkExp), where math.Exp is assembly behind an ABI wrapper that
 // evaluates a polynomial of degree 8 and squares its result four times, one
 // dependent operation after another. Outside (−708, 709), where e^x is
-// subnormal or overflows, and for NaN, it returns math.Exp(x).
+// subnormal or overflows, expSpecial takes over.
 func exp(x float64) float64 {
 	if !(x > -708 && x < 709) {
-		return math.Exp(x)
+		return expSpecial(x)
 	}
 	// The conversions round every product, so that no compiler fuses one
 	// into an addition: act_amd64.s computes the same, operation for
@@ -56,4 +56,87 @@ func exp(x float64) float64 {
 	// 2^(i/64), the rest, shifted to the exponent field, multiply by 2^⌊k/64⌋.
 	s := math.Float64frombits(expTable[ki&(expTableLen-1)] + ki<<(52-expTableBits))
 	return s + float64(s*p)
+}
+
+// expSpecial is exp outside (−708, 709), where 2^⌊k/64⌋ is not a normal
+// float64 and cannot be built in the exponent field directly: the scale is
+// built 2^1009 lower (or 2^1022 higher) and the result multiplied back, as
+// ARM's optimized-routines exp does (its specialcase). A result in the
+// subnormal range is first rounded to the precision it will have, so
+// that the scaling does not round it a second time. Written here rather
+// than left to math.Exp, whose last bits there differ between its amd64
+// assembly and the Go that other machines compile (arm64 fuses its
+// products), so that Softplus and Sigmoid give the same bits everywhere
+// (TestGoldenBits).
+func expSpecial(x float64) float64 {
+	switch {
+	case x != x:
+		return x
+	case x > 709.8: // e^x > MaxFloat64 from 709.79
+		return math.Inf(1)
+	case x < -745.2: // e^x < 2^-1075, rounds to 0, from −745.14
+		return 0
+	}
+	kd := float64(x*expInvLn2N) + expShift
+	ki := math.Float64bits(kd)
+	kd -= expShift
+	r := x - float64(kd*expLn2HiN) - float64(kd*expLn2LoN)
+	r2 := r * r
+	p := r + float64(r2*(0.5+float64(r*(1.0/6)))) + float64(float64(r2*r2)*(1.0/24+float64(r*(1.0/120))))
+	sbits := expTable[ki&(expTableLen-1)] + ki<<(52-expTableBits)
+	if x > 0 {
+		scale := math.Float64frombits(sbits - 1009<<52)
+		return 0x1p1009 * (scale + float64(scale*p))
+	}
+	scale := math.Float64frombits(sbits + 1022<<52)
+	sp := float64(scale * p)
+	y := scale + sp
+	if y < 1 {
+		// y·2^-1022 is subnormal: round y to a multiple of 2^-52 (the
+		// ulp of 1 + y) with what the sum lost, then scale exactly.
+		lo := scale - y + sp
+		hi := 1 + y
+		lo = 1 - hi + y + lo
+		y = (hi + lo) - 1
+	}
+	return 0x1p-1022 * y
+}
+
+// The coefficients of math.Log (FreeBSD's e_log.c), for logU.
+const (
+	logLn2Hi = 6.93147180369123816490e-01 // 0x3fe62e42fee00000
+	logLn2Lo = 1.90821492927058770002e-10 // 0x3dea39ef35793c76
+	logL1    = 6.666666666666735130e-01   // 0x3FE5555555555593
+	logL2    = 3.999999999940941908e-01   // 0x3FD999999997FA04
+	logL3    = 2.857142874366239149e-01   // 0x3FD2492494229359
+	logL4    = 2.222219843214978396e-01   // 0x3FCC71C51D8E78AF
+	logL5    = 1.818357216161805012e-01   // 0x3FC7466496CB03DE
+	logL6    = 1.531383769920937332e-01   // 0x3FC39A09D078C69F
+	logL7    = 1.479819860511658591e-01   // 0x3FC2F112DF3E5244
+)
+
+// logU returns ln u for u in [1, 2], operation for operation as math.Log's
+// amd64 assembly (log_amd64.s) and softplus4 compute it, every product
+// rounded on its own. math.Log is that assembly on amd64 only; other
+// machines compile its Go, whose products arm64 fuses into the additions,
+// which changes the last bit of one logarithm in five or so.
+func logU(u float64) float64 {
+	b := math.Float64bits(u)
+	f1 := math.Float64frombits(b&(1<<52-1) | 0x3fe0000000000000) // u = f1·2^k, f1 in [½, 1)
+	k := float64(int64(b>>52&0x7ff) - 0x3fe)
+	if f1 <= math.Sqrt2/2 { // the assembly's comparison: ≤, where log.go's is <
+		f1 *= 2
+		k--
+	}
+	f := f1 - 1
+	s := f / (2 + f)
+	s2 := s * s
+	s4 := s2 * s2
+	// Rounded too where a product is a value of its own: the compiler may
+	// fuse it into an addition of a later statement.
+	t1 := float64(s2 * (logL1 + float64(s4*(logL3+float64(s4*(logL5+float64(s4*logL7)))))))
+	t2 := float64(s4 * (logL2 + float64(s4*(logL4+float64(s4*logL6)))))
+	R := t1 + t2
+	hfsq := float64(float64(0.5*f) * f)
+	return float64(k*logLn2Hi) - ((hfsq - (float64(s*(hfsq+R)) + float64(k*logLn2Lo))) - f)
 }

@@ -9,6 +9,14 @@
 // kin (AVX2 and FMA kernels on amd64, the same results in Go elsewhere), as
 // the GRU's gates go through SigmoidTo and TanhTo.
 //
+// The kernels and activations give the same bits on every machine: the Go
+// paths round every product that the compiler could otherwise fuse into an
+// addition (arm64 does, and amd64 at GOAMD64=v3), exp handles its whole
+// range itself, and Softplus takes its logarithm from logU, not from
+// math.Log, whose last bits differ between amd64 and other machines.
+// TestGoldenBits holds them to hashes of their bits written on amd64; CI
+// runs it on arm64 under qemu.
+//
 // Layers keep the activations of their last Forward call and accumulate
 // parameter gradients in Backward; call ZeroGrad between optimiser steps.
 package nn
@@ -279,10 +287,12 @@ func Apply(dst, src *mat.Dense, f func(float64) float64) {
 // (Goldberg's correction of the rounding of 1+e; Higham, Accuracy and
 // Stability of Numerical Algorithms, §1.14.1), because math.Log has an
 // assembly implementation and math.Log1p has none: softplus over every row
-// is what φ's epochs and Phase Θ spend most on. With exp for math.Exp, it is
-// 1.3 times faster than max(x, 0) + math.Log1p(math.Exp(−|x|))
-// (BenchmarkSoftplus; 1.2 times with math.Exp) and within 4.7e-16 relative
-// of that form of the correctly rounded e^−|x| (TestSoftplusAccuracy).
+// is what φ's epochs and Phase Θ spend most on. The logarithm is logU,
+// math.Log's amd64 assembly written out in Go, so that other machines get
+// its bits too. With exp for math.Exp, it is 1.3 times faster than
+// max(x, 0) + math.Log1p(math.Exp(−|x|)) (BenchmarkSoftplus; 1.2 times
+// with math.Exp) and within 4.7e-16 relative of that form of the correctly
+// rounded e^−|x| (TestSoftplusAccuracy).
 func Softplus(x float64) float64 {
 	if x > 40 {
 		return x // e^-40 is below half an ulp of x
@@ -290,7 +300,7 @@ func Softplus(x float64) float64 {
 	e := exp(-math.Abs(x))
 	l := e
 	if u := 1 + e; u != 1 {
-		l = math.Log(u) * e / (u - 1)
+		l = float64(logU(u)*e) / (u - 1)
 	}
 	return max(x, 0) + l
 }
@@ -304,7 +314,7 @@ func Sigmoid(x float64) float64 {
 	return 1 / (1 + exp(-x))
 }
 
-// Tanh returns tanh(x) as math.Tanh computes it, with exp for math.Exp:
+// Tanh returns tanh(x) as math.Tanh computes it on amd64, with exp for math.Exp:
 // for 0.625 ≤ |x| ≤ 44, 1 − 2/(e^2|x| + 1) with x's sign; below, math.Tanh's
 // rational approximation, written out here with every product rounded (as
 // act_amd64.s computes it; the same bits as math.Tanh where no compiler
@@ -317,7 +327,7 @@ func Tanh(x float64) float64 {
 		if x == 0 {
 			return x
 		}
-		s := x * x
+		s := float64(x * x) // rounded: it is also added (s + tanhQ0)
 		num := float64(float64(float64(tanhP0*s)+tanhP1)*s) + tanhP2
 		den := float64(float64(float64(float64(s+tanhQ0)*s)+tanhQ1)*s) + tanhQ2
 		return x + float64(float64(x*s)*num)/den
