@@ -7,10 +7,10 @@ package gru
 // loops forbid the compiler to fuse a product into the addition that takes
 // it (the Go specification allows such fusing otherwise, and does it where
 // GOAMD64 or the architecture allows FMA), so that these steps give the
-// same bits whether the kernels run or not, on any build. (Other Go code of
-// the project, gonum's included, is not so guarded: a GOAMD64=v3 build
-// prints the same tables, with figures that differ from the default
-// build's in the 15th digit; RESULTS.md.)
+// same bits whether the kernels run or not, on any build (TestGoldenBits,
+// run on arm64 in CI). (Other Go code of the project, gonum's included, is
+// not so guarded: a GOAMD64=v3 build prints the same tables, with figures
+// that differ from the default build's in the 15th digit; RESULTS.md.)
 
 // mulTo sets d[k] = a[k]·b[k]: r⊙h, the input of the candidate's recurrent
 // product.
