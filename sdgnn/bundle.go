@@ -37,6 +37,11 @@ type BundleMeta struct {
 //
 // A Bundle's methods are not safe for concurrent use (the layers keep
 // activations); give each goroutine its own via Clone.
+//
+// Its online path (EmbedBatch, Forecast, ForecastMany) gives the same bits
+// on every machine: amd64 with or without the assembly kernels, and
+// arm64, where the compiler would fuse products into additions that this
+// path rounds (TestGoldenBits, run on arm64 under qemu in CI).
 type Bundle struct {
 	Meta  BundleMeta
 	GRU   *gru.GRU
@@ -137,7 +142,7 @@ func (b *Bundle) ForecastMany(dst []float64, zs []int, emb [][]float64) error {
 				return fmt.Errorf("forecast node %d: embedding of node %d has %d values, want %d", z, ks[i], len(e), d)
 			}
 			for j, v := range e {
-				zr[j] += ws[i] * v
+				zr[j] += float64(ws[i] * v) // rounded: arm64 would fuse it (TestGoldenBits)
 			}
 		}
 		next += len(ks)

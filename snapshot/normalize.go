@@ -128,7 +128,7 @@ func (n Normalizer) Denormalize(v float64, c int) float64 {
 	if c < 0 || c >= len(n.Mean) || c >= len(n.Std) {
 		return math.NaN()
 	}
-	return v*n.Std[c] + n.Mean[c]
+	return float64(v*n.Std[c]) + n.Mean[c] // rounded, so that no machine fuses it (see nn)
 }
 
 // Channels returns the number of channels n transforms.
