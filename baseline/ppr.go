@@ -126,14 +126,14 @@ func pprScores(adj [][]int, alpha float64, z int) ([]float64, error) {
 		for i, ns := range adj {
 			var s float64
 			for _, j := range ns {
-				s += inv[j] * x[j]
+				s += float64(inv[j] * x[j]) // products rounded: the same scores on every machine (see nn)
 			}
-			v := (1 - alpha) * inv[i] * s
+			v := float64((1 - alpha) * inv[i] * s)
 			if i == z {
 				v += alpha
 			}
 			next[i] = v
-			delta += (v - x[i]) * (v - x[i])
+			delta += float64((v - x[i]) * (v - x[i]))
 		}
 		x, next = next, x
 		if math.Sqrt(delta) <= stop {

@@ -160,7 +160,7 @@ func (a *Accumulator) Add(pred, truth float64) {
 	}
 	d := math.Abs(pred - truth)
 	a.abs.add(d)
-	a.sq.add(d * d)
+	a.sq.add(float64(d * d)) // rounded: a fused product would differ by machine (see nn)
 	if math.Abs(truth) >= a.MAPEFloor {
 		a.pct.add(d / math.Abs(truth))
 		a.pctN++

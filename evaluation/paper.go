@@ -50,7 +50,7 @@ func (a *PaperAccumulator) AddRow(pred, truth []float64) error {
 		}
 		p, y := (pred[c]-a.Min[c])/span, (truth[c]-a.Min[c])/span
 		pct += math.Abs(p-y) / (math.Abs(y) + 1)
-		sq += (p - y) * (p - y)
+		sq += float64((p - y) * (p - y))
 	}
 	n := float64(len(pred))
 	a.mape.add(pct / n)

@@ -250,7 +250,7 @@ func maeStd(snaps []Accumulator) float64 {
 			continue
 		}
 		d := m.MAE - mean
-		ss += d * d
+		ss += float64(d * d)
 	}
 	return math.Sqrt(ss / float64(n))
 }
