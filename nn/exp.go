@@ -119,7 +119,8 @@ const (
 // amd64 assembly (log_amd64.s) and softplus4 compute it, every product
 // rounded on its own. math.Log is that assembly on amd64 only; other
 // machines compile its Go, whose products arm64 fuses into the additions,
-// which changes the last bit of one logarithm in five or so.
+// which changes the last bit of about one logarithm in fifty (1,827 of
+// 100,000 uniform u in [1, 2] under qemu-aarch64).
 func logU(u float64) float64 {
 	b := math.Float64bits(u)
 	f1 := math.Float64frombits(b&(1<<52-1) | 0x3fe0000000000000) // u = f1·2^k, f1 in [½, 1)
