@@ -3,6 +3,7 @@ package pems
 import (
 	"fmt"
 	"math"
+	"runtime"
 	"sort"
 	"unsafe"
 
@@ -130,9 +131,9 @@ func (m *CSR) MulBlocks(dst, b *mat.Dense) {
 				v := m.Val[k]
 				o := (blk + m.Col[k]) * bm.Stride
 				brow := bm.Data[o : o+d : o+d]
-				if d < axpyMin {
+				if d < axpyMin || !axpyAsm {
 					for c, x := range brow {
-						drow[c] += v * x
+						drow[c] += float64(v * x) // rounded, as gonum's assembly does: the same bits everywhere
 					}
 					continue
 				}
@@ -147,6 +148,13 @@ func (m *CSR) MulBlocks(dst, b *mat.Dense) {
 // axpyMin is the row width from which MulBlocks calls blas64.Axpy rather
 // than looping itself.
 const axpyMin = 8
+
+// axpyAsm says whether gonum's axpy is assembly here (amd64 only). There
+// it rounds every product before adding it, as MulBlocks' own loop does,
+// so both give the same bits; elsewhere gonum's axpy is Go that the
+// compiler may fuse (arm64 does), and the loop serves instead, so that the
+// teacher's graph convolutions give every machine the same bits.
+const axpyAsm = runtime.GOARCH == "amd64"
 
 // overlap reports whether the elements of a and b share memory.
 func overlap(a, b []float64) bool {
