@@ -47,9 +47,12 @@ func (a *Adam) Step(ps []*Param) error {
 			return fmt.Errorf("adam: param %s has %d values, state has %d", p.Name, len(w), len(m))
 		}
 		for j := range w {
-			gj := g[j] + a.WeightDecay*w[j]
-			m[j] = a.Beta1*m[j] + (1-a.Beta1)*gj
-			v[j] = a.Beta2*v[j] + (1-a.Beta2)*gj*gj
+			// Every product rounded before it is added, so that no
+			// machine fuses one (see the package doc): the same step
+			// everywhere.
+			gj := g[j] + float64(a.WeightDecay*w[j])
+			m[j] = float64(a.Beta1*m[j]) + float64((1-a.Beta1)*gj)
+			v[j] = float64(a.Beta2*v[j]) + float64(float64((1-a.Beta2)*gj)*gj)
 			w[j] -= a.LR * (m[j] / bc1) / (math.Sqrt(v[j]/bc2) + a.Eps)
 		}
 	}
@@ -62,7 +65,7 @@ func ClipGradNorm(ps []*Param, max float64) float64 {
 	var ss float64
 	for _, p := range ps {
 		for _, g := range p.G.RawMatrix().Data {
-			ss += g * g
+			ss += float64(g * g)
 		}
 	}
 	norm := math.Sqrt(ss)

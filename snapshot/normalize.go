@@ -105,7 +105,7 @@ func FitNormalizer(data []float64, nodes, channels, steps int) (Normalizer, erro
 		}
 		c := k % channels
 		d := v - mean[c]
-		std[c] += d * d
+		std[c] += float64(d * d) // rounded, so that no machine fuses it
 	}
 	for c := range std {
 		std[c] = math.Max(math.Sqrt(std[c]/float64(count[c])), minStd)

@@ -40,7 +40,7 @@ func Loss(kind string, dy, pred, y, raw *mat.Dense) (float64, error) {
 		if kind == LossMAE {
 			sum += math.Abs(e)
 		} else {
-			sum += e * e
+			sum += float64(e * e) // rounded, so that no machine fuses it
 		}
 	}
 	if n == 0 {

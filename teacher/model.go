@@ -168,7 +168,7 @@ func (m *Model) Forward(xs []*mat.Dense, a gcn.Propagator, noise *rand.Rand) (*m
 		m.zn = nn.Resize(m.zn, r, c)
 		zr, nr := z.RawMatrix().Data, m.zn.RawMatrix().Data
 		for i, v := range zr {
-			nr[i] = v + m.Config.NoiseStd*noise.NormFloat64()
+			nr[i] = v + float64(m.Config.NoiseStd*noise.NormFloat64()) // rounded, so that no machine fuses it
 		}
 		in = m.zn
 	}
