@@ -43,19 +43,27 @@ func exp(x float64) float64 {
 	if !(x > -708 && x < 709) {
 		return expSpecial(x)
 	}
-	// The conversions round every product, so that no compiler fuses one
-	// into an addition: act_amd64.s computes the same, operation for
-	// operation, four at a time.
+	sbits, p := expReduce(x)
+	s := math.Float64frombits(sbits)
+	return s + float64(s*p)
+}
+
+// expReduce returns, for x = (k + i/64)·ln2 + r, the bits of 2^(k/64)
+// (built in the exponent field: valid as a float64 only inside (−708, 709))
+// and p = e^r − 1, so that e^x = s + s·p with s that float64. The
+// conversions round every product, so that no compiler fuses one into an
+// addition: act_amd64.s computes the same, operation for operation, four
+// at a time.
+func expReduce(x float64) (sbits uint64, p float64) {
 	kd := float64(x*expInvLn2N) + expShift
 	ki := math.Float64bits(kd)
 	kd -= expShift
 	r := x - float64(kd*expLn2HiN) - float64(kd*expLn2LoN)
 	r2 := r * r
-	p := r + float64(r2*(0.5+float64(r*(1.0/6)))) + float64(float64(r2*r2)*(1.0/24+float64(r*(1.0/120))))
+	p = r + float64(r2*(0.5+float64(r*(1.0/6)))) + float64(float64(r2*r2)*(1.0/24+float64(r*(1.0/120))))
 	// The low bits of ki hold k (two's complement): its low six bits pick
 	// 2^(i/64), the rest, shifted to the exponent field, multiply by 2^⌊k/64⌋.
-	s := math.Float64frombits(expTable[ki&(expTableLen-1)] + ki<<(52-expTableBits))
-	return s + float64(s*p)
+	return expTable[ki&(expTableLen-1)] + ki<<(52-expTableBits), p
 }
 
 // expSpecial is exp outside (−708, 709), where 2^⌊k/64⌋ is not a normal
@@ -77,13 +85,7 @@ func expSpecial(x float64) float64 {
 	case x < -745.2: // e^x < 2^-1075, rounds to 0, from −745.14
 		return 0
 	}
-	kd := float64(x*expInvLn2N) + expShift
-	ki := math.Float64bits(kd)
-	kd -= expShift
-	r := x - float64(kd*expLn2HiN) - float64(kd*expLn2LoN)
-	r2 := r * r
-	p := r + float64(r2*(0.5+float64(r*(1.0/6)))) + float64(float64(r2*r2)*(1.0/24+float64(r*(1.0/120))))
-	sbits := expTable[ki&(expTableLen-1)] + ki<<(52-expTableBits)
+	sbits, p := expReduce(x)
 	if x > 0 {
 		scale := math.Float64frombits(sbits - 1009<<52)
 		return 0x1p1009 * (scale + float64(scale*p))
