@@ -1,0 +1,245 @@
+package portable
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"gonum.org/v1/gonum/floats"
+
+	"github.com/pemsforecast/sdgnn/internal/golden"
+)
+
+//go:noinline
+func mulAddCompiled(a, b, c float64) float64 { return a*b + c }
+
+// compilerFuses reports whether this build fuses a product into the
+// addition that takes it (arm64, GOAMD64=v3): (1+2^-30)(1−2^-30) − 1 is 0
+// with the product rounded and −2^-60 fused.
+func compilerFuses() bool { return mulAddCompiled(1+0x1p-30, 1-0x1p-30, -1) != 0 }
+
+// same reports whether a and b have the same bits, every NaN alike.
+func same(a, b float64) bool {
+	return math.Float64bits(a) == math.Float64bits(b) || (math.IsNaN(a) && math.IsNaN(b))
+}
+
+// expInputs returns arguments of e^x over its whole range: the edges of
+// overflow and of the subnormal results, special values, and uniform
+// draws at every scale.
+func expInputs(rng *rand.Rand) []float64 {
+	xs := []float64{0, math.Copysign(0, -1), 1, -1, 0x1p-1074, -0x1p-1074, 1e-300, 0.5, 0.3465735902799726,
+		709.782712893384, 709.7827128933841, 709.78, 710, 1000, -708.39, -708.4, -745.13, -745.1332191019411,
+		-745.14, -746, -1e4, -1e10, -3e9, -1e300, math.Inf(1), math.Inf(-1), math.NaN(), math.MaxFloat64, -math.MaxFloat64}
+	for range 200000 {
+		xs = append(xs, (rng.Float64()*2-1)*746)
+	}
+	for e := -60; e <= 10; e++ {
+		for range 500 {
+			xs = append(xs, (rng.Float64()*2-1)*math.Ldexp(1, e))
+		}
+	}
+	return xs
+}
+
+// logInputs returns positive arguments at every exponent (subnormals
+// included), values about √2/2 and 1, and the special ones.
+func logInputs(rng *rand.Rand) []float64 {
+	xs := []float64{0, math.Copysign(0, -1), -1, 1, 2, 0.5, math.Sqrt2 / 2, math.Nextafter(math.Sqrt2/2, 1), math.Nextafter(math.Sqrt2/2, 0),
+		math.Nextafter(1, 2), math.Nextafter(1, 0), 0x1p-1074, 0x1p-1060, 0x1p-1023, math.SmallestNonzeroFloat64 * 3,
+		math.MaxFloat64, math.Inf(1), math.Inf(-1), math.NaN()}
+	for range 200000 {
+		xs = append(xs, math.Float64frombits(rng.Uint64()>>1)) // positive, any exponent; NaNs and +Inf among them
+	}
+	for range 100000 {
+		xs = append(xs, rng.Float64()*2) // the range of the noise's base strip
+	}
+	return xs
+}
+
+// The Go functions against the assembly they write out, value by value,
+// where that assembly runs: the exported functions call it there, so this
+// is what makes their results on other machines the same.
+
+func TestExpMatchesAMD64(t *testing.T) {
+	if !amd64FMA {
+		t.Skip("math.Exp takes its FMA path on amd64 with FMA only; TestGoldenBits checks Exp's bits")
+	}
+	for _, x := range expInputs(rand.New(rand.NewPCG(1, 2))) {
+		if got, want := exp(x), math.Exp(x); !same(got, want) {
+			t.Fatalf("exp(%v) = %v (%#x), math.Exp %v (%#x)", x, got, math.Float64bits(got), want, math.Float64bits(want))
+		}
+	}
+}
+
+func TestLogMatchesAMD64(t *testing.T) {
+	if !amd64 {
+		t.Skip("math.Log is assembly on amd64 only; TestGoldenBits checks Log's bits")
+	}
+	for _, x := range logInputs(rand.New(rand.NewPCG(3, 4))) {
+		if got, want := log(x), math.Log(x); !same(got, want) {
+			t.Fatalf("log(%v) = %v, math.Log %v", x, got, want)
+		}
+	}
+}
+
+func TestPowMatchesAMD64(t *testing.T) {
+	if !amd64FMA {
+		t.Skip("math.Pow takes math.Exp's FMA path on amd64 with FMA only; TestGoldenBits checks Pow's bits")
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	check := func(x, y float64) {
+		if got, want := pow(x, y), math.Pow(x, y); !same(got, want) {
+			t.Fatalf("pow(%v, %v) = %v, math.Pow %v", x, y, got, want)
+		}
+	}
+	for f := 0.0; f <= 20000; f++ { // NOSMOG's unigram counts to the power 3/4
+		check(f, 0.75)
+	}
+	special := []float64{0, math.Copysign(0, -1), 1, -1, 0.5, -0.5, 2, -2, 3, 0.75, math.Inf(1), math.Inf(-1), math.NaN(), 1 << 63, 1e300}
+	for _, x := range special {
+		for _, y := range special {
+			check(x, y)
+		}
+	}
+	for range 100000 {
+		check(rng.Float64()*1e4, (rng.Float64()*2-1)*8)
+		check(-float64(rng.IntN(100)), float64(rng.IntN(40)-20))
+	}
+}
+
+func TestHypotMatchesAMD64(t *testing.T) {
+	if !amd64 {
+		t.Skip("math.Hypot is assembly on amd64 only; TestGoldenBits checks Hypot's bits")
+	}
+	rng := rand.New(rand.NewPCG(7, 8))
+	special := []float64{0, math.Copysign(0, -1), 1, -1, 0x1p-1074, math.MaxFloat64, math.Inf(1), math.Inf(-1), math.NaN()}
+	for _, p := range special {
+		for _, q := range special {
+			if got, want := hypot(p, q), math.Hypot(p, q); !same(got, want) {
+				t.Fatalf("hypot(%v, %v) = %v, math.Hypot %v", p, q, got, want)
+			}
+		}
+	}
+	for range 200000 {
+		p, q := (rng.Float64()*2-1)*math.Ldexp(1, rng.IntN(40)-20), rng.NormFloat64()
+		if got, want := hypot(p, q), math.Hypot(p, q); !same(got, want) {
+			t.Fatalf("hypot(%v, %v) = %v, math.Hypot %v", p, q, got, want)
+		}
+	}
+}
+
+// TestCosMatchesMath holds Cos to math.Cos where this build fuses no
+// product (math.Cos is Go on every machine).
+func TestCosMatchesMath(t *testing.T) {
+	if compilerFuses() {
+		t.Skip("this build fuses math.Cos's products; TestGoldenBits checks Cos's bits")
+	}
+	rng := rand.New(rand.NewPCG(9, 10))
+	xs := []float64{0, math.Copysign(0, -1), math.Pi, math.Pi / 2, math.Pi / 4, 1 << 29, 1<<29 - 1, 1e10, math.Inf(1), math.NaN()}
+	for range 200000 {
+		xs = append(xs, (rng.Float64()*2-1)*math.Ldexp(1, rng.IntN(40)-10))
+	}
+	for _, x := range xs {
+		if got, want := Cos(x), math.Cos(x); !same(got, want) {
+			t.Fatalf("Cos(%v) = %v, math.Cos %v", x, got, want)
+		}
+	}
+}
+
+func TestDotMatchesGonum(t *testing.T) {
+	if !amd64 {
+		t.Skip("gonum's Dot is assembly on amd64 only; TestGoldenBits checks Dot's bits")
+	}
+	rng := rand.New(rand.NewPCG(11, 12))
+	for n := 0; n <= 70; n++ {
+		for range 200 {
+			x, y := make([]float64, n), make([]float64, n)
+			for i := range x {
+				x[i], y[i] = golden.Uniform(rng), golden.Uniform(rng)*math.Ldexp(1, rng.IntN(20)-10)
+			}
+			if got, want := dot(x, y), floats.Dot(x, y); !same(got, want) {
+				t.Fatalf("n = %d: dot = %v, floats.Dot %v", n, got, want)
+			}
+		}
+	}
+}
+
+// TestNormFloat64MatchesRand draws two million normals from two
+// generators of one seed, by NormFloat64 and by rand's own, and requires
+// the same values and the same generator state afterwards. Two million
+// draws pass through the base strip (about 1 in 1,000 draws) and the
+// wedges (about 1 in 100) many times.
+func TestNormFloat64MatchesRand(t *testing.T) {
+	if !amd64FMA || compilerFuses() {
+		t.Skip("rand's NormFloat64 calls math.Exp, whose bits are those of NormFloat64 on amd64 with FMA only, and the compiler may fuse its products; TestGoldenBits checks NormFloat64's bits")
+	}
+	a, b := rand.New(rand.NewPCG(13, 14)), rand.New(rand.NewPCG(13, 14))
+	var tail int
+	for i := range 2000000 {
+		got, want := NormFloat64(a), b.NormFloat64()
+		if !same(got, want) {
+			t.Fatalf("draw %d: %v, rand's %v", i, got, want)
+		}
+		if math.Abs(got) > 3.442619855899 {
+			tail++
+		}
+	}
+	if a.Uint64() != b.Uint64() {
+		t.Fatal("the generators are out of step after the draws")
+	}
+	if tail < 500 {
+		t.Fatalf("%d draws beyond the base strip's edge: the test did not reach that branch enough", tail)
+	}
+}
+
+func TestDotPanicsOnLengths(t *testing.T) {
+	defer func() {
+		if recover() == nil {
+			t.Fatal("no panic for slices of lengths 3 and 2")
+		}
+	}()
+	dot([]float64{1, 2, 3}, []float64{1, 2})
+}
+
+// TestGoldenBits holds every function, as it runs on this machine, to the
+// hashes of the bits amd64 computes (testdata/golden-bits.json): on amd64
+// that is the standard library's and gonum's assembly; on arm64 (under
+// qemu in CI) and wherever else, this package's Go.
+func TestGoldenBits(t *testing.T) {
+	got := map[string]string{}
+	hash := func(name string, xs []float64, f func(float64) float64) {
+		out := make([]float64, len(xs))
+		for i, x := range xs {
+			out[i] = f(x)
+		}
+		got[name] = golden.Hash(out)
+	}
+	hash("Exp", expInputs(rand.New(rand.NewPCG(1, 2))), Exp)
+	hash("Log", logInputs(rand.New(rand.NewPCG(3, 4))), Log)
+	hash("Pow0.75", logInputs(rand.New(rand.NewPCG(5, 6))), func(x float64) float64 { return Pow(x, 0.75) })
+	rng := rand.New(rand.NewPCG(15, 16))
+	var ps, hs, cs []float64
+	for range 100000 {
+		x, y := golden.Uniform(rng)*1e3, golden.Uniform(rng)
+		ps = append(ps, Pow(math.Abs(x), y))
+		hs = append(hs, Hypot(x, y))
+		cs = append(cs, Cos(x*y))
+	}
+	got["Pow"], got["Hypot"], got["Cos"] = golden.Hash(ps), golden.Hash(hs), golden.Hash(cs)
+	var ds []float64
+	for n := 0; n <= 70; n++ {
+		x, y := make([]float64, n), make([]float64, n)
+		for i := range x {
+			x[i], y[i] = golden.Uniform(rng), golden.Uniform(rng)
+		}
+		ds = append(ds, Dot(x, y))
+	}
+	got["Dot"] = golden.Hash(ds)
+	norm := rand.New(rand.NewPCG(17, 18))
+	zs := make([]float64, 1000000)
+	for i := range zs {
+		zs[i] = NormFloat64(norm)
+	}
+	got["NormFloat64"] = golden.Hash(zs)
+	golden.Check(t, got)
+}
