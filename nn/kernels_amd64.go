@@ -48,7 +48,7 @@ func tanh4(dst, x *float64, n int) int
 // softplus4 sets dst[i] = Softplus(x[i]) for i < n (a multiple of 4), four
 // at a time, up to the first four with |x| ≥ 708 or NaN, and returns how
 // many it set. It computes log as math.Log's assembly does, which Softplus
-// calls on amd64.
+// calls on amd64 (through portable.Log).
 //
 //go:noescape
 func softplus4(dst, x *float64, n int) int

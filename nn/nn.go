@@ -12,8 +12,9 @@
 // The kernels and activations give the same bits on every machine: the Go
 // paths round every product that the compiler could otherwise fuse into an
 // addition (arm64 does, and amd64 at GOAMD64=v3), exp handles its whole
-// range itself, and Softplus takes its logarithm from logU, not from
-// math.Log, whose last bits differ between amd64 and other machines.
+// range itself, and Softplus takes its logarithm from portable.Log (amd64's
+// math.Log everywhere), not from math.Log, whose last bits differ between
+// amd64 and other machines.
 // TestGoldenBits holds them to hashes of their bits written on amd64; CI
 // runs it on arm64 under qemu.
 //
@@ -29,6 +30,8 @@ import (
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/pemsforecast/sdgnn/internal/portable"
 )
 
 // Param is a trainable tensor (stored as a matrix) with its gradient.
@@ -287,12 +290,13 @@ func Apply(dst, src *mat.Dense, f func(float64) float64) {
 // (Goldberg's correction of the rounding of 1+e; Higham, Accuracy and
 // Stability of Numerical Algorithms, §1.14.1), because math.Log has an
 // assembly implementation and math.Log1p has none: softplus over every row
-// is what φ's epochs and Phase Θ spend most on. The logarithm is logU,
-// math.Log's amd64 assembly written out in Go, so that other machines get
-// its bits too. With exp for math.Exp, it is 1.3 times faster than
-// max(x, 0) + math.Log1p(math.Exp(−|x|)) (BenchmarkSoftplus; 1.2 times
-// with math.Exp) and within 4.7e-16 relative of that form of the correctly
-// rounded e^−|x| (TestSoftplusAccuracy).
+// is what φ's epochs and Phase Θ spend most on. The logarithm is
+// portable.Log: math.Log's amd64 assembly there, written out in Go
+// elsewhere, so that other machines get its bits too. With exp for
+// math.Exp, it is 1.3 times faster than max(x, 0) +
+// math.Log1p(math.Exp(−|x|)) (BenchmarkSoftplus; 1.2 times with math.Exp)
+// and within 4.7e-16 relative of that form of the correctly rounded e^−|x|
+// (TestSoftplusAccuracy).
 func Softplus(x float64) float64 {
 	if x > 40 {
 		return x // e^-40 is below half an ulp of x
@@ -300,7 +304,7 @@ func Softplus(x float64) float64 {
 	e := exp(-math.Abs(x))
 	l := e
 	if u := 1 + e; u != 1 {
-		l = float64(logU(u)*e) / (u - 1)
+		l = float64(portable.Log(u)*e) / (u - 1)
 	}
 	return max(x, 0) + l
 }
