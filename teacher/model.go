@@ -21,6 +21,7 @@ import (
 
 	"github.com/pemsforecast/sdgnn/gcn"
 	"github.com/pemsforecast/sdgnn/gru"
+	"github.com/pemsforecast/sdgnn/internal/portable"
 	"github.com/pemsforecast/sdgnn/nn"
 	"github.com/pemsforecast/sdgnn/snapshot"
 )
@@ -168,7 +169,8 @@ func (m *Model) Forward(xs []*mat.Dense, a gcn.Propagator, noise *rand.Rand) (*m
 		m.zn = nn.Resize(m.zn, r, c)
 		zr, nr := z.RawMatrix().Data, m.zn.RawMatrix().Data
 		for i, v := range zr {
-			nr[i] = v + float64(m.Config.NoiseStd*noise.NormFloat64()) // rounded, so that no machine fuses it
+			// portable's draws and the rounded product: the same noise on every machine.
+			nr[i] = v + float64(m.Config.NoiseStd*portable.NormFloat64(noise))
 		}
 		in = m.zn
 	}
