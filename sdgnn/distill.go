@@ -284,8 +284,8 @@ func ScoreZHat(each func(h *mat.Dense, f func(lo, hi int, zhat *mat.Dense)), dec
 		for i, v := range zhat.RawMatrix().Data {
 			z := zr[lo*d+i]
 			e := v - z
-			sq += e * e
-			zsq += z * z
+			sq += float64(e * e) // rounded: the same sums on every machine (see internal/portable)
+			zsq += float64(z * z)
 		}
 		if dec != nil {
 			decodeRows(&acc, dec, norm, zhat, t, lo)

@@ -1,14 +1,18 @@
 package sdgnn
 
 import (
+	"context"
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"gonum.org/v1/gonum/mat"
 
 	"github.com/pemsforecast/sdgnn/gru"
 	"github.com/pemsforecast/sdgnn/internal/golden"
 	"github.com/pemsforecast/sdgnn/nn"
 	"github.com/pemsforecast/sdgnn/snapshot"
+	"github.com/pemsforecast/sdgnn/teacher"
 )
 
 // TestGoldenBits holds the online path of a bundle, the one the
@@ -18,8 +22,8 @@ import (
 // CI) emits the same forecasts bit for bit. The bundle has PeMS's shape
 // (3 channels, window 12, hidden 16, up to 6 receptive nodes) on 20 nodes;
 // everything in it is drawn the same on every machine (golden.Uniform).
-// The offline path (ForecastBatch: Θ by gonum's axpy) and training are
-// not part of the claim.
+// The offline path (ForecastBatch: Θ by gonum's axpy) is not part of the
+// claim; distillation is (goldenDistill).
 func TestGoldenBits(t *testing.T) {
 	const nodes, C, T, d, rows = 20, 3, 12, 16, 37
 	got := map[string]string{}
@@ -78,5 +82,146 @@ func TestGoldenBits(t *testing.T) {
 		}
 		got[prep+"/ForecastMany"] = golden.Hash(out)
 	}
+	goldenDistill(t, got)
 	golden.Check(t, got)
+}
+
+// goldenDistill adds to got the hashes of a whole small distillation
+// (Distill: Phase Θ's products and LARS, the refit, Phase φ, validation,
+// the final Θ and the decoder's fine-tuning) and of its parts on their
+// own: a LARS path and an NNLS solve at Phase Θ's realistic size (46
+// candidates), and Phase Θ on the paper's plain path. The targets are
+// those of a known sparse decomposition, Z = Θ*·φ*(H) with a little
+// noise, on a ring of 20 nodes with chords, so that LARS has something to
+// find; everything is drawn the same on every machine (golden.Uniform).
+func goldenDistill(t *testing.T, got map[string]string) {
+	t.Helper()
+	const n, d, C = 20, 16, 3
+	rng := rand.New(rand.NewPCG(2026, 18))
+	neighbors := make([][]int, n)
+	link := func(a, b int) { neighbors[a], neighbors[b] = append(neighbors[a], b), append(neighbors[b], a) }
+	for i := range n {
+		link(i, (i+1)%n)
+		if i%4 == 0 {
+			link(i, (i+9)%n)
+		}
+	}
+	cands, err := Candidates(neighbors, CandidateConfig{K1: 1, K2: 1, Sample: 2, Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	phiTrue := nn.NewMLP("phi*", d, 16, d, rng)
+	targets := func(S int) *Targets {
+		h := mat.NewDense(S*n, d, nil)
+		for i := range h.RawMatrix().Data {
+			h.RawMatrix().Data[i] = golden.Uniform(rng) / 4
+		}
+		p := phiTrue.Forward(h)
+		z := mat.NewDense(S*n, d, nil)
+		zr, pr := z.RawMatrix().Data, p.RawMatrix().Data
+		for s := range S {
+			for i := range n {
+				for j, k := range []int{i, (i + 1) % n, (i + n - 1) % n} {
+					w := []float64{0.75, 0.25, 0.125}[j]
+					for c := range d {
+						zr[(s*n+i)*d+c] += float64(w * pr[(s*n+k)*d+c])
+					}
+				}
+				for c := range d {
+					zr[(s*n+i)*d+c] += golden.Uniform(rng) / 256
+				}
+			}
+		}
+		truth := make([]float64, S*n*C)
+		for i := range truth {
+			truth[i] = (golden.Uniform(rng) + 5) * 16
+		}
+		return &Targets{Range: snapshot.Range{End: S}, Nodes: n, Dim: d, H: h, Z: z, Truth: truth, Channels: C}
+	}
+	train, val := targets(48), targets(24)
+
+	// LARS and NNLS on the Gram matrix of 46 random columns over 40 rows,
+	// the target a combination of every third column with weights of both
+	// signs, so that the positive path drops variables (Givens rotations).
+	const p, rows = 46, 40
+	x := make([]float64, rows*p)
+	for i := range x {
+		x[i] = golden.Uniform(rng)
+	}
+	y := make([]float64, rows)
+	for r := range rows {
+		for a := 0; a < p; a += 3 {
+			y[r] += float64(x[r*p+a] * float64(a%5-1))
+		}
+		y[r] += golden.Uniform(rng)
+	}
+	g, c := make([]float64, p*p), make([]float64, p)
+	for a := range p {
+		for b := range p {
+			for r := range rows {
+				g[a*p+b] += float64(x[r*p+a] * x[r*p+b])
+			}
+		}
+		for r := range rows {
+			c[a] += float64(x[r*p+a] * y[r])
+		}
+	}
+	path, err := LARSPositive(g, c, 0, 30, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if path.Steps <= len(path.Active) {
+		t.Fatalf("LARS: %d steps, %d active: no variable left the path", path.Steps, len(path.Active))
+	}
+	got["distill/LARSPositive"] = golden.Hash(append(append([]float64{}, path.Coef...), path.Lambdas...))
+	w, err := NNLS(g, c, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got["distill/NNLS"] = golden.Hash(w)
+
+	thetaBits := func(th *Theta) []float64 {
+		var out []float64
+		for z := range th.Nodes {
+			for i, k := range th.Nodes[z] {
+				out = append(out, float64(z), float64(k), th.Weights[z][i])
+			}
+		}
+		return out
+	}
+	st := NewStudent(n, d, 16, rand.New(rand.NewPCG(2026, 19)))
+	plain, stats, err := st.PhaseTheta(train, cands, 1e-5, 4, false, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got["distill/PhaseTheta-plain"] = golden.Hash(append(thetaBits(plain), stats.MeanKKT))
+
+	m, err := teacher.New(teacher.Config{Kind: teacher.KindGRUGCN, Window: 4, Channels: C, Hidden: d, Seed: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	cfg.Epochs, cfg.ThetaEvery, cfg.BudgetStart, cfg.BudgetEnd, cfg.BudgetEvery = 12, 3, 6, 3, 3
+	cfg.FineTuneEpochs, cfg.PhiBatch, cfg.LR = 3, 8, 5e-3
+	norm := snapshot.Normalizer{Kind: snapshot.KindZScore, Mean: []float64{80, 80, 80}, Std: []float64{40, 40, 40}}
+	res, err := Distill(context.Background(), m, norm, cands, train, val, cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rounds []float64
+	for _, r := range res.Rounds {
+		rounds = append(rounds, r.MeanReceptive, r.KKT, r.PhiLoss, r.NR, r.MSE, r.Val.MAE, r.Val.RMSE, r.Val.MAPE)
+	}
+	got["distill/Distill/rounds"] = golden.Hash(rounds)
+	got["distill/Distill/theta"] = golden.Hash(thetaBits(res.Student.Theta))
+	var phi, dec []float64
+	for _, q := range res.Student.Phi.Params() {
+		phi = append(phi, q.W.RawMatrix().Data...)
+	}
+	for _, q := range res.Decoder.Params() {
+		dec = append(dec, q.W.RawMatrix().Data...)
+	}
+	got["distill/Distill/phi"] = golden.Hash(phi)
+	got["distill/Distill/decoder"] = golden.Hash(dec)
+	got["distill/Distill/val"] = golden.Hash([]float64{res.Val.MAE, res.Val.RMSE, res.Val.MAPE})
 }

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+
+	"github.com/pemsforecast/sdgnn/internal/portable"
 )
 
 // This file holds the per-node solver of phase Θ: the non-negative Lasso
@@ -305,13 +307,13 @@ func LARSPositive(g, c []float64, lambdaMin float64, maxActive, maxIter int) (La
 		}
 
 		for i, j := range active {
-			coef[j] += gamma * w[i]
+			coef[j] += float64(gamma * w[i])
 		}
 		steps++
 		if event == eventLambda {
 			level = lambdaMin
 		} else {
-			level = math.Max(level-gamma*aa, lambdaMin)
+			level = math.Max(level-float64(gamma*aa), lambdaMin)
 		}
 		if event == eventEnter {
 			enter = next
@@ -373,7 +375,7 @@ func argmaxFree(corr []float64, state []int8) (int, float64) {
 func axpy(alpha float64, x, y []float64) {
 	y = y[:len(x)]
 	for i, v := range x {
-		y[i] += alpha * v
+		y[i] += float64(alpha * v)
 	}
 }
 
@@ -396,11 +398,11 @@ func (f *cholFactor) extend(k int, gA []float64, gjj float64) bool {
 		v := gA[i]
 		ri := f.l[i*s : i*s+i]
 		for t, lt := range ri {
-			v -= row[t] * lt
+			v -= float64(row[t] * lt)
 		}
 		v /= f.l[i*s+i]
 		row[i] = v
-		sq += v * v
+		sq += float64(v * v)
 	}
 	d2 := gjj - sq
 	if !(d2 > collinearTol*gjj) {
@@ -420,15 +422,15 @@ func (f *cholFactor) remove(k, r int) {
 	}
 	for i := r; i < k-1; i++ {
 		x, y := f.l[i*s+i], f.l[i*s+i+1]
-		h := math.Hypot(x, y)
+		h := portable.Hypot(x, y)
 		if h == 0 {
 			continue
 		}
 		cs, sn := x/h, y/h
 		for t := i; t < k-1; t++ {
 			u, v := f.l[t*s+i], f.l[t*s+i+1]
-			f.l[t*s+i] = cs*u + sn*v
-			f.l[t*s+i+1] = -sn*u + cs*v
+			f.l[t*s+i] = float64(cs*u) + float64(sn*v)
+			f.l[t*s+i+1] = float64(-sn*u) + float64(cs*v)
 		}
 		f.l[i*s+i] = h
 		f.l[i*s+i+1] = 0
@@ -446,7 +448,7 @@ func (f *cholFactor) factor(g []float64, p int, idx []int, ridge float64) bool {
 				v += ridge
 			}
 			for t := 0; t < i; t++ {
-				v -= f.l[r*s+t] * f.l[i*s+t]
+				v -= float64(f.l[r*s+t] * f.l[i*s+t])
 			}
 			if i < r {
 				f.l[r*s+i] = v / f.l[i*s+i]
@@ -473,7 +475,7 @@ func (f *cholFactor) forward(k int, b []float64) {
 	for i := 0; i < k; i++ {
 		v := b[i]
 		for t, lt := range f.l[i*s : i*s+i] {
-			v -= lt * b[t]
+			v -= float64(lt * b[t])
 		}
 		b[i] = v / f.l[i*s+i]
 	}
@@ -486,7 +488,7 @@ func (f *cholFactor) backward(k int, b []float64) {
 		v := b[i] / f.l[i*s+i]
 		b[i] = v
 		for t := 0; t < i; t++ {
-			b[t] -= f.l[i*s+t] * v
+			b[t] -= float64(f.l[i*s+t] * v)
 		}
 	}
 }
@@ -501,7 +503,7 @@ func (f *cholFactor) direction(k int, w, z []float64) (float64, bool) {
 	f.forward(k, z)
 	s := 0.0
 	for _, v := range z[:k] {
-		s += v * v
+		s += float64(v * v)
 	}
 	if !(s > 0) || math.IsInf(s, 0) {
 		return 0, false
@@ -575,13 +577,13 @@ func Objective(g, c []float64, yy, lambda float64, theta []float64) float64 {
 		row := g[i*p : i*p+p]
 		s := 0.0
 		for j, tj := range theta {
-			s += row[j] * tj
+			s += float64(row[j] * tj)
 		}
-		quad += ti * s
-		lin += c[i] * ti
+		quad += float64(ti * s)
+		lin += float64(c[i] * ti)
 		l1 += ti
 	}
-	return 0.5*quad - lin + 0.5*yy + lambda*l1
+	return float64(0.5*quad) - lin + float64(0.5*yy) + float64(lambda*l1)
 }
 
 // KKTViolation returns the largest violation of the optimality conditions of
@@ -603,7 +605,7 @@ func KKTViolation(g, c []float64, lambda float64, theta []float64) float64 {
 		row := g[j*p : j*p+p]
 		r := c[j]
 		for k, tk := range theta {
-			r -= row[k] * tk
+			r -= float64(row[k] * tk)
 		}
 		r -= lambda
 		var v float64
@@ -759,7 +761,7 @@ func NNLS(g, c []float64, maxIter int) ([]float64, error) {
 				if state[j] != varActive {
 					continue
 				}
-				x[j] += alpha * (s[j] - x[j])
+				x[j] += float64(alpha * (s[j] - x[j]))
 				if j == hit || !(x[j] > 0) {
 					x[j] = 0
 					state[j] = varFree

@@ -145,7 +145,7 @@ func (s *Student) PhasePhi(t *Targets, opt *nn.Adam, batch int, rng *rand.Rand) 
 		inv := 1 / float64(rows)
 		for i := range zr {
 			e := hr[i] - zr[i]
-			loss += e * e
+			loss += float64(e * e)
 			dr[i] = 2 * e * inv
 		}
 		nn.ZeroGrad(ps)
@@ -153,7 +153,7 @@ func (s *Student) PhasePhi(t *Targets, opt *nn.Adam, batch int, rng *rand.Rand) 
 		if err := opt.Step(ps); err != nil {
 			return 0, err
 		}
-		sum += loss * inv
+		sum += float64(loss * inv)
 	}
 	return sum / float64(max(1, len(batches))), nil
 }

@@ -9,10 +9,10 @@ import (
 	"sync"
 
 	"gonum.org/v1/gonum/blas/blas64"
-	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/pemsforecast/sdgnn/datasets/pems"
+	"github.com/pemsforecast/sdgnn/internal/portable"
 	"github.com/pemsforecast/sdgnn/nn"
 )
 
@@ -301,7 +301,7 @@ func solveNode(g, cv []float64, c []int, node int, lambda1 float64, budget int, 
 		// Self's least-squares weight given the others'.
 		r := cv[self]
 		for i, a := range sel {
-			r -= g[self*m+a] * ws[i]
+			r -= float64(g[self*m+a] * ws[i])
 		}
 		sel = append(sel, self)
 		ws = append(ws, max(r/g[self*m+self], 0))
@@ -387,7 +387,7 @@ func thetaProducts(phi phiRows, z *mat.Dense, n int, cands [][]int, chunkBytes i
 		nn.ParallelChunks(n, func(j int) {
 			pj := row(pr, j)
 			for _, k := range pairs[j] {
-				v := floats.Dot(pj, row(pr, k))
+				v := portable.Dot(pj, row(pr, k))
 				gr.Data[j*gr.Stride+k] += v
 				if k != j {
 					gr.Data[k*gr.Stride+j] += v
@@ -395,7 +395,7 @@ func thetaProducts(phi phiRows, z *mat.Dense, n int, cands [][]int, chunkBytes i
 			}
 			qz := row(qr, j)
 			for _, k := range cands[j] {
-				cr.Data[k*cr.Stride+j] += floats.Dot(row(pr, k), qz)
+				cr.Data[k*cr.Stride+j] += portable.Dot(row(pr, k), qz)
 			}
 		})
 	}
