@@ -54,6 +54,18 @@ func TestGoldenBits(t *testing.T) {
 	c := mat.NewDense(16, 16, nil)
 	Gemm(true, false, 1, x, x, 0, c)
 	got["Gemm/xTx"] = golden.Hash(c.RawMatrix().Data)
+	// A scaled product into a scaled c (gonum's Dgemm on amd64, gemmNN
+	// elsewhere), as NOSMOG's similarity loss takes it.
+	sq := mat.NewDense(157, 157, nil)
+	for i := range sq.RawMatrix().Data {
+		sq.RawMatrix().Data[i] = golden.Uniform(rng)
+	}
+	out := mat.NewDense(157, 16, nil)
+	for i := range out.RawMatrix().Data {
+		out.RawMatrix().Data[i] = golden.Uniform(rng)
+	}
+	Gemm(false, false, 0.375/157, sq, x, 0.625, out)
+	got["Gemm/alpha-beta"] = golden.Hash(out.RawMatrix().Data)
 	golden.Check(t, got)
 }
 

@@ -249,3 +249,35 @@ func TestGemmAgreesWithGonum(t *testing.T) {
 type rawer blas64.General
 
 func (r rawer) RawMatrix() blas64.General { return blas64.General(r) }
+
+// TestGemmNNMatchesGonum holds gemmNN, which other machines use for the
+// products that Gemm leaves to gonum, to gonum's Dgemm on amd64, bit for
+// bit: small and large shapes (gonum works in parallel blocks of 64 above
+// a few blocks), views with padded strides, zeros in a (skipped terms),
+// and alpha and beta of every kind.
+func TestGemmNNMatchesGonum(t *testing.T) {
+	if !gonumAsm {
+		t.Skip("gonum's axpy is assembly on amd64 only; TestGoldenBits checks gemmNN's bits")
+	}
+	rng := rand.New(rand.NewPCG(21, 22))
+	for _, sz := range [][3]int{{1, 1, 1}, {3, 5, 2}, {17, 16, 16}, {157, 157, 16}, {300, 70, 130}} {
+		m, k, n := sz[0], sz[1], sz[2]
+		for _, ab := range [][2]float64{{0.375, 0}, {-1.7, 1}, {2, 0.3}, {0, 0.5}, {1, 2}} {
+			a, b := randView(rng, m, k, 3), randView(rng, k, n, 1)
+			for i := 0; i < m; i++ {
+				a.Data[i*a.Stride+rng.IntN(k)] = 0
+			}
+			c := randView(rng, m, n, 2)
+			want := blas64.General{Rows: m, Cols: n, Stride: c.Stride, Data: append([]float64(nil), c.Data...)}
+			gemmNN(ab[0], a, b, ab[1], c)
+			blas64.Gemm(blas.NoTrans, blas.NoTrans, ab[0], a, b, ab[1], want)
+			for i := 0; i < m; i++ {
+				for j := 0; j < n; j++ {
+					if g, w := c.Data[i*c.Stride+j], want.Data[i*c.Stride+j]; math.Float64bits(g) != math.Float64bits(w) {
+						t.Fatalf("%dx%dx%d, alpha %g, beta %g: c[%d,%d] = %v, gonum %v", m, k, n, ab[0], ab[1], i, j, g, w)
+					}
+				}
+			}
+		}
+	}
+}

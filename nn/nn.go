@@ -26,6 +26,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
@@ -123,8 +124,18 @@ func Gemm(transA, transB bool, alpha float64, a, b mat.RawMatrixer, beta float64
 // gemm is blas64.Gemm, through MulAdd or MulAddTA where alpha is 1, beta 0
 // or 1 and no more than one operand is transposed (b transposed: MulAdd on
 // a copy of bᵀ).
+//
+// Off amd64, the products with neither operand transposed but another
+// alpha or beta go through gemmNN, which gives the bits gonum's Dgemm has
+// on amd64 (its axpy is assembly there, Go that arm64 fuses elsewhere);
+// the other cases that reach gonum (both operands transposed) are not
+// held to the same bits on every machine.
 func gemm(ta, tb blas.Transpose, alpha float64, a, b blas64.General, beta float64, c blas64.General) {
 	if alpha != 1 || (beta != 0 && beta != 1) || (ta == blas.Trans && tb == blas.Trans) {
+		if ta == blas.NoTrans && tb == blas.NoTrans && !gonumAsm {
+			gemmNN(alpha, a, b, beta, c)
+			return
+		}
 		blas64.Gemm(ta, tb, alpha, a, b, beta, c)
 		return
 	}
@@ -149,6 +160,43 @@ func gemm(ta, tb blas.Transpose, alpha float64, a, b blas64.General, beta float6
 		MulAdd(c, a, bt)
 	default:
 		MulAdd(c, a, b)
+	}
+}
+
+// gonumAsm reports whether gonum's axpy, which its Dgemm runs on, is its
+// amd64 assembly, whose products are rounded before their additions.
+var gonumAsm = runtime.GOARCH == "amd64"
+
+// gemmNN sets c = alpha·a·b + beta·c (neither operand transposed) as
+// gonum's Dgemm does on amd64, bit for bit (TestGemmNNMatchesGonum): c
+// scaled by beta (zeroed for 0), then for every row i and every l in
+// order, c_i += (alpha·a_il)·b_l, products rounded, skipping the terms
+// whose alpha·a_il is 0.
+func gemmNN(alpha float64, a, b blas64.General, beta float64, c blas64.General) {
+	for i := 0; i < c.Rows; i++ {
+		ci := c.Data[i*c.Stride : i*c.Stride+c.Cols]
+		switch beta {
+		case 0:
+			clear(ci)
+		case 1:
+		default:
+			for j := range ci {
+				ci[j] *= beta
+			}
+		}
+		if alpha == 0 {
+			continue
+		}
+		for l, v := range a.Data[i*a.Stride : i*a.Stride+a.Cols] {
+			tmp := alpha * v
+			if tmp == 0 {
+				continue
+			}
+			bl := b.Data[l*b.Stride : l*b.Stride+b.Cols]
+			for j, w := range bl {
+				ci[j] += float64(tmp * w)
+			}
+		}
 	}
 }
 
@@ -197,7 +245,7 @@ func gemmRows(ta, tb blas.Transpose, alpha float64, a, b blas64.General, beta fl
 			if beta == 0 { // c is not read, as BLAS promises: 0·NaN is NaN
 				row[j] = alpha * sum
 			} else {
-				row[j] = beta*row[j] + alpha*sum
+				row[j] = float64(beta*row[j]) + float64(alpha*sum) // rounded: no machine fuses them
 			}
 		}
 	}
