@@ -7,6 +7,8 @@ import (
 	"sort"
 
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/pemsforecast/sdgnn/internal/portable"
 )
 
 // WalkConfig says how PositionalEncodings samples random walks and trains
@@ -54,7 +56,8 @@ func (c WalkConfig) Validate() error {
 //
 // Everything is drawn from one generator seeded by cfg.Seed and the work is
 // sequential, so the result is a deterministic function of the graph and
-// cfg. The adjacency lists must be symmetric with ids in [0, n).
+// cfg, the same on every machine (portable's Exp and Pow, products rounded;
+// TestGoldenBits). The adjacency lists must be symmetric with ids in [0, n).
 func PositionalEncodings(neighbors [][]int, cfg WalkConfig) (*mat.Dense, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("positional encodings: %w", err)
@@ -89,7 +92,7 @@ func PositionalEncodings(neighbors [][]int, cfg WalkConfig) (*mat.Dense, error) 
 	cum := make([]float64, n)
 	var total float64
 	for i, f := range freq {
-		total += math.Pow(f, 0.75)
+		total += portable.Pow(f, 0.75)
 		cum[i] = total
 	}
 	negative := func() int {
@@ -132,13 +135,13 @@ func PositionalEncodings(neighbors [][]int, cfg WalkConfig) (*mat.Dense, error) 
 						v := out[target*dim : (target+1)*dim]
 						var dot float64
 						for k := range u {
-							dot += u[k] * v[k]
+							dot += float64(u[k] * v[k])
 						}
 						// Gradient step on log σ(u·v) (label 1) or log σ(−u·v) (label 0).
 						g := lr * (label - sigmoid(dot))
 						for k := range u {
-							grad[k] += g * v[k]
-							v[k] += g * u[k]
+							grad[k] += float64(g * v[k])
+							v[k] += float64(g * u[k])
 						}
 					}
 					for k := range u {
@@ -156,7 +159,7 @@ func PositionalEncodings(neighbors [][]int, cfg WalkConfig) (*mat.Dense, error) 
 // sigmoid is the logistic function, clamped so that exp cannot overflow.
 func sigmoid(x float64) float64 {
 	x = math.Max(-30, math.Min(30, x))
-	return 1 / (1 + math.Exp(-x))
+	return 1 / (1 + portable.Exp(-x))
 }
 
 // standardiseColumns shifts and scales every column of m to mean 0 and
@@ -171,7 +174,7 @@ func standardiseColumns(m *mat.Dense) {
 		mean /= float64(r)
 		for i := 0; i < r; i++ {
 			d := m.At(i, j) - mean
-			sq += d * d
+			sq += float64(d * d)
 		}
 		sd := math.Sqrt(sq / float64(r))
 		for i := 0; i < r; i++ {

@@ -52,7 +52,7 @@ func SimilarityLoss(zhat, z, dzhat *mat.Dense) (float64, error) {
 	var loss float64
 	for i, t := range sT.RawMatrix().Data {
 		diff[i] -= t
-		loss += diff[i] * diff[i]
+		loss += float64(diff[i] * diff[i])
 	}
 	scale := 1 / float64(m*m)
 	loss *= scale
@@ -69,7 +69,7 @@ func SimilarityLoss(zhat, z, dzhat *mat.Dense) (float64, error) {
 		out := dr.Data[i*dr.Stride : i*dr.Stride+d]
 		var xg float64
 		for k := range x {
-			xg += x[k] * g[k]
+			xg += float64(x[k] * g[k])
 		}
 		r := rs[i]
 		for k := range x {
@@ -90,7 +90,7 @@ func unitRows(x *mat.Dense) (*mat.Dense, []float64) {
 		row := xr.Data[i*xr.Stride : i*xr.Stride+d]
 		var ss float64
 		for _, v := range row {
-			ss += v * v
+			ss += float64(v * v)
 		}
 		r := math.Sqrt(ss + simEps*simEps)
 		rs[i] = r

@@ -371,7 +371,7 @@ func batchLoss(g *nn.MLP, x, z *mat.Dense, n int, subsets [][]int, w float64, dz
 	inv := 1 / float64(rows)
 	for i := range zr {
 		e := hr[i] - zr[i]
-		mse += e * e
+		mse += float64(e * e) // rounded: the same on every machine
 		dr[i] = 2 * e * inv
 	}
 	mse *= inv
@@ -400,7 +400,7 @@ func batchLoss(g *nn.MLP, x, z *mat.Dense, n int, subsets [][]int, w float64, dz
 		for i, node := range sub {
 			row := dz.RawRowView(b*n + node)
 			for k, v := range ga.RawRowView(i) {
-				row[k] += scale * v
+				row[k] += float64(scale * v)
 			}
 		}
 	}
