@@ -6,6 +6,8 @@ import (
 	"math"
 
 	"gonum.org/v1/gonum/stat/distuv"
+
+	"github.com/pemsforecast/sdgnn/internal/portable"
 )
 
 // SnapshotMAE returns the masked mean absolute error of each snapshot of
@@ -74,7 +76,7 @@ func (d *DM) UnmarshalJSON(data []byte) error {
 // differences: ⌈0.4 n^(2/3)⌉, Lazarus, Lewis, Stock and Watson's (2018)
 // recommendation, at least 1.
 func DMTerms(n int) int {
-	return max(1, int(math.Ceil(0.4*math.Pow(float64(n), 2.0/3))))
+	return max(1, int(math.Ceil(0.4*portable.Pow(float64(n), 2.0/3))))
 }
 
 // DieboldMariano tests whether two forecasts of the same targets are
@@ -93,6 +95,10 @@ func DMTerms(n int) int {
 // keeps the test's size near the nominal level in samples of a few hundred
 // where kernel (Newey–West) variances make it reject too often (Coroneo and
 // Iacone 2020, Lazarus et al. 2018). terms 0 chooses DMTerms(N).
+//
+// N, the mean and the statistic are the same bits on every machine
+// (portable's Cos and Pow, products rounded; TestGoldenBits); the p-value
+// comes from gonum's Student's t, whose last bits may differ off amd64.
 func DieboldMariano(a, b []float64, terms int) (DM, error) {
 	if len(a) != len(b) {
 		return DM{}, fmt.Errorf("diebold-mariano: %d losses against %d", len(a), len(b))
@@ -122,10 +128,10 @@ func DieboldMariano(a, b []float64, terms int) (DM, error) {
 	for j := 1; j <= terms; j++ {
 		var l float64
 		for t, x := range d {
-			l += (x - mean) * math.Cos(math.Pi*float64(j)*(float64(t)+0.5)/float64(n))
+			l += float64((x - mean) * portable.Cos(math.Pi*float64(j)*(float64(t)+0.5)/float64(n)))
 		}
 		l *= math.Sqrt(2 / float64(n))
-		omega += l * l
+		omega += float64(l * l)
 	}
 	omega /= float64(terms)
 	out := DM{N: n, DF: terms, Mean: mean, Stat: math.NaN(), P: math.NaN()}
