@@ -648,7 +648,7 @@ func meanStd(v []float64) (float64, float64) {
 	}
 	var ss float64
 	for _, x := range v {
-		ss += (x - m) * (x - m)
+		ss += float64((x - m) * (x - m)) // rounded: the same on every machine
 	}
 	return m, math.Sqrt(ss / float64(len(v)-1))
 }
