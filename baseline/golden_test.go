@@ -7,9 +7,9 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/pemsforecast/sdgnn/internal/distilltest"
 	"github.com/pemsforecast/sdgnn/internal/golden"
 	"github.com/pemsforecast/sdgnn/nn"
-	"github.com/pemsforecast/sdgnn/sdgnn"
 	"github.com/pemsforecast/sdgnn/snapshot"
 	"github.com/pemsforecast/sdgnn/teacher"
 )
@@ -20,20 +20,13 @@ import (
 // (DeepWalk: portable's Exp and Pow) and similarity loss with its
 // gradient, and a few epochs of GLNN, NOSMOG, PPRGo and SDGNN-Equal with
 // their decoders' fine-tuning, on targets of a known sparse decomposition
-// over a ring of 20 nodes with chords. Everything is drawn the same on
+// over a ring of 20 nodes with chords (internal/distilltest). Everything is drawn the same on
 // every machine (golden.Uniform, seeded initialisations).
 func TestGoldenBits(t *testing.T) {
 	const n, d, C = 20, 16, 3
 	got := map[string]string{}
 	rng := rand.New(rand.NewPCG(2026, 20))
-	neighbors := make([][]int, n)
-	link := func(a, b int) { neighbors[a], neighbors[b] = append(neighbors[a], b), append(neighbors[b], a) }
-	for i := range n {
-		link(i, (i+1)%n)
-		if i%4 == 0 {
-			link(i, (i+9)%n)
-		}
-	}
+	neighbors := distilltest.Ring(n)
 
 	walk := DefaultWalkConfig()
 	walk.WalksPerNode, walk.WalkLength, walk.Epochs = 4, 10, 2
@@ -54,28 +47,7 @@ func TestGoldenBits(t *testing.T) {
 	got["SimilarityLoss"] = golden.Hash(append([]float64{loss}, dz.RawMatrix().Data...))
 
 	phiTrue := nn.NewMLP("phi*", d, 16, d, rng)
-	targets := func(S int) *sdgnn.Targets {
-		h := mat.NewDense(S*n, d, nil)
-		for i := range h.RawMatrix().Data {
-			h.RawMatrix().Data[i] = golden.Uniform(rng) / 4
-		}
-		p := phiTrue.Forward(h)
-		z := mat.NewDense(S*n, d, nil)
-		zr, pr := z.RawMatrix().Data, p.RawMatrix().Data
-		for s := range S {
-			for i := range n {
-				for c := range d {
-					zr[(s*n+i)*d+c] = float64(0.75*pr[(s*n+i)*d+c]) + float64(0.25*pr[(s*n+(i+1)%n)*d+c]) + golden.Uniform(rng)/256
-				}
-			}
-		}
-		truth := make([]float64, S*n*C)
-		for i := range truth {
-			truth[i] = (golden.Uniform(rng) + 5) * 16
-		}
-		return &sdgnn.Targets{Range: snapshot.Range{End: S}, Nodes: n, Dim: d, H: h, Z: z, Truth: truth, Channels: C}
-	}
-	train, val := targets(48), targets(24)
+	train, val := distilltest.Targets(rng, phiTrue, n, 48, C), distilltest.Targets(rng, phiTrue, n, 24, C)
 	m, err := teacher.New(teacher.Config{Kind: teacher.KindGRUGCN, Window: 4, Channels: C, Hidden: d, Seed: 5})
 	if err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package sdgnn
+package sdgnn_test
 
 import (
 	"context"
@@ -6,11 +6,11 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"gonum.org/v1/gonum/mat"
-
 	"github.com/pemsforecast/sdgnn/gru"
+	"github.com/pemsforecast/sdgnn/internal/distilltest"
 	"github.com/pemsforecast/sdgnn/internal/golden"
 	"github.com/pemsforecast/sdgnn/nn"
+	"github.com/pemsforecast/sdgnn/sdgnn"
 	"github.com/pemsforecast/sdgnn/snapshot"
 	"github.com/pemsforecast/sdgnn/teacher"
 )
@@ -34,16 +34,16 @@ func TestGoldenBits(t *testing.T) {
 			norm = snapshot.Normalizer{Kind: snapshot.KindMinMax, Mean: []float64{0, 0, 3}, Std: []float64{900, 0.75, 80},
 				Time: &snapshot.TimeInputs{OriginMs: 1514764800000, StepMs: 300000, MinuteMax: 1435, WeekdayMax: 6}}
 		}
-		theta := &Theta{Nodes: make([][]int, nodes), Weights: make([][]float64, nodes)}
+		theta := &sdgnn.Theta{Nodes: make([][]int, nodes), Weights: make([][]float64, nodes)}
 		for z := range nodes {
 			for k := z; k < nodes && len(theta.Nodes[z]) < 1+z%6; k += 1 + z%3 {
 				theta.Nodes[z] = append(theta.Nodes[z], k)
 				theta.Weights[z] = append(theta.Weights[z], math.Abs(golden.Uniform(rng))/4)
 			}
 		}
-		cfg := DefaultConfig()
-		meta := BundleMeta{Dataset: "golden", Nodes: nodes, Channels: []string{"flow", "occupancy", "speed"}, Window: T, Hidden: d, Norm: norm, Config: cfg}
-		b, err := NewBundle(meta, gru.New(norm.Inputs(), d, rng), nn.NewMLP("phi", d, cfg.PhiHidden, d, rng), theta, nn.NewMLP("dec", d, d, C, rng))
+		cfg := sdgnn.DefaultConfig()
+		meta := sdgnn.BundleMeta{Dataset: "golden", Nodes: nodes, Channels: []string{"flow", "occupancy", "speed"}, Window: T, Hidden: d, Norm: norm, Config: cfg}
+		b, err := sdgnn.NewBundle(meta, gru.New(norm.Inputs(), d, rng), nn.NewMLP("phi", d, cfg.PhiHidden, d, rng), theta, nn.NewMLP("dec", d, d, C, rng))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -98,47 +98,13 @@ func goldenDistill(t *testing.T, got map[string]string) {
 	t.Helper()
 	const n, d, C = 20, 16, 3
 	rng := rand.New(rand.NewPCG(2026, 18))
-	neighbors := make([][]int, n)
-	link := func(a, b int) { neighbors[a], neighbors[b] = append(neighbors[a], b), append(neighbors[b], a) }
-	for i := range n {
-		link(i, (i+1)%n)
-		if i%4 == 0 {
-			link(i, (i+9)%n)
-		}
-	}
-	cands, err := Candidates(neighbors, CandidateConfig{K1: 1, K2: 1, Sample: 2, Seed: 3})
+	neighbors := distilltest.Ring(n)
+	cands, err := sdgnn.Candidates(neighbors, sdgnn.CandidateConfig{K1: 1, K2: 1, Sample: 2, Seed: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
 	phiTrue := nn.NewMLP("phi*", d, 16, d, rng)
-	targets := func(S int) *Targets {
-		h := mat.NewDense(S*n, d, nil)
-		for i := range h.RawMatrix().Data {
-			h.RawMatrix().Data[i] = golden.Uniform(rng) / 4
-		}
-		p := phiTrue.Forward(h)
-		z := mat.NewDense(S*n, d, nil)
-		zr, pr := z.RawMatrix().Data, p.RawMatrix().Data
-		for s := range S {
-			for i := range n {
-				for j, k := range []int{i, (i + 1) % n, (i + n - 1) % n} {
-					w := []float64{0.75, 0.25, 0.125}[j]
-					for c := range d {
-						zr[(s*n+i)*d+c] += float64(w * pr[(s*n+k)*d+c])
-					}
-				}
-				for c := range d {
-					zr[(s*n+i)*d+c] += golden.Uniform(rng) / 256
-				}
-			}
-		}
-		truth := make([]float64, S*n*C)
-		for i := range truth {
-			truth[i] = (golden.Uniform(rng) + 5) * 16
-		}
-		return &Targets{Range: snapshot.Range{End: S}, Nodes: n, Dim: d, H: h, Z: z, Truth: truth, Channels: C}
-	}
-	train, val := targets(48), targets(24)
+	train, val := distilltest.Targets(rng, phiTrue, n, 48, C), distilltest.Targets(rng, phiTrue, n, 24, C)
 
 	// LARS and NNLS on the Gram matrix of 46 random columns over 40 rows,
 	// the target a combination of every third column with weights of both
@@ -166,7 +132,7 @@ func goldenDistill(t *testing.T, got map[string]string) {
 			c[a] += float64(x[r*p+a] * y[r])
 		}
 	}
-	path, err := LARSPositive(g, c, 0, 30, 0)
+	path, err := sdgnn.LARSPositive(g, c, 0, 30, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,13 +140,13 @@ func goldenDistill(t *testing.T, got map[string]string) {
 		t.Fatalf("LARS: %d steps, %d active: no variable left the path", path.Steps, len(path.Active))
 	}
 	got["distill/LARSPositive"] = golden.Hash(append(append([]float64{}, path.Coef...), path.Lambdas...))
-	w, err := NNLS(g, c, 0)
+	w, err := sdgnn.NNLS(g, c, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	got["distill/NNLS"] = golden.Hash(w)
 
-	thetaBits := func(th *Theta) []float64 {
+	thetaBits := func(th *sdgnn.Theta) []float64 {
 		var out []float64
 		for z := range th.Nodes {
 			for i, k := range th.Nodes[z] {
@@ -189,7 +155,7 @@ func goldenDistill(t *testing.T, got map[string]string) {
 		}
 		return out
 	}
-	st := NewStudent(n, d, 16, rand.New(rand.NewPCG(2026, 19)))
+	st := sdgnn.NewStudent(n, d, 16, rand.New(rand.NewPCG(2026, 19)))
 	plain, stats, err := st.PhaseTheta(train, cands, 1e-5, 4, false, false)
 	if err != nil {
 		t.Fatal(err)
@@ -200,11 +166,11 @@ func goldenDistill(t *testing.T, got map[string]string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := DefaultConfig()
+	cfg := sdgnn.DefaultConfig()
 	cfg.Epochs, cfg.ThetaEvery, cfg.BudgetStart, cfg.BudgetEnd, cfg.BudgetEvery = 12, 3, 6, 3, 3
 	cfg.FineTuneEpochs, cfg.PhiBatch, cfg.LR = 3, 8, 5e-3
 	norm := snapshot.Normalizer{Kind: snapshot.KindZScore, Mean: []float64{80, 80, 80}, Std: []float64{40, 40, 40}}
-	res, err := Distill(context.Background(), m, norm, cands, train, val, cfg, nil)
+	res, err := sdgnn.Distill(context.Background(), m, norm, cands, train, val, cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
