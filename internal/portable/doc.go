@@ -15,7 +15,8 @@
 //
 // On amd64 they call the standard library or gonum wherever that gives
 // the same bits (the tests check it, value by value), so that nothing
-// there changes; elsewhere they run their Go. The models' training and
+// there changes; elsewhere they run their Go. Log runs its Go everywhere,
+// the same bits as math.Log's assembly and faster than its call. The models' training and
 // scoring use them where a value would otherwise depend on the machine:
 // the training noise (NormFloat64), the Gram products of SDGNN's Phase Θ
 // (Dot), the LARS solver's Givens rotations (Hypot), NOSMOG's positional
