@@ -20,8 +20,9 @@ import (
 // (DeepWalk: portable's Exp and Pow) and similarity loss with its
 // gradient, and a few epochs of GLNN, NOSMOG, PPRGo and SDGNN-Equal with
 // their decoders' fine-tuning, on targets of a known sparse decomposition
-// over a ring of 20 nodes with chords (internal/distilltest). Everything is drawn the same on
-// every machine (golden.Uniform, seeded initialisations).
+// over a ring of 20 nodes with chords (internal/distilltest). Everything
+// is drawn the same on every machine (golden.Uniform, seeded
+// initialisations).
 func TestGoldenBits(t *testing.T) {
 	const n, d, C = 20, 16, 3
 	got := map[string]string{}
@@ -68,8 +69,8 @@ func TestGoldenBits(t *testing.T) {
 		// SDGNN-Equal on PPR's selection: any Θ serves to check the bits.
 		NameSDGNNEqual: func() (Model, error) { return TrainSDGNNEqual(ctx, m.Dec, norm, theta, train, val, cfg) },
 	}
-	for name, train := range models {
-		b, err := train()
+	for name, fit := range models {
+		b, err := fit()
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
