@@ -52,6 +52,9 @@ func Check(tb testing.TB, got map[string]string) {
 		if err != nil {
 			tb.Fatal(err)
 		}
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			tb.Fatal(err)
+		}
 		if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
 			tb.Fatal(err)
 		}
