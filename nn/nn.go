@@ -192,10 +192,7 @@ func gemmNN(alpha float64, a, b blas64.General, beta float64, c blas64.General) 
 			if tmp == 0 {
 				continue
 			}
-			bl := b.Data[l*b.Stride : l*b.Stride+b.Cols]
-			for j, w := range bl {
-				ci[j] += float64(tmp * w)
-			}
+			portable.Axpy(tmp, b.Data[l*b.Stride:l*b.Stride+b.Cols], ci)
 		}
 	}
 }

@@ -3,12 +3,12 @@ package pems
 import (
 	"fmt"
 	"math"
-	"runtime"
 	"sort"
 	"unsafe"
 
-	"gonum.org/v1/gonum/blas/blas64"
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/pemsforecast/sdgnn/internal/portable"
 )
 
 // CSR is a square N×N sparse matrix in compressed sparse row form: the
@@ -131,30 +131,24 @@ func (m *CSR) MulBlocks(dst, b *mat.Dense) {
 				v := m.Val[k]
 				o := (blk + m.Col[k]) * bm.Stride
 				brow := bm.Data[o : o+d : o+d]
-				if d < axpyMin || !axpyAsm {
+				if d < axpyMin {
 					for c, x := range brow {
-						drow[c] += float64(v * x) // rounded, as gonum's assembly does: the same bits everywhere
+						drow[c] += float64(v * x) // rounded, as portable.Axpy: the same bits everywhere
 					}
 					continue
 				}
-				// gonum's SIMD axpy halves the time of the plain loop
-				// for PeMS04-sized products with 64 features.
-				blas64.Axpy(v, blas64.Vector{N: d, Inc: 1, Data: brow}, blas64.Vector{N: d, Inc: 1, Data: drow})
+				// gonum's SIMD axpy on amd64 halves the time of the plain
+				// loop for PeMS04-sized products with 64 features;
+				// portable.Axpy gives its bits on every machine.
+				portable.Axpy(v, brow, drow)
 			}
 		}
 	}
 }
 
-// axpyMin is the row width from which MulBlocks calls blas64.Axpy rather
-// than looping itself.
+// axpyMin is the row width from which MulBlocks calls portable.Axpy
+// rather than looping itself.
 const axpyMin = 8
-
-// axpyAsm says whether gonum's axpy is assembly here (amd64 only). There
-// it rounds every product before adding it, as MulBlocks' own loop does,
-// so both give the same bits; elsewhere gonum's axpy is Go that the
-// compiler may fuse (arm64 does), and the loop serves instead, so that the
-// teacher's graph convolutions give every machine the same bits.
-const axpyAsm = runtime.GOARCH == "amd64"
 
 // overlap reports whether the elements of a and b share memory.
 func overlap(a, b []float64) bool {

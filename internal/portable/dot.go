@@ -34,3 +34,26 @@ func dot(x, y []float64) float64 {
 	}
 	return (s1 + s3) + (s0 + s2)
 }
+
+// Axpy sets y += alpha·x as gonum's axpy does on amd64 (floats.AddScaled,
+// AxpyUnitary's assembly), where every product is rounded before it is
+// added; elsewhere gonum's axpy is Go that arm64 fuses, and Axpy runs its
+// own loop with the products rounded. Like floats.AddScaled it panics
+// when x and y differ in length.
+func Axpy(alpha float64, x, y []float64) {
+	if amd64 {
+		floats.AddScaled(y, alpha, x)
+		return
+	}
+	axpy(alpha, x, y)
+}
+
+// axpy is Axpy in Go.
+func axpy(alpha float64, x, y []float64) {
+	if len(x) != len(y) {
+		panic("portable: Axpy of slices of different lengths")
+	}
+	for i, v := range x {
+		y[i] += float64(alpha * v)
+	}
+}

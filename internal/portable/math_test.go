@@ -192,6 +192,28 @@ func TestNormFloat64MatchesRand(t *testing.T) {
 	}
 }
 
+func TestAxpyMatchesGonum(t *testing.T) {
+	if !amd64 {
+		t.Skip("gonum's axpy is assembly on amd64 only; TestGoldenBits checks Axpy's bits")
+	}
+	rng := rand.New(rand.NewPCG(19, 20))
+	for n := 0; n <= 70; n++ {
+		x, y := make([]float64, n), make([]float64, n)
+		for i := range x {
+			x[i], y[i] = golden.Uniform(rng), golden.Uniform(rng)
+		}
+		alpha := golden.Uniform(rng)
+		want := append([]float64(nil), y...)
+		floats.AddScaled(want, alpha, x)
+		axpy(alpha, x, y)
+		for i := range y {
+			if !same(y[i], want[i]) {
+				t.Fatalf("n = %d: axpy[%d] = %v, floats.AddScaled %v", n, i, y[i], want[i])
+			}
+		}
+	}
+}
+
 func TestDotPanicsOnLengths(t *testing.T) {
 	defer func() {
 		if recover() == nil {
@@ -235,6 +257,16 @@ func TestGoldenBits(t *testing.T) {
 		ds = append(ds, Dot(x, y))
 	}
 	got["Dot"] = golden.Hash(ds)
+	var as []float64
+	for n := 0; n <= 70; n++ {
+		x, y := make([]float64, n), make([]float64, n)
+		for i := range x {
+			x[i], y[i] = golden.Uniform(rng), golden.Uniform(rng)
+		}
+		Axpy(golden.Uniform(rng), x, y)
+		as = append(as, y...)
+	}
+	got["Axpy"] = golden.Hash(as)
 	norm := rand.New(rand.NewPCG(17, 18))
 	zs := make([]float64, 1000000)
 	for i := range zs {
