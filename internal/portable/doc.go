@@ -18,8 +18,9 @@
 // there changes; elsewhere they run their Go. Log runs its Go everywhere,
 // the same bits as math.Log's assembly and faster than its call. The models' training and
 // scoring use them where a value would otherwise depend on the machine:
-// the training noise (NormFloat64), the Gram products of SDGNN's Phase Θ
-// (Dot), the LARS solver's Givens rotations (Hypot), NOSMOG's positional
+// the training noise (NormFloat64), the graph convolutions' sparse
+// product and scaled matrix products (Axpy), the Gram products of SDGNN's
+// Phase Θ (Dot), the LARS solver's Givens rotations (Hypot), NOSMOG's positional
 // encodings (Exp, Pow) and the Diebold–Mariano variance (Cos).
 // TestGoldenBits holds them to hashes of the bits amd64 computes, and CI
 // runs it on arm64 under qemu.
