@@ -273,7 +273,7 @@ func LARSPositive(g, c []float64, lambdaMin float64, maxActive, maxIter int) (La
 		// a = G_{:,A} w, using the symmetry of g to read rows.
 		clear(a)
 		for i, j := range active {
-			axpy(w[i], g[j*p:j*p+p], a)
+			portable.Axpy(w[i], g[j*p:j*p+p], a)
 		}
 
 		// Step length: λ reaches lambdaMin, an inactive correlation catches
@@ -336,7 +336,7 @@ func LARSPositive(g, c []float64, lambdaMin float64, maxActive, maxIter int) (La
 		// Fresh correlations c − Gθ, so rounding does not accumulate.
 		copy(corr, c)
 		for _, j := range active {
-			axpy(-coef[j], g[j*p:j*p+p], corr)
+			portable.Axpy(-coef[j], g[j*p:j*p+p], corr)
 		}
 		if level <= lambdaMin {
 			path.Stop = StopLambdaMin
@@ -369,14 +369,6 @@ func argmaxFree(corr []float64, state []int8) (int, float64) {
 		}
 	}
 	return best, bestV
-}
-
-// axpy sets y += alpha·x.
-func axpy(alpha float64, x, y []float64) {
-	y = y[:len(x)]
-	for i, v := range x {
-		y[i] += float64(alpha * v)
-	}
 }
 
 // cholFactor is a lower-triangular Cholesky factor L of G_AA stored row-major
@@ -691,7 +683,7 @@ func NNLS(g, c []float64, maxIter int) ([]float64, error) {
 		copy(grad, c)
 		for j, v := range x {
 			if v != 0 {
-				axpy(-v, g[j*p:j*p+p], grad)
+				portable.Axpy(-v, g[j*p:j*p+p], grad)
 			}
 		}
 		t, best := -1, tol
