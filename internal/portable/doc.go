@@ -21,7 +21,9 @@
 // the training noise (NormFloat64), the graph convolutions' sparse
 // product and scaled matrix products (Axpy), the Gram products of SDGNN's
 // Phase Θ (Dot), the LARS solver's Givens rotations (Hypot), NOSMOG's positional
-// encodings (Exp, Pow) and the Diebold–Mariano variance (Cos).
+// encodings (Exp, Pow), the Diebold–Mariano variance (Cos) and the
+// p-values of the Diebold–Mariano and paired t-tests (StudentsTSurvival,
+// through RegIncBeta and Lgamma).
 // TestGoldenBits holds them to hashes of the bits amd64 computes, and CI
 // runs it on arm64 under qemu.
 package portable

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"gonum.org/v1/gonum/floats"
+	"gonum.org/v1/gonum/mathext"
+	"gonum.org/v1/gonum/stat/distuv"
 
 	"github.com/pemsforecast/sdgnn/internal/golden"
 )
@@ -273,5 +275,106 @@ func TestGoldenBits(t *testing.T) {
 		zs[i] = NormFloat64(norm)
 	}
 	got["NormFloat64"] = golden.Hash(zs)
+	hash("Lgamma", lgammaInputs(rand.New(rand.NewPCG(19, 20))), Lgamma)
+	var bs []float64
+	for _, c := range incBetaInputs(rand.New(rand.NewPCG(21, 22))) {
+		bs = append(bs, RegIncBeta(c[0], c[1], c[2]))
+	}
+	got["RegIncBeta"] = golden.Hash(bs)
+	var ss []float64
+	for _, c := range studentsTInputs(rand.New(rand.NewPCG(23, 24))) {
+		ss = append(ss, StudentsTSurvival(c[0], c[1]))
+	}
+	got["StudentsTSurvival"] = golden.Hash(ss)
 	golden.Check(t, got)
+}
+
+// TestLgammaMatchesMath holds Lgamma to math.Lgamma, positive arguments
+// at every scale, where this build fuses no product (math.Lgamma is Go on
+// every machine).
+func TestLgammaMatchesMath(t *testing.T) {
+	if compilerFuses() {
+		t.Skip("this build fuses math.Lgamma's products; TestGoldenBits checks Lgamma's bits")
+	}
+	xs := []float64{0, 0x1p-1074, 0x1p-71, 0x1p-70, 0.2316, 0.7316, 0.9, 1, 1.2316, 1.7316, 2, 3, 7.999999, 8, 0x1p58, math.MaxFloat64, math.Inf(1)}
+	xs = append(xs, lgammaInputs(rand.New(rand.NewPCG(19, 20)))...)
+	for _, x := range xs {
+		want, _ := math.Lgamma(x)
+		if got := Lgamma(x); !same(got, want) {
+			t.Fatalf("Lgamma(%v) = %v, math.Lgamma %v", x, got, want)
+		}
+	}
+	for _, x := range []float64{-1, -0.5, math.Inf(-1), math.NaN()} {
+		if got := Lgamma(x); !math.IsNaN(got) {
+			t.Errorf("Lgamma(%v) = %v, want NaN", x, got)
+		}
+	}
+}
+
+// lgammaInputs returns positive arguments: uniform draws below 10 (every
+// polynomial of math.Lgamma) and at every scale up to 2⁶⁰, and the
+// halves and integers the t-distribution takes.
+func lgammaInputs(rng *rand.Rand) []float64 {
+	var xs []float64
+	for range 100000 {
+		xs = append(xs, rng.Float64()*10)
+	}
+	for range 100000 {
+		xs = append(xs, math.Ldexp(rng.Float64(), rng.IntN(130)-70))
+	}
+	for n := 1; n <= 20000; n++ {
+		xs = append(xs, float64(n)/2, float64(n)/2+0.5)
+	}
+	return xs
+}
+
+// TestRegIncBetaMatchesGonum holds RegIncBeta and StudentsTSurvival to
+// gonum's, whose Go they write out, where gonum's takes the same Exp and
+// Pow and this build fuses no product.
+func TestRegIncBetaMatchesGonum(t *testing.T) {
+	if !amd64FMA || compilerFuses() {
+		t.Skip("gonum's incomplete beta gives these bits on amd64 with FMA at the default level only; TestGoldenBits checks them")
+	}
+	for _, c := range incBetaInputs(rand.New(rand.NewPCG(21, 22))) {
+		if got, want := RegIncBeta(c[0], c[1], c[2]), mathext.RegIncBeta(c[0], c[1], c[2]); !same(got, want) {
+			t.Fatalf("RegIncBeta(%v, %v, %v) = %v, mathext %v", c[0], c[1], c[2], got, want)
+		}
+	}
+	for _, c := range studentsTInputs(rand.New(rand.NewPCG(23, 24))) {
+		want := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: c[1]}.Survival(c[0])
+		if got := StudentsTSurvival(c[0], c[1]); !same(got, want) {
+			t.Fatalf("StudentsTSurvival(%v, %v) = %v, distuv %v", c[0], c[1], got, want)
+		}
+	}
+}
+
+// incBetaInputs returns (a, b, x) over both series and both continued
+// fractions, the reversal of a and b, and the path by logarithms (a + b
+// past Γ's range), x at 0 and 1 included.
+func incBetaInputs(rng *rand.Rand) [][3]float64 {
+	var cs [][3]float64
+	for range 50000 {
+		a := math.Ldexp(rng.Float64()+0.01, rng.IntN(12)-4)
+		b := math.Ldexp(rng.Float64()+0.01, rng.IntN(12)-4)
+		cs = append(cs, [3]float64{a, b, rng.Float64()})
+	}
+	for range 5000 {
+		cs = append(cs, [3]float64{100 + float64(rng.Float64()*400), 50 + float64(rng.Float64()*200), rng.Float64()})
+	}
+	for _, x := range []float64{0, 1, 1e-300, 0.95, 1 - 0x1p-53} {
+		cs = append(cs, [3]float64{0.5, 2.5, x}, [3]float64{3, 0.5, x})
+	}
+	return cs
+}
+
+// studentsTInputs returns (t, ν): the degrees of freedom the
+// Diebold–Mariano test (its cosine terms) and the paired t-test (seeds − 1)
+// take, and statistics of either sign out to the far tail.
+func studentsTInputs(rng *rand.Rand) [][2]float64 {
+	cs := [][2]float64{{0, 3}, {math.Copysign(0, -1), 3}, {math.Inf(1), 9}, {math.Inf(-1), 9}}
+	for range 50000 {
+		nu := float64(1 + rng.IntN(120))
+		cs = append(cs, [2]float64{NormFloat64(rng) * math.Ldexp(1, rng.IntN(8)-2), nu})
+	}
+	return cs
 }
