@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"math"
 
-	"gonum.org/v1/gonum/stat/distuv"
-
 	"github.com/pemsforecast/sdgnn/internal/portable"
 )
 
@@ -96,9 +94,9 @@ func DMTerms(n int) int {
 // where kernel (Newey–West) variances make it reject too often (Coroneo and
 // Iacone 2020, Lazarus et al. 2018). terms 0 chooses DMTerms(N).
 //
-// N, the mean and the statistic are the same bits on every machine
-// (portable's Cos and Pow, products rounded; TestGoldenBits); the p-value
-// comes from gonum's Student's t, whose last bits may differ off amd64.
+// N, the mean, the statistic and the p-value are the same bits on every
+// machine (portable's Cos, Pow and StudentsTSurvival, products rounded;
+// TestGoldenBits).
 func DieboldMariano(a, b []float64, terms int) (DM, error) {
 	if len(a) != len(b) {
 		return DM{}, fmt.Errorf("diebold-mariano: %d losses against %d", len(a), len(b))
@@ -137,7 +135,7 @@ func DieboldMariano(a, b []float64, terms int) (DM, error) {
 	out := DM{N: n, DF: terms, Mean: mean, Stat: math.NaN(), P: math.NaN()}
 	if omega > 0 {
 		out.Stat = math.Sqrt(float64(n)) * mean / math.Sqrt(omega)
-		out.P = 2 * distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(terms)}.Survival(math.Abs(out.Stat))
+		out.P = 2 * portable.StudentsTSurvival(math.Abs(out.Stat), float64(terms))
 	}
 	return out, nil
 }

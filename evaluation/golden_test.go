@@ -11,8 +11,8 @@ import (
 // amd64, so that a report or a comparison computed on another machine
 // (arm64, checked under qemu in CI) prints the same: the masked metrics,
 // the report's per-node, per-chunk and spread figures, the paper's metric,
-// and the Diebold–Mariano test's mean and statistic (not its p-value,
-// gonum's Student's t) with the default number of cosine terms.
+// and the Diebold–Mariano test's mean, statistic and p-value with the
+// default number of cosine terms.
 func TestGoldenBits(t *testing.T) {
 	const snaps, nodes, C = 300, 7, 3
 	rng := rand.New(rand.NewPCG(2026, 21))
@@ -64,6 +64,15 @@ func TestGoldenBits(t *testing.T) {
 		t.Fatal(err)
 	}
 	got["DieboldMariano"] = golden.Hash(append(append([]float64{float64(dm.N), float64(dm.DF), dm.Mean, dm.Stat}, la...), lb...))
+	var ps []float64
+	for _, terms := range []int{0, 1, 3, 7, 30} { // p-values from small to tiny
+		dm, err := DieboldMariano(la, lb, terms)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ps = append(ps, dm.Stat, dm.P)
+	}
+	got["DieboldMarianoP"] = golden.Hash(ps)
 	var terms []float64
 	for n := 1; n <= 20000; n++ {
 		terms = append(terms, float64(DMTerms(n)))

@@ -6,7 +6,7 @@ import (
 	"math"
 	"strings"
 
-	"gonum.org/v1/gonum/stat/distuv"
+	"github.com/pemsforecast/sdgnn/internal/portable"
 )
 
 // Diff is one metric of a paired comparison over seeds: the differences
@@ -62,7 +62,7 @@ func diffOf(d []float64) Diff {
 	}
 	if n := float64(len(d)); n >= 2 && out.Std > 0 {
 		tstat := out.Mean / (out.Std / math.Sqrt(n))
-		out.P = 2 * distuv.StudentsT{Mu: 0, Sigma: 1, Nu: n - 1}.Survival(math.Abs(tstat))
+		out.P = 2 * portable.StudentsTSurvival(math.Abs(tstat), n-1)
 	}
 	return out
 }
