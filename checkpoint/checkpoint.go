@@ -39,6 +39,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -123,6 +124,40 @@ func (f *File) Elements() int {
 		n += len(t.Data)
 	}
 	return n
+}
+
+// Digest returns the SHA-256, in hex, of f's kind and tensors: every
+// tensor's name, shape and values, in order. It leaves Meta out, so that
+// two files of the same model written at different times (time stamps,
+// training logs in Meta) have the same digest, and any change of a
+// parameter gives another. A bundle's version is taken from it where none
+// is given, and it is how two training runs, on two machines say, are
+// shown to have given the same model.
+func (f *File) Digest() string {
+	h := sha256.New()
+	var buf [8]byte
+	word := func(v uint64) {
+		binary.LittleEndian.PutUint64(buf[:], v)
+		h.Write(buf[:])
+	}
+	str := func(s string) {
+		word(uint64(len(s)))
+		h.Write([]byte(s))
+	}
+	str(f.Kind)
+	word(uint64(len(f.Tensors)))
+	for _, t := range f.Tensors {
+		str(t.Name)
+		word(uint64(len(t.Shape)))
+		for _, d := range t.Shape {
+			word(uint64(d))
+		}
+		word(uint64(len(t.Data)))
+		for _, v := range t.Data {
+			word(math.Float64bits(v))
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // header is the JSON header of the layout.

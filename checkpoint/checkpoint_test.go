@@ -394,3 +394,47 @@ func FuzzRead(f *testing.F) {
 		}
 	})
 }
+
+// TestDigest: the digest survives a round trip and a change of Meta, and
+// every change of the kind or of a tensor's name, shape or value (down to
+// the sign of a zero) changes it, as does moving a value from one tensor
+// to the next.
+func TestDigest(t *testing.T) {
+	base := sample().Digest()
+	if len(base) != 64 {
+		t.Fatalf("digest %q: want 64 hex digits", base)
+	}
+	g, err := Read(bytes.NewReader(encode(t, sample())))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := g.Digest(); d != base {
+		t.Errorf("digest after a round trip %s, before %s", d, base)
+	}
+	g.Meta = json.RawMessage(`{"created":"2026-11-25T21:00:00Z"}`)
+	if d := g.Digest(); d != base {
+		t.Errorf("digest changed with Meta alone: %s, was %s", d, base)
+	}
+	for _, c := range []struct {
+		name   string
+		change func(f *File)
+	}{
+		{"kind", func(f *File) { f.Kind = "gru-teacher" }},
+		{"name", func(f *File) { f.Tensors[1].Name = "gru.c" }},
+		{"shape", func(f *File) { f.Tensors[0].Shape = []int{3, 2} }},
+		{"value", func(f *File) { f.Tensors[1].Data[2] = math.Nextafter(0.3, 1) }},
+		{"signed zero", func(f *File) { f.Tensors[0].Data[5] = 0 }},
+		{"order", func(f *File) { f.Tensors[0], f.Tensors[1] = f.Tensors[1], f.Tensors[0] }},
+		{"a value moved to the next tensor", func(f *File) {
+			f.Tensors[1].Data = append([]float64{f.Tensors[0].Data[5]}, f.Tensors[1].Data...)
+			f.Tensors[0].Data = f.Tensors[0].Data[:5]
+		}},
+		{"one tensor fewer", func(f *File) { f.Tensors = f.Tensors[:3] }},
+	} {
+		f := sample()
+		c.change(f)
+		if d := f.Digest(); d == base {
+			t.Errorf("%s changed, digest did not: %s", c.name, d)
+		}
+	}
+}

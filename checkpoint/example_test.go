@@ -52,3 +52,16 @@ func Example() {
 	// out.w [2 3] [1 2 3 4 5 6]
 	// checkpoint: "gru-gcn-teacher" model file has no tensor "gcn.w"
 }
+
+// Two writes of the same parameters, with other metadata, have the same
+// digest; another value has another.
+func ExampleFile_Digest() {
+	tensors := func(b float64) []checkpoint.Tensor {
+		return []checkpoint.Tensor{{Name: "out.w", Shape: []int{2}, Data: []float64{1, 2}}, {Name: "out.b", Data: []float64{b}}}
+	}
+	monday := &checkpoint.File{Kind: "sdgnn-bundle", Meta: []byte(`{"created":"2026-11-23T08:00:00Z"}`), Tensors: tensors(0.5)}
+	friday := &checkpoint.File{Kind: "sdgnn-bundle", Meta: []byte(`{"created":"2026-11-27T17:00:00Z"}`), Tensors: tensors(0.5)}
+	other := &checkpoint.File{Kind: "sdgnn-bundle", Meta: monday.Meta, Tensors: tensors(0.25)}
+	fmt.Println(monday.Digest() == friday.Digest(), monday.Digest() == other.Digest())
+	// Output: true false
+}
