@@ -28,7 +28,7 @@ type BundleMeta struct {
 	Teacher  string              `json:"teacher,omitempty"` // path of the teacher model file
 	Config   Config              `json:"config"`
 	Rounds   []Round             `json:"rounds,omitempty"`
-	Version  string              `json:"version,omitempty"` // model version reported with forecasts
+	Version  string              `json:"version,omitempty"` // model version reported with forecasts; DigestVersion's where none is given
 	Created  string              `json:"created,omitempty"`
 }
 
@@ -202,11 +202,9 @@ func (b *Bundle) params() (map[string]*nn.Param, []*nn.Param) {
 	return m, all
 }
 
+// file returns b as a checkpoint file. A bundle without a version gets
+// DigestVersion's in the file's metadata.
 func (b *Bundle) file() (*checkpoint.File, error) {
-	raw, err := json.Marshal(b.Meta)
-	if err != nil {
-		return nil, err
-	}
 	_, ps := b.params()
 	var ts []checkpoint.Tensor
 	for _, p := range ps {
@@ -225,10 +223,35 @@ func (b *Bundle) file() (*checkpoint.File, error) {
 		checkpoint.Tensor{Name: "theta.rowptr", Shape: []int{len(ptr)}, Data: ptr},
 		checkpoint.Tensor{Name: "theta.col", Shape: []int{len(col)}, Data: col},
 		checkpoint.Tensor{Name: "theta.val", Shape: []int{len(theta.Val)}, Data: append([]float64(nil), theta.Val...)})
-	return &checkpoint.File{Kind: FileKindBundle, Meta: raw, Tensors: ts}, nil
+	f := &checkpoint.File{Kind: FileKindBundle, Tensors: ts}
+	meta := b.Meta
+	if meta.Version == "" {
+		meta.Version = DigestVersion(meta.Dataset, f.Digest())
+	}
+	raw, err := json.Marshal(meta)
+	if err != nil {
+		return nil, err
+	}
+	f.Meta = raw
+	return f, nil
 }
 
-// Save writes b to path atomically in the checkpoint format.
+// DigestVersion is the version of a bundle that was given none: "sdgnn-",
+// the dataset and the first 12 hex digits of its file's digest
+// (checkpoint.File.Digest), e.g. "sdgnn-pems04-3f9a1c0e7b2d". It names
+// the model's numbers, not when it was written, so the same training run
+// repeated, on any machine, gives the same version, and a forecast's
+// "model" field identifies the parameters that made it.
+func DigestVersion(dataset, digest string) string {
+	if len(digest) > 12 {
+		digest = digest[:12]
+	}
+	return "sdgnn-" + dataset + "-" + digest
+}
+
+// Save writes b to path atomically in the checkpoint format. A bundle
+// without a version is given DigestVersion's, in the file and in
+// b.Meta.Version.
 func (b *Bundle) Save(path string) error {
 	f, err := b.file()
 	if err != nil {
@@ -237,12 +260,16 @@ func (b *Bundle) Save(path string) error {
 	if err := checkpoint.WriteFile(path, f); err != nil {
 		return fmt.Errorf("save bundle: %w", err)
 	}
+	if b.Meta.Version == "" {
+		b.Meta.Version = DigestVersion(b.Meta.Dataset, f.Digest())
+	}
 	return nil
 }
 
 // LoadBundle reads a bundle written by Save; a truncated, corrupted or
 // foreign file, or one whose contents do not fit together, is refused with an
-// error naming the file and the problem.
+// error naming the file and the problem. A file without a version (written
+// before Save gave every bundle one) gets DigestVersion's.
 func LoadBundle(path string) (*Bundle, error) {
 	f, err := checkpoint.ReadFile(path)
 	if err != nil {
@@ -315,6 +342,9 @@ func decodeBundle(f *checkpoint.File) (*Bundle, error) {
 		return nil, err
 	}
 	b.Theta = theta
+	if b.Meta.Version == "" { // written before every bundle had one
+		b.Meta.Version = DigestVersion(meta.Dataset, f.Digest())
+	}
 	return b, nil
 }
 
