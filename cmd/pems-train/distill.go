@@ -27,6 +27,7 @@ func cmdDistill(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		jsonLogs = fs.Bool("log-json", false, "log JSON lines instead of text")
 		chunks   = fs.Int("chunks", 10, "chronological chunks of the test split in the final report")
 		scale    = fs.Int("schedule-scale", 1, "shorten the schedule this many times before -epochs, -theta-every and -budget-every apply (10: 410 epochs, Θ every 4)")
+		version  = fs.String("version", "", "the bundle's version, which its forecasts carry (default sdgnn-DATASET- and 12 hex digits of its parameters' SHA-256: the same for the same model, another for any other)")
 	)
 	fs.IntVar(&cfg.Candidates.K1, "k1", cfg.Candidates.K1, "hops whose nodes are all candidates")
 	fs.IntVar(&cfg.Candidates.K2, "k2", cfg.Candidates.K2, "further hops explored by sampling")
@@ -121,7 +122,7 @@ func cmdDistill(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	meta := sdgnn.BundleMeta{Dataset: m.Dataset, Nodes: p.Set.Nodes, Channels: m.Channels, Window: m.Config.Window,
 		Hidden: m.Config.Hidden, Norm: m.Norm, Split: m.Split, Teacher: *tpath, Config: cfg, Rounds: res.Rounds,
-		Version: fmt.Sprintf("sdgnn-%s-%d", m.Dataset, time.Now().UTC().Unix()), Created: time.Now().UTC().Format(time.RFC3339)}
+		Version: *version, Created: time.Now().UTC().Format(time.RFC3339)}
 	b, err := sdgnn.NewBundle(meta, saved.Model.GRU, res.Student.Phi, res.Student.Theta, res.Decoder)
 	if err != nil {
 		return err
@@ -141,8 +142,8 @@ func cmdDistill(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	rep.ChannelNames = m.Channels
-	log.Info().Str("bundle", *out).Float64("receptive", res.Student.Theta.MeanReceptive()).Int("without_self", len(res.Student.Theta.WithoutSelf())).Float64("test_mae", rep.Overall.MAE).
+	log.Info().Str("bundle", *out).Str("version", b.Meta.Version).Float64("receptive", res.Student.Theta.MeanReceptive()).Int("without_self", len(res.Student.Theta.WithoutSelf())).Float64("test_mae", rep.Overall.MAE).
 		Float64("test_mape", rep.Overall.MAPE).Str("took", time.Since(start).Round(time.Second).String()).Msg("done")
-	fmt.Fprintf(stdout, "SDGNN %s on %s (mean receptive field %.2f nodes), test split (%s):\n", *out, m.Dataset, res.Student.Theta.MeanReceptive(), describePart(p.Split.Test, p.Set.Nodes))
+	fmt.Fprintf(stdout, "SDGNN %s (version %s) on %s (mean receptive field %.2f nodes), test split (%s):\n", *out, b.Meta.Version, m.Dataset, res.Student.Theta.MeanReceptive(), describePart(p.Split.Test, p.Set.Nodes))
 	return rep.Table(stdout)
 }

@@ -226,6 +226,10 @@ func writePredictions(path string, p *snapshot.Prepared, r snapshot.Part, channe
 // its budget.
 type provenance struct {
 	Created string `json:"created,omitempty"`
+	// Digest is the SHA-256 of the file's kind and tensors
+	// (checkpoint.File.Digest): two files that hold the same parameters
+	// have the same, whenever and wherever they were written.
+	Digest string `json:"digest,omitempty"`
 	// Teacher: epochs run, the epoch whose parameters were saved and its
 	// validation MAE, and the training noise between GCN and decoder.
 	Epochs     int     `json:"epochs,omitempty"`
@@ -257,6 +261,9 @@ func (p provenance) String() string {
 	if p.Created != "" {
 		s += ", created " + p.Created
 	}
+	if len(p.Digest) >= 12 {
+		s += ", parameters " + p.Digest[:12]
+	}
 	return s
 }
 
@@ -287,7 +294,7 @@ func loadAny(path string) (*loaded, error) {
 		}
 		m := s.Meta
 		return &loaded{kind: m.Config.Kind, dataset: m.Dataset, window: m.Config.Window, layers: m.Config.GCNLayers(), channels: m.Channels, norm: m.Norm, split: m.Split,
-			trained: provenance{Created: m.Created, Epochs: m.Epochs, BestEpoch: m.BestEpoch, BestValMAE: m.BestValMAE, NoiseStd: m.Config.NoiseStd},
+			trained: provenance{Created: m.Created, Digest: f.Digest(), Epochs: m.Epochs, BestEpoch: m.BestEpoch, BestValMAE: m.BestValMAE, NoiseStd: m.Config.NoiseStd},
 			predict: func(p *snapshot.Prepared, r snapshot.Part) ([]float64, []float64, error) {
 				return teacher.Predict(s.Model, p.Set, r, p.Adj, 64)
 			}}, nil
@@ -298,7 +305,7 @@ func loadAny(path string) (*loaded, error) {
 		}
 		m := b.Meta
 		return &loaded{kind: "sdgnn", dataset: m.Dataset, window: m.Window, channels: m.Channels, norm: m.Norm, split: m.Split, receptive: b.Theta.MeanReceptive(),
-			trained: provenance{Created: m.Created, Teacher: m.Teacher, Version: m.Version, Rounds: len(m.Rounds), Budget: m.Config.BudgetEnd},
+			trained: provenance{Created: m.Created, Digest: f.Digest(), Teacher: m.Teacher, Version: m.Version, Rounds: len(m.Rounds), Budget: m.Config.BudgetEnd},
 			predict: func(p *snapshot.Prepared, r snapshot.Part) ([]float64, []float64, error) {
 				return sdgnn.Predict(b, p.Set, r, 64)
 			}}, nil

@@ -6,12 +6,14 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/pemsforecast/sdgnn/datasets/pems"
 	"github.com/pemsforecast/sdgnn/reproduce"
+	"github.com/pemsforecast/sdgnn/sdgnn"
 	"github.com/pemsforecast/sdgnn/snapshot"
 	"github.com/pemsforecast/sdgnn/teacher"
 )
@@ -212,6 +214,7 @@ func TestDistillThenEvalBundle(t *testing.T) {
 	if !strings.Contains(stdout, "mean receptive field") || !strings.Contains(stderr, "round") {
 		t.Fatalf("distill output:\n%s\n%s", stdout, stderr)
 	}
+	distilled := stdout
 	code, stdout, stderr = runCmd(t, "eval", "-data", dir, "-model", bundle, "-json")
 	if code != 0 {
 		t.Fatalf("eval exited %d:\n%s", code, stderr)
@@ -223,12 +226,28 @@ func TestDistillThenEvalBundle(t *testing.T) {
 	if res.Kind != "sdgnn" || res.Receptive <= 0 || res.Receptive > 6 || res.Report.Overall.Count == 0 {
 		t.Fatalf("bundle eval: kind %q receptive %g count %d", res.Kind, res.Receptive, res.Report.Overall.Count)
 	}
-	if tr := res.Trained; tr.Teacher != model || tr.Rounds < 1 || tr.Budget != 6 || tr.Version == "" || tr.Epochs != 0 {
-		t.Fatalf("bundle eval trained = %+v, want teacher %s, rounds, budget 6 and a version", tr, model)
+	if tr := res.Trained; tr.Teacher != model || tr.Rounds < 1 || tr.Budget != 6 || tr.Epochs != 0 ||
+		!regexp.MustCompile(`^sdgnn-pems08-[0-9a-f]{12}$`).MatchString(tr.Version) {
+		t.Fatalf("bundle eval trained = %+v, want teacher %s, rounds, budget 6 and a version from the parameters", tr, model)
+	}
+	if d := res.Trained.Digest; len(d) != 64 || !strings.HasSuffix(res.Trained.Version, "-"+d[:12]) {
+		t.Errorf("bundle eval: digest %q, version %q: want the version to end in the digest's first 12 digits", d, res.Trained.Version)
+	}
+	if !strings.Contains(distilled, "(version "+res.Trained.Version+")") {
+		t.Errorf("distill did not print the bundle's version %s:\n%s", res.Trained.Version, distilled)
+	}
+	named := filepath.Join(t.TempDir(), "named.sdgnn")
+	if code, _, stderr := runCmd(t, "distill", "-data", dir, "-teacher", model, "-out", named, "-quick", "-epochs", "2", "-budget-start", "6", "-theta-every", "2", "-finetune", "0", "-version", "ops-2026-11"); code != 0 {
+		t.Fatalf("distill -version exited %d:\n%s", code, stderr)
+	}
+	if b, err := sdgnn.LoadBundle(named); err != nil {
+		t.Fatal(err)
+	} else if b.Meta.Version != "ops-2026-11" {
+		t.Fatalf("distill -version ops-2026-11: bundle version %q", b.Meta.Version)
 	}
 	code, stdout, _ = runCmd(t, "eval", "-data", dir, "-model", model, "-json")
-	if err := json.Unmarshal([]byte(stdout), &res); code != 0 || err != nil || res.Receptive <= 1 {
-		t.Fatalf("teacher eval: code %d, err %v, receptive %g", code, err, res.Receptive)
+	if err := json.Unmarshal([]byte(stdout), &res); code != 0 || err != nil || res.Receptive <= 1 || len(res.Trained.Digest) != 64 {
+		t.Fatalf("teacher eval: code %d, err %v, receptive %g, digest %q", code, err, res.Receptive, res.Trained.Digest)
 	}
 	if code, _, stderr := runCmd(t, "distill", "-data", dir, "-teacher", model, "-budget", "0"); code != 2 || !strings.Contains(stderr, "budget") {
 		t.Fatalf("bad budget: exit %d, %s", code, stderr)
