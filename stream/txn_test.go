@@ -427,7 +427,7 @@ func TestReaderReconnectsAtOpenTransaction(t *testing.T) {
 	inTxn(ctx, t, cl, []*kgo.Record{{Value: []byte("open")}}, false, false)
 	var inits, eofs atomic.Int64
 	r := kafka.NewReader(kafka.ReaderConfig{Brokers: []string{emb.Addr}, Topic: "tx", Partition: 0, IsolationLevel: kafka.ReadCommitted,
-		MaxWait: 50 * time.Millisecond,
+		MaxWait: 500 * time.Millisecond, // the service's; at 50 ms, under qemu, fetches time out before the broker answers
 		Logger: kafka.LoggerFunc(func(msg string, _ ...any) {
 			if strings.HasPrefix(msg, "initializing kafka reader") {
 				inits.Add(1)
