@@ -492,7 +492,7 @@ func (s *Service) Run(ctx context.Context) error {
 	defer stopProbe()
 	go s.probe(pctx, transport)
 	cfg.Log.Info().Strs("brokers", cfg.Brokers).Str("readings", cfg.ReadingsTopic).Str("forecasts", cfg.ForecastsTopic).
-		Str("group", cfg.GroupID).Str("client_id", s.clientID).Stringer("security", cfg.Security).Msg("consuming")
+		Str("group", cfg.GroupID).Str("client_id", s.clientID).Stringer("security", cfg.Security).Str("model", s.Bundle().Meta.Version).Msg("consuming")
 
 	parts, err := partitionsOf(ctx, transport, cfg.Brokers, cfg.ReadingsTopic)
 	if err != nil {

@@ -113,7 +113,9 @@ func testReloadsModel(t *testing.T, bin, by string, ds *pems.Dataset, split snap
 	if by == "POST /-/reload" {
 		addr, _ = waitLog("serving metrics, health and forecasts")["http"].(string)
 	}
-	waitLog("consuming")
+	if m := waitLog("consuming"); m["model"] != first.Meta.Version {
+		t.Errorf("consuming logged model %v, want %q", m["model"], first.Meta.Version)
+	}
 	if by == "POST /-/reload" {
 		// Ready once a batch is committed and the broker answered.
 		for {
