@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strings"
 
 	"github.com/pemsforecast/sdgnn/checkpoint"
 	"github.com/pemsforecast/sdgnn/evaluation"
@@ -261,7 +262,7 @@ func (p provenance) String() string {
 	if p.Created != "" {
 		s += ", created " + p.Created
 	}
-	if len(p.Digest) >= 12 {
+	if len(p.Digest) >= 12 && !strings.HasSuffix(p.Version, "-"+p.Digest[:12]) { // a default version names them already
 		s += ", parameters " + p.Digest[:12]
 	}
 	return s
