@@ -54,29 +54,29 @@ func Lgamma(x float64) float64 {
 		switch i {
 		case 0:
 			z := y * y
-			p1 := hornerOf(z, lgamA[0], lgamA[2], lgamA[4], lgamA[6], lgamA[8], lgamA[10])
-			p2 := float64(z * hornerOf(z, lgamA[1], lgamA[3], lgamA[5], lgamA[7], lgamA[9], lgamA[11]))
+			p1 := horner(z, lgamA[0], lgamA[2], lgamA[4], lgamA[6], lgamA[8], lgamA[10])
+			p2 := float64(z * horner(z, lgamA[1], lgamA[3], lgamA[5], lgamA[7], lgamA[9], lgamA[11]))
 			p := float64(y*p1) + p2
 			lgamma += p - float64(0.5*y)
 		case 1:
 			z := y * y
 			w := z * y
-			p1 := hornerOf(w, lgamT[0], lgamT[3], lgamT[6], lgamT[9], lgamT[12])
-			p2 := hornerOf(w, lgamT[1], lgamT[4], lgamT[7], lgamT[10], lgamT[13])
-			p3 := hornerOf(w, lgamT[2], lgamT[5], lgamT[8], lgamT[11], lgamT[14])
+			p1 := horner(w, lgamT[0], lgamT[3], lgamT[6], lgamT[9], lgamT[12])
+			p2 := horner(w, lgamT[1], lgamT[4], lgamT[7], lgamT[10], lgamT[13])
+			p3 := horner(w, lgamT[2], lgamT[5], lgamT[8], lgamT[11], lgamT[14])
 			p := float64(z*p1) - (tt - float64(w*(p2+float64(y*p3))))
 			lgamma += tf + p
 		case 2:
-			p1 := y * hornerOf(y, lgamU[:]...)
-			p2 := hornerOf(y, lgamV[:]...)
+			p1 := y * horner(y, lgamU[:]...)
+			p2 := horner(y, lgamV[:]...)
 			lgamma += float64(-0.5*y) + p1/p2
 		}
 		return lgamma
 	case x < 8: // lgamma(1+s) = log(s) + lgamma(s)
 		i := int(x)
 		y := x - float64(i)
-		p := y * hornerOf(y, lgamS[:]...)
-		q := hornerOf(y, lgamR[:]...)
+		p := y * horner(y, lgamS[:]...)
+		q := horner(y, lgamR[:]...)
 		lgamma := float64(0.5*y) + p/q
 		z := 1.0
 		switch i {
@@ -101,16 +101,16 @@ func Lgamma(x float64) float64 {
 		t := Log(x)
 		z := 1 / x
 		y := z * z
-		w := lgamW[0] + float64(z*hornerOf(y, lgamW[1:]...))
+		w := lgamW[0] + float64(z*horner(y, lgamW[1:]...))
 		return float64((x-0.5)*(t-1)) + w
 	default:
 		return float64(x * (Log(x) - 1)) // rounded: lbeta adds it
 	}
 }
 
-// hornerOf returns c₀ + x(c₁ + x(c₂ + … + x·cₙ)), every product rounded:
-// the nesting of math.Lgamma's polynomials.
-func hornerOf(x float64, c ...float64) float64 {
+// horner returns c₀ + x(c₁ + x(c₂ + … + x·cₙ)), every product rounded:
+// the nesting of math.Lgamma's and math.Cos's polynomials.
+func horner(x float64, c ...float64) float64 {
 	p := c[len(c)-1]
 	for i := len(c) - 2; i >= 0; i-- {
 		p = c[i] + float64(x*p)

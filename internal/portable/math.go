@@ -312,9 +312,9 @@ func Cos(x float64) float64 {
 	}
 	zz := z * z
 	if j == 1 || j == 2 {
-		y = z + float64(float64(z*zz)*horner(&sinCoef, zz))
+		y = z + float64(float64(z*zz)*horner(zz, sinCoef[:]...))
 	} else {
-		y = (1.0 - float64(0.5*zz)) + float64(float64(zz*zz)*horner(&cosCoef, zz))
+		y = (1.0 - float64(0.5*zz)) + float64(float64(zz*zz)*horner(zz, cosCoef[:]...))
 	}
 	if sign {
 		y = -y
@@ -322,32 +322,23 @@ func Cos(x float64) float64 {
 	return y
 }
 
-// The coefficients of math.Cos's polynomials (sin.go).
+// The coefficients of math.Cos's polynomials (sin.go), lowest degree
+// first, as horner takes them.
 var (
 	sinCoef = [6]float64{
-		1.58962301576546568060e-10, // 0x3de5d8fd1fd19ccd
-		-2.50507477628578072866e-8, // 0xbe5ae5e5a9291f5d
-		2.75573136213857245213e-6,  // 0x3ec71de3567d48a1
-		-1.98412698295895385996e-4, // 0xbf2a01a019bfdf03
-		8.33333333332211858878e-3,  // 0x3f8111111110f7d0
 		-1.66666666666666307295e-1, // 0xbfc5555555555548
+		8.33333333332211858878e-3,  // 0x3f8111111110f7d0
+		-1.98412698295895385996e-4, // 0xbf2a01a019bfdf03
+		2.75573136213857245213e-6,  // 0x3ec71de3567d48a1
+		-2.50507477628578072866e-8, // 0xbe5ae5e5a9291f5d
+		1.58962301576546568060e-10, // 0x3de5d8fd1fd19ccd
 	}
 	cosCoef = [6]float64{
-		-1.13585365213876817300e-11, // 0xbda8fa49a0861a9b
-		2.08757008419747316778e-9,   // 0x3e21ee9d7b4e3f05
-		-2.75573141792967388112e-7,  // 0xbe927e4f7eac4bc6
-		2.48015872888517045348e-5,   // 0x3efa01a019c844f5
-		-1.38888888888730564116e-3,  // 0xbf56c16c16c14f91
 		4.16666666666665929218e-2,   // 0x3fa555555555554b
+		-1.38888888888730564116e-3,  // 0xbf56c16c16c14f91
+		2.48015872888517045348e-5,   // 0x3efa01a019c844f5
+		-2.75573141792967388112e-7,  // 0xbe927e4f7eac4bc6
+		2.08757008419747316778e-9,   // 0x3e21ee9d7b4e3f05
+		-1.13585365213876817300e-11, // 0xbda8fa49a0861a9b
 	}
 )
-
-// horner returns ((((c0·x + c1)·x + c2)·x + c3)·x + c4)·x + c5, every
-// product rounded.
-func horner(c *[6]float64, x float64) float64 {
-	p := float64(c[0]*x) + c[1]
-	for _, v := range c[2:] {
-		p = float64(p*x) + v
-	}
-	return p
-}
