@@ -183,7 +183,7 @@ func (b *Bundle) ForecastBatch(xs []*mat.Dense) ([]float64, error) {
 
 // Clone returns an independent copy of b (sharing nothing mutable).
 func (b *Bundle) Clone() (*Bundle, error) {
-	f, err := b.file()
+	f, _, err := b.file()
 	if err != nil {
 		return nil, err
 	}
@@ -202,9 +202,9 @@ func (b *Bundle) params() (map[string]*nn.Param, []*nn.Param) {
 	return m, all
 }
 
-// file returns b as a checkpoint file. A bundle without a version gets
-// DigestVersion's in the file's metadata.
-func (b *Bundle) file() (*checkpoint.File, error) {
+// file returns b as a checkpoint file and the version its metadata holds:
+// b's, or DigestVersion's for a bundle without one.
+func (b *Bundle) file() (*checkpoint.File, string, error) {
 	_, ps := b.params()
 	var ts []checkpoint.Tensor
 	for _, p := range ps {
@@ -230,10 +230,10 @@ func (b *Bundle) file() (*checkpoint.File, error) {
 	}
 	raw, err := json.Marshal(meta)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	f.Meta = raw
-	return f, nil
+	return f, meta.Version, nil
 }
 
 // DigestVersion is the version of a bundle that was given none: "sdgnn-",
@@ -253,16 +253,14 @@ func DigestVersion(dataset, digest string) string {
 // without a version is given DigestVersion's, in the file and in
 // b.Meta.Version.
 func (b *Bundle) Save(path string) error {
-	f, err := b.file()
+	f, version, err := b.file()
 	if err != nil {
 		return fmt.Errorf("save bundle %s: %w", path, err)
 	}
 	if err := checkpoint.WriteFile(path, f); err != nil {
 		return fmt.Errorf("save bundle: %w", err)
 	}
-	if b.Meta.Version == "" {
-		b.Meta.Version = DigestVersion(b.Meta.Dataset, f.Digest())
-	}
+	b.Meta.Version = version
 	return nil
 }
 

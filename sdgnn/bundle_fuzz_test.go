@@ -68,7 +68,7 @@ func FuzzDecodeBundle(f *testing.F) {
 // metadata the fuzzer writes, where FuzzDecodeBundle's mutations mostly
 // break the header's JSON.
 func FuzzBundleMeta(f *testing.F) {
-	file, err := tinyBundle(f).file()
+	file, _, err := tinyBundle(f).file()
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -87,7 +87,7 @@ func FuzzBundleMeta(f *testing.F) {
 // bundleBody returns b's file without its checksum.
 func bundleBody(tb testing.TB, b *Bundle) []byte {
 	tb.Helper()
-	file, err := b.file()
+	file, _, err := b.file()
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -152,7 +152,7 @@ func TestDecodeBundleRefuses(t *testing.T) {
 				t.Fatal(err)
 			}
 			c.edit(b)
-			f, err := b.file()
+			f, _, err := b.file()
 			if err != nil {
 				t.Fatal(err)
 			}
