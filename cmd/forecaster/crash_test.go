@@ -3,12 +3,14 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -57,13 +59,13 @@ func TestKill9LosesNothing(t *testing.T) {
 	}
 }
 
-func testKill9LosesNothing(t *testing.T, bin, bundlePath string, ds *pems.Dataset, split snapshot.Split, b *sdgnn.Bundle, args []string) {
+func testKill9LosesNothing(t *testing.T, bin forecasterBin, bundlePath string, ds *pems.Dataset, split snapshot.Split, b *sdgnn.Bundle, args []string) {
 	const T = 12
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	emb := startBroker(ctx, t)
 	start := func() (*exec.Cmd, chan struct{}) {
-		cmd := exec.Command(bin, append([]string{"serve", "-model", bundlePath, "-brokers", emb.Addr, "-http", "", "-lateness", "1000h", "-log-json"}, args...)...)
+		cmd := bin.command(append([]string{"serve", "-model", bundlePath, "-brokers", emb.Addr, "-http", "", "-lateness", "1000h", "-log-json"}, args...)...)
 		stderr, err := cmd.StderrPipe()
 		if err != nil {
 			t.Fatal(err)
@@ -222,14 +224,47 @@ func randomBundle(t *testing.T, ds *pems.Dataset, split snapshot.Split, norm sna
 	return b
 }
 
+// forecasterBin is the forecaster binary a test built, and the emulator
+// that runs it where this machine cannot (empty: none needed).
+type forecasterBin struct {
+	path     string
+	emulator string
+}
+
+// command returns the command that runs the binary with args.
+func (b forecasterBin) command(args ...string) *exec.Cmd {
+	if b.emulator != "" {
+		return exec.Command(b.emulator, append([]string{b.path}, args...)...)
+	}
+	return exec.Command(b.path, args...)
+}
+
 // buildForecaster builds this command into dir and returns the binary.
-func buildForecaster(t *testing.T, dir string) string {
+// Under `GOARCH=arm64 go test -exec qemu-aarch64` the go command builds
+// for arm64 too, which this machine does not run itself (without
+// binfmt_misc): the binary is then run by qemu-user's emulator for
+// GOARCH, as the test binary is.
+func buildForecaster(t *testing.T, dir string) forecasterBin {
 	t.Helper()
-	bin := filepath.Join(dir, "forecaster")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+	b := forecasterBin{path: filepath.Join(dir, "forecaster")}
+	if out, err := exec.Command("go", "build", "-o", b.path, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	return bin
+	err := b.command("help").Run()
+	if !errors.Is(err, syscall.ENOEXEC) {
+		return b
+	}
+	name := "qemu-" + map[string]string{"arm64": "aarch64", "amd64": "x86_64", "386": "i386"}[runtime.GOARCH]
+	emu, lerr := exec.LookPath(name)
+	if lerr != nil {
+		t.Fatalf("run %s built for %s: %v, and no emulator: %v", b.path, runtime.GOARCH, err, lerr)
+	}
+	b.emulator = emu
+	t.Logf("running the %s binary under %s", runtime.GOARCH, emu)
+	if out, err := b.command("help").CombinedOutput(); err != nil {
+		t.Fatalf("run %s under %s: %v\n%s", b.path, emu, err, out)
+	}
+	return b
 }
 
 // startBroker starts the embedded broker with the service's topics; it is

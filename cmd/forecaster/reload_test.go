@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -44,7 +43,7 @@ func TestReloadsModel(t *testing.T) {
 	}
 }
 
-func testReloadsModel(t *testing.T, bin, by string, ds *pems.Dataset, split snapshot.Split, first *sdgnn.Bundle) {
+func testReloadsModel(t *testing.T, bin forecasterBin, by string, ds *pems.Dataset, split snapshot.Split, first *sdgnn.Bundle) {
 	const T = 12
 	tmp := t.TempDir()
 	path := filepath.Join(tmp, "b.sdgnn")
@@ -73,7 +72,7 @@ func testReloadsModel(t *testing.T, bin, by string, ds *pems.Dataset, split snap
 	case "model file changed":
 		args = append(args, "-poll-model", "20ms")
 	}
-	cmd := exec.Command(bin, args...)
+	cmd := bin.command(args...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
