@@ -18,6 +18,14 @@ var haveFMA = cpu.X86.HasAVX2 && cpu.X86.HasFMA
 //go:noescape
 func mulAdd4x8(k int, a *float64, ars, aks int, b *float64, ldb int, c *float64, ldc int)
 
+// mulAdd4x4m is mulAdd4x8 on a 4×4 tile of which only the columns q with
+// mask[q] < 0 are read from b and c and written to c: the last one to
+// seven columns of a product, which would otherwise run in Go. The
+// columns are summed as mulAdd4x8 sums them, so the bits are the same.
+//
+//go:noescape
+func mulAdd4x4m(k int, a *float64, ars, aks int, b *float64, ldb int, c *float64, ldc int, mask *[4]int64)
+
 // dot4x2 computes the dot products of the rows 0–3 of a (stride lda) with
 // the rows 0–1 of b (stride ldb) over their first k4 elements (a multiple
 // of 4, at least 4), each in four chains of fused multiply-adds, chain q

@@ -67,6 +67,63 @@ loop:
 	VZEROUPPER
 	RET
 
+// func mulAdd4x4m(k int, a *float64, ars, aks int, b *float64, ldb int, c *float64, ldc int, mask *[4]int64)
+//
+// mulAdd4x8 on a tile of 4×4, of which only the columns whose mask is
+// negative are loaded and stored (VMASKMOVPD reads nothing past them, so
+// the last columns of a row need no padding). Y0–Y3 hold the tile's rows,
+// Y14 the mask.
+TEXT ·mulAdd4x4m(SB), NOSPLIT, $0-72
+	MOVQ    mask+64(FP), AX
+	VMOVDQU (AX), Y14
+	MOVQ    c+48(FP), DX
+	MOVQ    ldc+56(FP), R9
+	SHLQ    $3, R9
+	LEAQ    (DX)(R9*1), R11
+	LEAQ    (R11)(R9*1), R12
+	LEAQ    (R12)(R9*1), R13
+	VMASKMOVPD (DX), Y14, Y0
+	VMASKMOVPD (R11), Y14, Y1
+	VMASKMOVPD (R12), Y14, Y2
+	VMASKMOVPD (R13), Y14, Y3
+	MOVQ a+8(FP), SI
+	MOVQ ars+16(FP), R9
+	SHLQ $3, R9
+	LEAQ (SI)(R9*1), AX
+	LEAQ (AX)(R9*1), BX
+	LEAQ (BX)(R9*1), R8
+	MOVQ aks+24(FP), R9
+	SHLQ $3, R9
+	MOVQ b+32(FP), DI
+	MOVQ ldb+40(FP), R10
+	SHLQ $3, R10
+	MOVQ k+0(FP), CX
+
+loop4:
+	VMASKMOVPD   (DI), Y14, Y8
+	VBROADCASTSD (SI), Y10
+	VFMADD231PD  Y8, Y10, Y0
+	VBROADCASTSD (AX), Y11
+	VFMADD231PD  Y8, Y11, Y1
+	VBROADCASTSD (BX), Y12
+	VFMADD231PD  Y8, Y12, Y2
+	VBROADCASTSD (R8), Y13
+	VFMADD231PD  Y8, Y13, Y3
+	ADDQ         R9, SI
+	ADDQ         R9, AX
+	ADDQ         R9, BX
+	ADDQ         R9, R8
+	ADDQ         R10, DI
+	DECQ         CX
+	JNZ          loop4
+
+	VMASKMOVPD Y0, Y14, (DX)
+	VMASKMOVPD Y1, Y14, (R11)
+	VMASKMOVPD Y2, Y14, (R12)
+	VMASKMOVPD Y3, Y14, (R13)
+	VZEROUPPER
+	RET
+
 // func dot4x2(k4 int, a *float64, lda int, b *float64, ldb int, lanes *[32]float64)
 //
 // Y0–Y7 hold the four chains of the eight dot products (a row r, b row q)

@@ -133,7 +133,8 @@ func TestMulAddShapes(t *testing.T) {
 }
 
 // BenchmarkMulAdd compares the kernels with gonum's Dgemm on the products
-// of one step of the GRU's block (hidden 16, 128 columns).
+// of one step of the GRU's block (hidden 16, 128 columns), of a cold
+// forecast (6 columns) and of a block whose width is not a multiple of 8.
 func BenchmarkMulAdd(b *testing.B) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, s := range []struct {
@@ -144,6 +145,10 @@ func BenchmarkMulAdd(b *testing.B) {
 		{"gates 48x128x3", 48, 128, 3, false},
 		{"recurrent 32x128x16", 32, 128, 16, false},
 		{"weight-grad 32x16x128", 32, 16, 128, true},
+		// A forecast's six windows, and the edge of a block of 76 columns.
+		{"gates 48x6x3", 48, 6, 3, false},
+		{"recurrent 32x6x16", 32, 6, 16, false},
+		{"recurrent 32x76x16", 32, 76, 16, false},
 	} {
 		a := randView(rng, s.m, s.k, 0)
 		bm := randView(rng, s.k, s.n, 0)
