@@ -18,10 +18,17 @@ var haveFMA = cpu.X86.HasAVX2 && cpu.X86.HasFMA
 //go:noescape
 func mulAdd4x8(k int, a *float64, ars, aks int, b *float64, ldb int, c *float64, ldc int)
 
-// mulAdd4x4m is mulAdd4x8 on a 4×4 tile of which only the columns q with
-// mask[q] < 0 are read from b and c and written to c: the last one to
+// mulAdd4x8m is mulAdd4x8 on a tile of which only the columns q with
+// mask[q] < 0 are read from b and c and written to c: the last five to
 // seven columns of a product, which would otherwise run in Go. The
 // columns are summed as mulAdd4x8 sums them, so the bits are the same.
+//
+//go:noescape
+func mulAdd4x8m(k int, a *float64, ars, aks int, b *float64, ldb int, c *float64, ldc int, mask *[8]int64)
+
+// mulAdd4x4m is mulAdd4x8m on a 4×4 tile (mask[q] for its columns q):
+// the last one to four columns, where half of mulAdd4x8m's loads and
+// products would be wasted.
 //
 //go:noescape
 func mulAdd4x4m(k int, a *float64, ars, aks int, b *float64, ldb int, c *float64, ldc int, mask *[4]int64)

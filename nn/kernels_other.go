@@ -10,6 +10,10 @@ func mulAdd4x8(k int, a *float64, ars, aks int, b *float64, ldb int, c *float64,
 	panic("nn: no assembly kernel")
 }
 
+func mulAdd4x8m(k int, a *float64, ars, aks int, b *float64, ldb int, c *float64, ldc int, mask *[8]int64) {
+	panic("nn: no assembly kernel")
+}
+
 func mulAdd4x4m(k int, a *float64, ars, aks int, b *float64, ldb int, c *float64, ldc int, mask *[4]int64) {
 	panic("nn: no assembly kernel")
 }

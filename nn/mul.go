@@ -141,16 +141,21 @@ func mulAdd(c blas64.General, a []float64, ars, aks, m, k int, b blas64.General)
 			}
 			// The last one to seven columns: a narrow product (a
 			// forecast's six windows) or the edge of a block.
-			for ; j < n; j += 4 {
-				mulAdd4x4m(k, &a[i*ars], ars, aks, &b.Data[j], b.Stride, &c.Data[i*c.Stride+j], c.Stride, &columnMasks[min(n-j, 4)])
+			switch r := n - j; {
+			case r > 4:
+				mulAdd4x8m(k, &a[i*ars], ars, aks, &b.Data[j], b.Stride, &c.Data[i*c.Stride+j], c.Stride, &columnMasks[r])
+			case r > 0:
+				mulAdd4x4m(k, &a[i*ars], ars, aks, &b.Data[j], b.Stride, &c.Data[i*c.Stride+j], c.Stride, (*[4]int64)(columnMasks[r][:4]))
 			}
 		}
 	}
 	mulAddGo(c, a, ars, aks, i, m, 0, k, b)
 }
 
-// columnMasks[q] selects the first q of four columns for mulAdd4x4m.
-var columnMasks = [5][4]int64{{}, {-1}, {-1, -1}, {-1, -1, -1}, {-1, -1, -1, -1}}
+// columnMasks[q] selects the first q of eight columns for mulAdd4x8m, and
+// its first half the first q of four for mulAdd4x4m.
+var columnMasks = [8][8]int64{{}, {-1}, {-1, -1}, {-1, -1, -1}, {-1, -1, -1, -1},
+	{-1, -1, -1, -1, -1}, {-1, -1, -1, -1, -1, -1}, {-1, -1, -1, -1, -1, -1, -1}}
 
 // mulAddGo is mulAdd in Go on the rows [i0, i1) and the columns from j0.
 // Four elements of a row are summed side by side, each in its own chain in

@@ -67,6 +67,76 @@ loop:
 	VZEROUPPER
 	RET
 
+// func mulAdd4x8m(k int, a *float64, ars, aks int, b *float64, ldb int, c *float64, ldc int, mask *[8]int64)
+//
+// mulAdd4x8 on a tile of which only the columns whose mask is negative
+// are loaded and stored (VMASKMOVPD reads nothing past them, so the last
+// columns of a row need no padding). Y14 and Y15 hold the mask's halves.
+TEXT ·mulAdd4x8m(SB), NOSPLIT, $0-72
+	MOVQ    mask+64(FP), AX
+	VMOVDQU (AX), Y14
+	VMOVDQU 32(AX), Y15
+	MOVQ    c+48(FP), DX
+	MOVQ    ldc+56(FP), R9
+	SHLQ    $3, R9
+	LEAQ    (DX)(R9*1), R11
+	LEAQ    (R11)(R9*1), R12
+	LEAQ    (R12)(R9*1), R13
+	VMASKMOVPD (DX), Y14, Y0
+	VMASKMOVPD 32(DX), Y15, Y1
+	VMASKMOVPD (R11), Y14, Y2
+	VMASKMOVPD 32(R11), Y15, Y3
+	VMASKMOVPD (R12), Y14, Y4
+	VMASKMOVPD 32(R12), Y15, Y5
+	VMASKMOVPD (R13), Y14, Y6
+	VMASKMOVPD 32(R13), Y15, Y7
+	MOVQ a+8(FP), SI
+	MOVQ ars+16(FP), R9
+	SHLQ $3, R9
+	LEAQ (SI)(R9*1), AX
+	LEAQ (AX)(R9*1), BX
+	LEAQ (BX)(R9*1), R8
+	MOVQ aks+24(FP), R9
+	SHLQ $3, R9
+	MOVQ b+32(FP), DI
+	MOVQ ldb+40(FP), R10
+	SHLQ $3, R10
+	MOVQ k+0(FP), CX
+
+loopm:
+	VMASKMOVPD   (DI), Y14, Y8
+	VMASKMOVPD   32(DI), Y15, Y9
+	VBROADCASTSD (SI), Y10
+	VFMADD231PD  Y8, Y10, Y0
+	VFMADD231PD  Y9, Y10, Y1
+	VBROADCASTSD (AX), Y11
+	VFMADD231PD  Y8, Y11, Y2
+	VFMADD231PD  Y9, Y11, Y3
+	VBROADCASTSD (BX), Y12
+	VFMADD231PD  Y8, Y12, Y4
+	VFMADD231PD  Y9, Y12, Y5
+	VBROADCASTSD (R8), Y13
+	VFMADD231PD  Y8, Y13, Y6
+	VFMADD231PD  Y9, Y13, Y7
+	ADDQ         R9, SI
+	ADDQ         R9, AX
+	ADDQ         R9, BX
+	ADDQ         R9, R8
+	ADDQ         R10, DI
+	DECQ         CX
+	JNZ          loopm
+
+	VMASKMOVPD Y0, Y14, (DX)
+	VMASKMOVPD Y1, Y15, 32(DX)
+	VMASKMOVPD Y2, Y14, (R11)
+	VMASKMOVPD Y3, Y15, 32(R11)
+	VMASKMOVPD Y4, Y14, (R12)
+	VMASKMOVPD Y5, Y15, 32(R12)
+	VMASKMOVPD Y6, Y14, (R13)
+	VMASKMOVPD Y7, Y15, 32(R13)
+	VZEROUPPER
+	RET
+
 // func mulAdd4x4m(k int, a *float64, ars, aks int, b *float64, ldb int, c *float64, ldc int, mask *[4]int64)
 //
 // mulAdd4x8 on a tile of 4×4, of which only the columns whose mask is

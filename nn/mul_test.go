@@ -41,7 +41,7 @@ func TestMulAddExact(t *testing.T) { checkMulAddExact(t) }
 func checkMulAddExact(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, m := range []int{1, 3, 4, 5, 8, 13} {
-		for _, n := range []int{1, 2, 7, 8, 9, 17, 130} {
+		for _, n := range []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 14, 17, 130} {
 			for _, k := range []int{1, 3, 4, 5, 16, 17, 35} {
 				pad := (m + n + k) % 3
 				c0 := randView(rng, m, n, pad)
