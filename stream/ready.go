@@ -60,6 +60,7 @@ type health struct {
 	probeOKAt    time.Time // the last probe that succeeded ended
 	probeErr     error     // the last probe's error, nil if it succeeded
 	assignAt     time.Time // the last assignment check ended (zero: none yet)
+	assignAsked  time.Time // when it began: what it found is at least that recent
 	assigned     bool      // this service held every partition then
 	assignDetail string    // what the assignment check found
 	loopAt       time.Time // the consumer loop last finished a batch (zero: none yet)
@@ -195,6 +196,7 @@ func (s *Service) probe(ctx context.Context, t *kafka.Transport) {
 	every := s.cfg.ProbeEvery
 	client := brokerClient(s.cfg.Brokers, t)
 	for {
+		asked := time.Now()
 		pctx, cancel := context.WithTimeout(ctx, every)
 		partitions, err := probeBrokers(pctx, s.cfg.Security, s.cfg.Brokers, s.cfg.ReadingsTopic)
 		var (
@@ -221,7 +223,7 @@ func (s *Service) probe(ctx context.Context, t *kafka.Transport) {
 		if err == nil {
 			s.health.probeOKAt = now
 		}
-		s.health.assignAt, s.health.assigned, s.health.assignDetail = now, assigned, detail
+		s.health.assignAt, s.health.assignAsked, s.health.assigned, s.health.assignDetail = now, asked, assigned, detail
 		// What this member tells the group as it joins: the assignment of
 		// the last settled group (a rebalance empties everyone's), none
 		// once the broker is out of reach (the session will be lost).

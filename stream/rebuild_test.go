@@ -557,3 +557,62 @@ func TestRebuildInfersEmitted(t *testing.T) {
 		})
 	}
 }
+
+// TestStartRebuildsOnce starts a service on readings that come a slot at
+// a time, as from live sensors (the demo's pace, faster): batches without
+// readings come between them while the group coordinator still describes
+// the group as joining. The service rebuilt its windows from the log at
+// its first readings, then again after every such batch until the
+// readiness probe asked again (up to half a second), taking an answer
+// asked before it held the partitions for a hand-over. It rebuilds once.
+func TestStartRebuildsOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a broker")
+	}
+	const n, T, C, d, slots = 4, 3, 2, 4, 30
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	emb := testBroker(ctx, t, 2, "readings", "forecasts", "readings-dead-letter")
+	data := make([]float64, slots*n*C)
+	for i := range data {
+		data[i] = 40 + float64(i%17) // none missing: every forecast is fresh
+	}
+	readings := streamOf(data, slots, n, C, 0)
+	w := &kafka.Writer{Addr: kafka.TCP(emb.Addr), Topic: "readings", Balancer: &kafka.Hash{}, RequiredAcks: kafka.RequireAll, BatchTimeout: time.Millisecond}
+	defer w.Close()
+	publish := func(slot int) {
+		var msgs []kafka.Message
+		for _, r := range readings[slot*n : (slot+1)*n] {
+			msgs = append(msgs, kafka.Message{Key: []byte(strconv.Itoa(r.Sensor)), Value: EncodeReading(nil, &r)})
+		}
+		if err := w.WriteMessages(ctx, msgs...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	publish(0)
+	svc, err := NewService(testBundle(t, n, T, C, d, 1), Config{Brokers: []string{emb.Addr}, StepMs: testStep, Lateness: time.Hour,
+		CommitEvery: 10 * time.Millisecond, Log: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	serveInTest(ctx, t, svc)
+	for svc.Counters().Applied.Load() == 0 && ctx.Err() == nil {
+		time.Sleep(5 * time.Millisecond)
+	}
+	for slot := 1; slot < slots; slot++ {
+		time.Sleep(40 * time.Millisecond)
+		publish(slot)
+	}
+	want := uint64(slots * n) // every target after the first slot, up to the one after the last
+	for svc.Counters().Emitted.Load() < want && ctx.Err() == nil {
+		time.Sleep(5 * time.Millisecond)
+	}
+	c := svc.Counters()
+	if c.Emitted.Load() != want {
+		t.Fatalf("emitted %d forecasts, want %d (applied %d, duplicates %d, skipped %d, stale %d, late %d)", c.Emitted.Load(), want,
+			c.Applied.Load(), c.Duplicates.Load(), c.Skipped.Load(), c.Stale.Load(), c.Late.Load())
+	}
+	if got := c.Rebuilds.Load(); got != 1 {
+		t.Errorf("rebuilt %d times, want once", got)
+	}
+}

@@ -532,6 +532,7 @@ func (s *Service) Run(ctx context.Context) error {
 		stableAsked  time.Time // when their last stable offsets were last asked
 		unknown      []int     // partitions not fetched from, their backlogs unknown
 		backlogAsked time.Time // when their backlogs were last asked
+		holdingSince time.Time // when this service last began to hold the partitions
 	)
 	for {
 		// One batch, with the model held (see Reload).
@@ -613,6 +614,16 @@ func (s *Service) Run(ctx context.Context) error {
 			// Both count from when this service begins to hold the
 			// partitions, at start or taking over from another member.
 			claims := got > 0 || s.holdsPartitions() // see holding below
+			// A holder keeps holding through batches without readings
+			// until an assignment check that began since it holds says
+			// otherwise. As it starts, the last check's answer may
+			// predate its joining the group ("no partitions assigned
+			// yet"): taking it would let go and rebuild at every
+			// reading until the next check, and the aligner would
+			// start over each time.
+			if !claims && s.holding && !s.assignmentAskedSince(holdingSince) {
+				claims = true
+			}
 			if !s.holding && claims {
 				align.Restart(time.Now())
 				backlogAsked = time.Time{}
@@ -644,6 +655,7 @@ func (s *Service) Run(ctx context.Context) error {
 			holding := claims || len(held) > 0
 			if holding {
 				if !s.holding {
+					holdingSince = time.Now()
 					// Taking the partitions over: the file and the
 					// committed offsets are read, so finish writing
 					// them first.
@@ -1166,6 +1178,14 @@ func (s *Service) holdsPartitions() bool {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return s.health.assigned
+}
+
+// assignmentAskedSince reports whether the last assignment check began at
+// t or later, so that what it found is no older than t.
+func (s *Service) assignmentAskedSince(t time.Time) bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return !s.health.assignAsked.Before(t)
 }
 
 // heldSettled reports whether this service held every partition the last
