@@ -564,13 +564,15 @@ func TestRebuildInfersEmitted(t *testing.T) {
 // the group as joining. The service rebuilt its windows from the log at
 // its first readings, then again after every such batch until the
 // readiness probe asked again (up to half a second), taking an answer
-// asked before it held the partitions for a hand-over. It rebuilds once.
+// asked before it held the partitions for a hand-over. It rebuilds once;
+// and so does a standby that takes over, whose last answer said it was
+// the standby.
 func TestStartRebuildsOnce(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a broker")
 	}
-	const n, T, C, d, slots = 4, 3, 2, 4, 30
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	const n, T, C, d, slots = 4, 3, 2, 4, 60
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	emb := testBroker(ctx, t, 2, "readings", "forecasts", "readings-dead-letter")
 	data := make([]float64, slots*n*C)
@@ -589,30 +591,51 @@ func TestStartRebuildsOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	publish(0)
-	svc, err := NewService(testBundle(t, n, T, C, d, 1), Config{Brokers: []string{emb.Addr}, StepMs: testStep, Lateness: time.Hour,
-		CommitEvery: 10 * time.Millisecond, Log: zerolog.Nop()})
-	if err != nil {
+	newService := func() *Service {
+		svc, err := NewService(testBundle(t, n, T, C, d, 1), Config{Brokers: []string{emb.Addr}, StepMs: testStep, Lateness: time.Hour,
+			CommitEvery: 10 * time.Millisecond, Log: zerolog.Nop()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return svc
+	}
+	// The slots [from, to) a slot every 40 ms, then svc's forecasts up to
+	// the one after slot to−1, emitted once each, and one rebuild.
+	paced := func(name string, svc *Service, from, to int) {
+		t.Helper()
+		for slot := from; slot < to; slot++ {
+			if slot > from {
+				time.Sleep(40 * time.Millisecond)
+			}
+			publish(slot)
+		}
+		want := uint64((to - from) * n)
+		for svc.Counters().Emitted.Load() < want && ctx.Err() == nil {
+			time.Sleep(5 * time.Millisecond)
+		}
+		c := svc.Counters()
+		if c.Emitted.Load() != want {
+			t.Fatalf("%s: emitted %d forecasts, want %d (applied %d, duplicates %d, skipped %d, stale %d, late %d)", name, c.Emitted.Load(), want,
+				c.Applied.Load(), c.Duplicates.Load(), c.Skipped.Load(), c.Stale.Load(), c.Late.Load())
+		}
+		if got := c.Rebuilds.Load(); got != 1 {
+			t.Errorf("%s: rebuilt %d times, want once", name, got)
+		}
+	}
+	first := newService()
+	stopFirst := serveInTest(ctx, t, first)
+	paced("at start", first, 0, slots/2)
+
+	second := newService()
+	serveInTest(ctx, t, second)
+	for r := second.Readiness(); !strings.Contains(r.Checks[2].Detail, "standby in group"); r = second.Readiness() {
+		if ctx.Err() != nil {
+			t.Fatalf("no standby: %s", r.Checks[2].Detail)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := stopFirst(); err != nil {
 		t.Fatal(err)
 	}
-	serveInTest(ctx, t, svc)
-	for svc.Counters().Applied.Load() == 0 && ctx.Err() == nil {
-		time.Sleep(5 * time.Millisecond)
-	}
-	for slot := 1; slot < slots; slot++ {
-		time.Sleep(40 * time.Millisecond)
-		publish(slot)
-	}
-	want := uint64(slots * n) // every target after the first slot, up to the one after the last
-	for svc.Counters().Emitted.Load() < want && ctx.Err() == nil {
-		time.Sleep(5 * time.Millisecond)
-	}
-	c := svc.Counters()
-	if c.Emitted.Load() != want {
-		t.Fatalf("emitted %d forecasts, want %d (applied %d, duplicates %d, skipped %d, stale %d, late %d)", c.Emitted.Load(), want,
-			c.Applied.Load(), c.Duplicates.Load(), c.Skipped.Load(), c.Stale.Load(), c.Late.Load())
-	}
-	if got := c.Rebuilds.Load(); got != 1 {
-		t.Errorf("rebuilt %d times, want once", got)
-	}
+	paced("the standby taking over", second, slots/2, slots)
 }
