@@ -15,9 +15,11 @@ import (
 //
 // exactly as math.FMA rounds them, so that its result is the same bit for
 // bit on every machine. On amd64 with AVX2 and FMA it runs tiles of 4×8
-// elements in vector registers; the products of the GRU's steps (tens of
-// rows of c, a block of 128 columns, k of 3 to 32) are its purpose: there
-// gonum's Dgemm loads and stores each row of c once for every k.
+// elements in vector registers, and the last one to seven columns in
+// masked tiles; the products of the GRU's steps (tens of rows of c, a
+// block of 128 columns or a forecast's six windows, k of 3 to 32) are its
+// purpose: there gonum's Dgemm loads and stores each row of c once for
+// every k.
 func MulAdd(c, a, b blas64.General) {
 	if a.Rows != c.Rows || b.Cols != c.Cols || a.Cols != b.Rows {
 		panic(fmt.Sprintf("nn: MulAdd of %d×%d by %d×%d into %d×%d", a.Rows, a.Cols, b.Rows, b.Cols, c.Rows, c.Cols))
@@ -160,8 +162,9 @@ var columnMasks = [8][8]int64{{}, {-1}, {-1, -1}, {-1, -1, -1}, {-1, -1, -1, -1}
 // mulAddGo is mulAdd in Go on the rows [i0, i1) and the columns from j0.
 // Four elements of a row are summed side by side, each in its own chain in
 // the order of l, so that four fused multiply-adds are in flight rather
-// than one (a chain waits out each one's latency): the narrow products of
-// a small batch, a forecast's six windows, run here whole.
+// than one (a chain waits out each one's latency). It runs every product
+// where the kernels do not (off amd64, or without AVX2 and FMA), and on
+// amd64 the last one to three rows of one.
 func mulAddGo(c blas64.General, a []float64, ars, aks, i0, i1, j0, k int, b blas64.General) {
 	for i := i0; i < i1; i++ {
 		row := c.Data[i*c.Stride : i*c.Stride+c.Cols]
