@@ -151,7 +151,7 @@ func mulAdd(c blas64.General, a []float64, ars, aks, m, k int, b blas64.General)
 			}
 		}
 	}
-	mulAddGo(c, a, ars, aks, i, m, 0, k, b)
+	mulAddGo(c, a, ars, aks, i, k, b)
 }
 
 // columnMasks[q] selects the first q of eight columns for mulAdd4x8m, and
@@ -159,16 +159,16 @@ func mulAdd(c blas64.General, a []float64, ars, aks, m, k int, b blas64.General)
 var columnMasks = [8][8]int64{{}, {-1}, {-1, -1}, {-1, -1, -1}, {-1, -1, -1, -1},
 	{-1, -1, -1, -1, -1}, {-1, -1, -1, -1, -1, -1}, {-1, -1, -1, -1, -1, -1, -1}}
 
-// mulAddGo is mulAdd in Go on the rows [i0, i1) and the columns from j0.
+// mulAddGo is mulAdd in Go on the rows of c from i0.
 // Four elements of a row are summed side by side, each in its own chain in
 // the order of l, so that four fused multiply-adds are in flight rather
 // than one (a chain waits out each one's latency). It runs every product
 // where the kernels do not (off amd64, or without AVX2 and FMA), and on
 // amd64 the last one to three rows of one.
-func mulAddGo(c blas64.General, a []float64, ars, aks, i0, i1, j0, k int, b blas64.General) {
-	for i := i0; i < i1; i++ {
+func mulAddGo(c blas64.General, a []float64, ars, aks, i0, k int, b blas64.General) {
+	for i := i0; i < c.Rows; i++ {
 		row := c.Data[i*c.Stride : i*c.Stride+c.Cols]
-		j := j0
+		j := 0
 		for ; j+4 <= len(row); j += 4 {
 			s0, s1, s2, s3 := row[j], row[j+1], row[j+2], row[j+3]
 			for l := 0; l < k; l++ {

@@ -1,17 +1,61 @@
 #include "textflag.h"
 
+// The mulAdd kernels' common arguments (k, a, ars, aks, b, ldb, c, ldc).
+// TILE_C points DX, R11, R12 and R13 at rows 0–3 of c's tile.
+#define TILE_C \
+	MOVQ c+48(FP), DX; \
+	MOVQ ldc+56(FP), R9; \
+	SHLQ $3, R9; \
+	LEAQ (DX)(R9*1), R11; \
+	LEAQ (R11)(R9*1), R12; \
+	LEAQ (R12)(R9*1), R13
+
+// TILE_AB points SI, AX, BX and R8 at rows 0–3 of a, R9 at a's step
+// along l (bytes), DI at b's tile and R10 at b's row stride (bytes), and
+// sets CX to k.
+#define TILE_AB \
+	MOVQ a+8(FP), SI; \
+	MOVQ ars+16(FP), R9; \
+	SHLQ $3, R9; \
+	LEAQ (SI)(R9*1), AX; \
+	LEAQ (AX)(R9*1), BX; \
+	LEAQ (BX)(R9*1), R8; \
+	MOVQ aks+24(FP), R9; \
+	SHLQ $3, R9; \
+	MOVQ b+32(FP), DI; \
+	MOVQ ldb+40(FP), R10; \
+	SHLQ $3, R10; \
+	MOVQ k+0(FP), CX
+
+// STEP_4x8 is one step l of a 4×8 tile: it fuses a's four elements of
+// column l (broadcast) times b's row l (Y8, Y9) into Y0–Y7 and moves the
+// pointers of TILE_AB on to column and row l+1.
+#define STEP_4x8 \
+	VBROADCASTSD (SI), Y10; \
+	VFMADD231PD  Y8, Y10, Y0; \
+	VFMADD231PD  Y9, Y10, Y1; \
+	VBROADCASTSD (AX), Y11; \
+	VFMADD231PD  Y8, Y11, Y2; \
+	VFMADD231PD  Y9, Y11, Y3; \
+	VBROADCASTSD (BX), Y12; \
+	VFMADD231PD  Y8, Y12, Y4; \
+	VFMADD231PD  Y9, Y12, Y5; \
+	VBROADCASTSD (R8), Y13; \
+	VFMADD231PD  Y8, Y13, Y6; \
+	VFMADD231PD  Y9, Y13, Y7; \
+	ADDQ         R9, SI; \
+	ADDQ         R9, AX; \
+	ADDQ         R9, BX; \
+	ADDQ         R9, R8; \
+	ADDQ         R10, DI
+
 // func mulAdd4x8(k int, a *float64, ars, aks int, b *float64, ldb int, c *float64, ldc int)
 //
 // Y0–Y7 hold the tile of c (rows 0–3, columns 0–3 and 4–7); each step l
 // loads row l of b's tile (Y8, Y9), broadcasts a's four elements of column
 // l and fuses their products in. R14, R15 and Y15 are left alone.
 TEXT ·mulAdd4x8(SB), NOSPLIT, $0-64
-	MOVQ c+48(FP), DX
-	MOVQ ldc+56(FP), R9
-	SHLQ $3, R9
-	LEAQ (DX)(R9*1), R11
-	LEAQ (R11)(R9*1), R12
-	LEAQ (R12)(R9*1), R13
+	TILE_C
 	VMOVUPD (DX), Y0
 	VMOVUPD 32(DX), Y1
 	VMOVUPD (R11), Y2
@@ -20,39 +64,12 @@ TEXT ·mulAdd4x8(SB), NOSPLIT, $0-64
 	VMOVUPD 32(R12), Y5
 	VMOVUPD (R13), Y6
 	VMOVUPD 32(R13), Y7
-	MOVQ a+8(FP), SI
-	MOVQ ars+16(FP), R9
-	SHLQ $3, R9
-	LEAQ (SI)(R9*1), AX
-	LEAQ (AX)(R9*1), BX
-	LEAQ (BX)(R9*1), R8
-	MOVQ aks+24(FP), R9
-	SHLQ $3, R9
-	MOVQ b+32(FP), DI
-	MOVQ ldb+40(FP), R10
-	SHLQ $3, R10
-	MOVQ k+0(FP), CX
+	TILE_AB
 
 loop:
 	VMOVUPD      (DI), Y8
 	VMOVUPD      32(DI), Y9
-	VBROADCASTSD (SI), Y10
-	VFMADD231PD  Y8, Y10, Y0
-	VFMADD231PD  Y9, Y10, Y1
-	VBROADCASTSD (AX), Y11
-	VFMADD231PD  Y8, Y11, Y2
-	VFMADD231PD  Y9, Y11, Y3
-	VBROADCASTSD (BX), Y12
-	VFMADD231PD  Y8, Y12, Y4
-	VFMADD231PD  Y9, Y12, Y5
-	VBROADCASTSD (R8), Y13
-	VFMADD231PD  Y8, Y13, Y6
-	VFMADD231PD  Y9, Y13, Y7
-	ADDQ         R9, SI
-	ADDQ         R9, AX
-	ADDQ         R9, BX
-	ADDQ         R9, R8
-	ADDQ         R10, DI
+	STEP_4x8
 	DECQ         CX
 	JNZ          loop
 
@@ -76,12 +93,7 @@ TEXT ·mulAdd4x8m(SB), NOSPLIT, $0-72
 	MOVQ    mask+64(FP), AX
 	VMOVDQU (AX), Y14
 	VMOVDQU 32(AX), Y15
-	MOVQ    c+48(FP), DX
-	MOVQ    ldc+56(FP), R9
-	SHLQ    $3, R9
-	LEAQ    (DX)(R9*1), R11
-	LEAQ    (R11)(R9*1), R12
-	LEAQ    (R12)(R9*1), R13
+	TILE_C
 	VMASKMOVPD (DX), Y14, Y0
 	VMASKMOVPD 32(DX), Y15, Y1
 	VMASKMOVPD (R11), Y14, Y2
@@ -90,39 +102,12 @@ TEXT ·mulAdd4x8m(SB), NOSPLIT, $0-72
 	VMASKMOVPD 32(R12), Y15, Y5
 	VMASKMOVPD (R13), Y14, Y6
 	VMASKMOVPD 32(R13), Y15, Y7
-	MOVQ a+8(FP), SI
-	MOVQ ars+16(FP), R9
-	SHLQ $3, R9
-	LEAQ (SI)(R9*1), AX
-	LEAQ (AX)(R9*1), BX
-	LEAQ (BX)(R9*1), R8
-	MOVQ aks+24(FP), R9
-	SHLQ $3, R9
-	MOVQ b+32(FP), DI
-	MOVQ ldb+40(FP), R10
-	SHLQ $3, R10
-	MOVQ k+0(FP), CX
+	TILE_AB
 
 loopm:
 	VMASKMOVPD   (DI), Y14, Y8
 	VMASKMOVPD   32(DI), Y15, Y9
-	VBROADCASTSD (SI), Y10
-	VFMADD231PD  Y8, Y10, Y0
-	VFMADD231PD  Y9, Y10, Y1
-	VBROADCASTSD (AX), Y11
-	VFMADD231PD  Y8, Y11, Y2
-	VFMADD231PD  Y9, Y11, Y3
-	VBROADCASTSD (BX), Y12
-	VFMADD231PD  Y8, Y12, Y4
-	VFMADD231PD  Y9, Y12, Y5
-	VBROADCASTSD (R8), Y13
-	VFMADD231PD  Y8, Y13, Y6
-	VFMADD231PD  Y9, Y13, Y7
-	ADDQ         R9, SI
-	ADDQ         R9, AX
-	ADDQ         R9, BX
-	ADDQ         R9, R8
-	ADDQ         R10, DI
+	STEP_4x8
 	DECQ         CX
 	JNZ          loopm
 
@@ -146,28 +131,12 @@ loopm:
 TEXT ·mulAdd4x4m(SB), NOSPLIT, $0-72
 	MOVQ    mask+64(FP), AX
 	VMOVDQU (AX), Y14
-	MOVQ    c+48(FP), DX
-	MOVQ    ldc+56(FP), R9
-	SHLQ    $3, R9
-	LEAQ    (DX)(R9*1), R11
-	LEAQ    (R11)(R9*1), R12
-	LEAQ    (R12)(R9*1), R13
+	TILE_C
 	VMASKMOVPD (DX), Y14, Y0
 	VMASKMOVPD (R11), Y14, Y1
 	VMASKMOVPD (R12), Y14, Y2
 	VMASKMOVPD (R13), Y14, Y3
-	MOVQ a+8(FP), SI
-	MOVQ ars+16(FP), R9
-	SHLQ $3, R9
-	LEAQ (SI)(R9*1), AX
-	LEAQ (AX)(R9*1), BX
-	LEAQ (BX)(R9*1), R8
-	MOVQ aks+24(FP), R9
-	SHLQ $3, R9
-	MOVQ b+32(FP), DI
-	MOVQ ldb+40(FP), R10
-	SHLQ $3, R10
-	MOVQ k+0(FP), CX
+	TILE_AB
 
 loop4:
 	VMASKMOVPD   (DI), Y14, Y8
