@@ -292,12 +292,48 @@ sdone:
 	VZEROUPPER
 	RET
 
+// TANH_LARGE sets Y1 = tanh(Y0) by the branch above 0.625, 1 − 2/(e^2|x| + 1)
+// with x's sign, from Y11 = |Y0|. It clobbers Y2–Y8.
+#define TANH_LARGE \
+	VADDPD Y11, Y11, Y1; \
+	EXP; \
+	VADDPD one<>(SB), Y1, Y1; \
+	VMOVUPD two<>(SB), Y2; \
+	VDIVPD Y1, Y2, Y1; \
+	VMOVUPD one<>(SB), Y2; \
+	VSUBPD Y1, Y2, Y1; \
+	VANDPD sign<>(SB), Y0, Y2; \
+	VORPD  Y2, Y1, Y1
+
+// TANH_SMALL sets Y6 = tanh(Y0) by the rational branch below 0.625, ±0
+// kept. It clobbers Y3–Y8.
+#define TANH_SMALL \
+	VMULPD    Y0, Y0, Y3; \
+	VMULPD    p0<>(SB), Y3, Y4; \
+	VADDPD    p1<>(SB), Y4, Y4; \
+	VMULPD    Y3, Y4, Y4; \
+	VADDPD    p2<>(SB), Y4, Y4; \
+	VADDPD    q0<>(SB), Y3, Y5; \
+	VMULPD    Y3, Y5, Y5; \
+	VADDPD    q1<>(SB), Y5, Y5; \
+	VMULPD    Y3, Y5, Y5; \
+	VADDPD    q2<>(SB), Y5, Y5; \
+	VMULPD    Y3, Y0, Y6; \
+	VMULPD    Y4, Y6, Y6; \
+	VDIVPD    Y5, Y6, Y6; \
+	VADDPD    Y6, Y0, Y6; \
+	VXORPD    Y7, Y7, Y7; \
+	VCMPPD    $0x00, Y7, Y0, Y8; \
+	VBLENDVPD Y8, Y0, Y6, Y6
+
 // func tanh4(dst, x *float64, n int) int
 //
-// Tanh of x[0:n], four at a time, n a multiple of 4: both of its branches
-// for every lane (the rational one below 0.625, ±0 kept, the one by exp
-// above), blended; it stops before the first four with an argument beyond
-// ±44 or NaN, and returns how many it did.
+// Tanh of x[0:n], four at a time, n a multiple of 4: the rational branch
+// where all four are below 0.625 (±0 kept), the one by exp where none is,
+// and both, blended, where the four straddle 0.625; it stops before the
+// first four with an argument beyond ±44 or NaN, and returns how many it
+// did. Neighbouring values of a GRU gate are mostly on one side, so most
+// fours take one branch only.
 TEXT ·tanh4(SB), NOSPLIT, $0-32
 	MOVQ dst+0(FP), DI
 	MOVQ x+8(FP), SI
@@ -315,38 +351,32 @@ tloop:
 	VMOVMSKPD Y9, BX
 	CMPQ      BX, $15
 	JNE       tdone
-	VADDPD    Y11, Y11, Y1
-	EXP
-	VADDPD    one<>(SB), Y1, Y1
-	VMOVUPD   two<>(SB), Y2
-	VDIVPD    Y1, Y2, Y1
-	VMOVUPD   one<>(SB), Y2
-	VSUBPD    Y1, Y2, Y1
-	VANDPD    sign<>(SB), Y0, Y2
-	VORPD     Y2, Y1, Y1
-	VMULPD    Y0, Y0, Y3
-	VMULPD    p0<>(SB), Y3, Y4
-	VADDPD    p1<>(SB), Y4, Y4
-	VMULPD    Y3, Y4, Y4
-	VADDPD    p2<>(SB), Y4, Y4
-	VADDPD    q0<>(SB), Y3, Y5
-	VMULPD    Y3, Y5, Y5
-	VADDPD    q1<>(SB), Y5, Y5
-	VMULPD    Y3, Y5, Y5
-	VADDPD    q2<>(SB), Y5, Y5
-	VMULPD    Y3, Y0, Y6
-	VMULPD    Y4, Y6, Y6
-	VDIVPD    Y5, Y6, Y6
-	VADDPD    Y6, Y0, Y6
-	VXORPD    Y7, Y7, Y7
-	VCMPPD    $0x00, Y7, Y0, Y8
-	VBLENDVPD Y8, Y0, Y6, Y6
+	VCMPPD    $0x11, tanhSmall<>(SB), Y11, Y9
+	VMOVMSKPD Y9, BX
+	TESTQ     BX, BX
+	JZ        tlarge
+	CMPQ      BX, $15
+	JEQ       tsmall
+	TANH_LARGE
+	TANH_SMALL
 	VCMPPD    $0x11, tanhSmall<>(SB), Y11, Y8
 	VBLENDVPD Y8, Y6, Y1, Y1
 	VMOVUPD   Y1, (DI)(AX*8)
-	ADDQ      $4, AX
-	DECQ      CX
-	JNZ       tloop
+	JMP       tnext
+
+tlarge:
+	TANH_LARGE
+	VMOVUPD Y1, (DI)(AX*8)
+	JMP     tnext
+
+tsmall:
+	TANH_SMALL
+	VMOVUPD Y6, (DI)(AX*8)
+
+tnext:
+	ADDQ $4, AX
+	DECQ CX
+	JNZ  tloop
 
 tdone:
 	MOVQ AX, ret+24(FP)
