@@ -3,6 +3,7 @@ package stream
 import (
 	"context"
 	"fmt"
+	"io"
 	"strconv"
 	"time"
 
@@ -115,4 +116,131 @@ func allZero(v []float64) bool {
 		}
 	}
 	return true
+}
+
+// FeedConfig says where PublishReadings writes.
+type FeedConfig struct {
+	Brokers  []string
+	Security Security // TLS and SASL towards the brokers; zero: plaintext
+	Topic    string
+	// Linger is the longest a reading waits for others to share its
+	// write, so that a source that pauses (a pipe fed as sensors report)
+	// has what it gave published within about Linger (0: 50 ms). A source
+	// that does not pause is written publishChunk readings at a time.
+	Linger time.Duration
+}
+
+// feedItem is a reading encoded for the topic, or the error that ended the
+// source.
+type feedItem struct {
+	msg kafka.Message
+	err error
+}
+
+// PublishReadings publishes the readings that next returns, in order, each
+// keyed by its sensor (so that a sensor's readings stay in order on one
+// partition), with RequiredAcks=RequireAll, until next returns io.EOF. It
+// returns how many readings were written and acknowledged.
+//
+// next is called on a goroutine of its own, so that a source that blocks
+// does not hold back what it gave; a reading is encoded before next is
+// called again, so next may reuse its Values. When next returns another
+// error, the readings before it are published first and the error is
+// returned with their number: a caller that stops at a bad row loses
+// none of the rows it accepted. When ctx ends, what was read is still
+// published (for up to 10 s), then ctx's error is returned; a call of
+// next in progress is left to finish on its own.
+func PublishReadings(ctx context.Context, next func() (Reading, error), cfg FeedConfig) (int, error) {
+	if err := cfg.Security.CheckBrokers(ctx, cfg.Brokers); err != nil {
+		return 0, fmt.Errorf("publish: %w", err)
+	}
+	linger := cfg.Linger
+	if linger <= 0 {
+		linger = 50 * time.Millisecond
+	}
+	t := cfg.Security.Transport()
+	w := &kafka.Writer{Addr: kafka.TCP(cfg.Brokers...), Topic: cfg.Topic, Balancer: &kafka.Hash{}, Transport: roundTripper(t),
+		RequiredAcks: kafka.RequireAll, BatchTimeout: time.Millisecond, BatchSize: 1000, BatchBytes: 16 << 20}
+	defer func() {
+		w.Close()
+		closeTransport(t)
+	}()
+	items, done := make(chan feedItem, publishChunk), make(chan struct{})
+	defer close(done)
+	go func() {
+		for {
+			r, err := next()
+			it := feedItem{err: err}
+			if err == nil {
+				it.msg = kafka.Message{Key: strconv.AppendInt(nil, int64(r.Sensor), 10), Value: EncodeReading(nil, &r)}
+			}
+			select {
+			case items <- it:
+			case <-done:
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	var (
+		n    int
+		msgs []kafka.Message
+		due  <-chan time.Time // the linger of the oldest reading in msgs
+	)
+	flush := func(ctx context.Context) error {
+		if len(msgs) == 0 {
+			return nil
+		}
+		if err := w.WriteMessages(ctx, msgs...); err != nil {
+			return fmt.Errorf("publish %d readings: %w", len(msgs), err)
+		}
+		n += len(msgs)
+		msgs, due = msgs[:0], nil
+		return nil
+	}
+	for {
+		select {
+		case it := <-items:
+			if it.err != nil {
+				if err := flush(ctx); err != nil {
+					return n, err
+				}
+				if it.err == io.EOF {
+					return n, nil
+				}
+				return n, it.err
+			}
+			if len(msgs) == 0 {
+				due = time.After(linger)
+			}
+			if msgs = append(msgs, it.msg); len(msgs) >= publishChunk {
+				if err := flush(ctx); err != nil {
+					return n, err
+				}
+			}
+		case <-due:
+			if err := flush(ctx); err != nil {
+				return n, err
+			}
+		case <-ctx.Done():
+			for drained := false; !drained; { // what next gave but the loop has not taken
+				select {
+				case it := <-items:
+					if it.err == nil {
+						msgs = append(msgs, it.msg)
+					}
+				default:
+					drained = true
+				}
+			}
+			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			defer cancel()
+			if err := flush(fctx); err != nil {
+				return n, fmt.Errorf("%w (%v)", ctx.Err(), err)
+			}
+			return n, ctx.Err()
+		}
+	}
 }

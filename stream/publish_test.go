@@ -2,12 +2,15 @@ package stream
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/segmentio/kafka-go"
+
+	"github.com/pemsforecast/sdgnn/internal/datatest"
 )
 
 // TestPublish replays a series into four partitions, as fast as possible
@@ -111,4 +114,87 @@ func readPartition(ctx context.Context, t *testing.T, addr, topic string, p int)
 		}
 	}
 	return ms
+}
+
+// TestPublishReadings feeds PublishReadings from a source that pauses, as
+// a pipe fed by sensors does, then fails: what the source gave before its
+// pause is on the topic while it waits (the linger, not the end of the
+// input, sends it), and what it gave before failing is published before
+// the failure is returned, each sensor's readings in order on one
+// partition. The readings are SZ-taxi's first slots.
+func TestPublishReadings(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a broker")
+	}
+	s := datatest.SZTaxi(t).Series
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	emb := testBroker(ctx, t, 4, "readings")
+	const before, after = 40, 300 // readings before the pause, and after it
+	var all []Reading
+	for i := range before + after {
+		all = append(all, Reading{Sensor: i % s.Nodes, TS: int64(i/s.Nodes) * testStep, Values: s.Data[i : i+1]})
+	}
+	resume := make(chan struct{})
+	i := 0
+	next := func() (Reading, error) {
+		if i == before {
+			<-resume
+		}
+		if i == len(all) {
+			return Reading{}, errDisk
+		}
+		i++
+		return all[i-1], nil
+	}
+	type result struct {
+		n   int
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		n, err := PublishReadings(ctx, next, FeedConfig{Brokers: []string{emb.Addr}, Topic: "readings", Linger: 20 * time.Millisecond})
+		done <- result{n, err}
+	}()
+	count := func() int {
+		n := 0
+		for p := range 4 {
+			n += len(readPartition(ctx, t, emb.Addr, "readings", p))
+		}
+		return n
+	}
+	for got := 0; got < before; got = count() {
+		select {
+		case r := <-done:
+			t.Fatalf("PublishReadings returned (%d, %v) while its source waited", r.n, r.err)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	close(resume)
+	r := <-done
+	if r.n != len(all) || !errors.Is(r.err, errDisk) {
+		t.Fatalf("PublishReadings: (%d, %v), want (%d, the source's error)", r.n, r.err, len(all))
+	}
+	seen := 0
+	for p := range 4 {
+		last := map[int]int64{}
+		for _, m := range readPartition(ctx, t, emb.Addr, "readings", p) {
+			rd, err := DecodeReading(m.Key, m.Value)
+			if err != nil {
+				t.Fatal(err)
+			}
+			k := int(rd.TS/testStep)*s.Nodes + rd.Sensor
+			if k >= len(all) || rd.Values[0] != all[k].Values[0] {
+				t.Fatalf("partition %d: reading %+v was not published", p, rd)
+			}
+			if ts, ok := last[rd.Sensor]; ok && ts >= rd.TS {
+				t.Errorf("partition %d: sensor %d at %d after %d", p, rd.Sensor, rd.TS, ts)
+			}
+			last[rd.Sensor] = rd.TS
+			seen++
+		}
+	}
+	if seen != len(all) {
+		t.Errorf("%d readings on the topic, want %d", seen, len(all))
+	}
 }

@@ -1,0 +1,189 @@
+package stream
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"testing"
+)
+
+var pemsChannels = []string{"flow", "occupancy", "speed"}
+
+// TestNewCSVReaderHeader checks which headers NewCSVReader takes, and that
+// a refused one is named for what is wrong with it.
+func TestNewCSVReaderHeader(t *testing.T) {
+	for _, tc := range []struct {
+		name, head string
+		cols       []int // channel columns, when taken
+		err        string
+	}{
+		{"in order", "ts,sensor,flow,occupancy,speed", []int{2, 3, 4}, ""},
+		{"swapped", "speed,flow,sensor,occupancy,ts", []int{1, 3, 0}, ""},
+		{"case and space", " TS , Sensor,Flow,OCCUPANCY , speed", []int{2, 3, 4}, ""},
+		{"byte order mark", "\ufeffts,sensor,flow,occupancy,speed", []int{2, 3, 4}, ""},
+		{"quoted", `"ts","sensor","flow","occupancy","speed"`, []int{2, 3, 4}, ""},
+		{"empty", "", nil, "empty input, want a header row (ts,sensor,flow,occupancy,speed)"},
+		{"no ts", "sensor,flow,occupancy,speed", nil, "no column ts (want"},
+		{"no channel", "ts,sensor,flow", nil, "no column occupancy, speed"},
+		{"named twice", "ts,sensor,flow,occupancy,speed,Flow", nil, `column "Flow" is named twice (columns 3 and 6)`},
+		{"unknown", "ts,sensor,flow,occupancy,speed,lane", nil, `column 6 "lane" is neither ts, sensor nor a channel (flow, occupancy, speed)`},
+		{"bare quote", "ts,sen\"sor,flow", nil, "csv header"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := NewCSVReader(strings.NewReader(tc.head+"\n"), pemsChannels)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("error %v, want one containing %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(c.cols, tc.cols) {
+				t.Errorf("channel columns %v, want %v", c.cols, tc.cols)
+			}
+		})
+	}
+	if _, err := NewCSVReader(strings.NewReader("ts,sensor\n"), nil); err == nil {
+		t.Errorf("no channels accepted")
+	}
+}
+
+// TestCSVReaderRows reads rows of every form, good and bad: each good row
+// gives its reading (values in the channels' order, whatever the columns'
+// order; an empty value missing, 0), each bad one a *CSVError with its
+// line and column, after which the rows that follow still read.
+func TestCSVReaderRows(t *testing.T) {
+	const head = "speed,ts,sensor,flow,occupancy\r\n" // columns out of order, CRLF
+	type row struct {
+		r      Reading
+		line   int
+		column string // of the error; "" and err "" for a reading
+		err    string
+	}
+	for _, tc := range []struct {
+		name, body string
+		want       []row
+	}{
+		{"ms and RFC 3339", "61.5,1767225600000,3,210,0.05\r\n62,2026-01-01T00:05:00Z,3,211,0.06\n",
+			[]row{{r: Reading{3, 1767225600000, []float64{210, 0.05, 61.5}}, line: 2}, {r: Reading{3, 1767225900000, []float64{211, 0.06, 62}}, line: 3}}},
+		{"zone offset", "1,2026-01-01T01:05:00+01:00,0,2,3\n", []row{{r: Reading{0, 1767225900000, []float64{2, 3, 1}}, line: 2}}},
+		{"missing value", "1,1767225600000,7,,3\n", []row{{r: Reading{7, 1767225600000, []float64{0, 3, 1}}, line: 2}}},
+		{"quoted and spaced", `" 1.5 ", 1767225600000 ,"7",2,3` + "\n", []row{{r: Reading{7, 1767225600000, []float64{2, 3, 1.5}}, line: 2}}},
+		{"exponent", "1e1,1767225600000,7,2.5E2,-0\n", []row{{r: Reading{7, 1767225600000, []float64{250, 0, 10}}, line: 2}}},
+		{"bad ts then good", "1,yesterday,7,2,3\n1,1767225600000,8,2,3\n",
+			[]row{{line: 2, column: "ts", err: `"yesterday" is neither Unix milliseconds nor RFC 3339`}, {r: Reading{8, 1767225600000, []float64{2, 3, 1}}, line: 3}}},
+		{"empty ts", "1,,7,2,3\n", []row{{line: 2, column: "ts", err: "empty"}}},
+		{"sub-millisecond", "1,2026-01-01T00:00:00.0005Z,7,2,3\n", []row{{line: 2, column: "ts", err: "not a whole millisecond"}}},
+		{"fractional sensor", "1,1767225600000,7.5,2,3\n", []row{{line: 2, column: "sensor", err: `"7.5" is not a whole number`}}},
+		{"bad value", "1,1767225600000,7,lots,3\n", []row{{line: 2, column: "flow", err: `"lots" is not a number`}}},
+		{"overflow", "1,1767225600000,7,1e999,3\n", []row{{line: 2, column: "flow", err: `"1e999" overflows float64`}}},
+		{"short row then good", "1,1767225600000,7\n\n1,1767225600000,9,2,3\n",
+			[]row{{line: 2, err: "3 fields, the header has 5"}, {r: Reading{9, 1767225600000, []float64{2, 3, 1}}, line: 4}}},
+		{"bare quote then good", "1,17672\"25600000,7,2,3\n1,1767225600000,9,2,3\n",
+			[]row{{line: 2, err: "bare \""}, {r: Reading{9, 1767225600000, []float64{2, 3, 1}}, line: 3}}},
+		// NaN parses: whether it may pass is the Validator's to say.
+		{"NaN", "NaN,1767225600000,7,2,3\n", []row{{r: Reading{7, 1767225600000, []float64{2, 3, 0}}, line: 2}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := NewCSVReader(strings.NewReader(head+tc.body), pemsChannels)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, w := range tc.want {
+				r, err := c.Read()
+				if w.err != "" {
+					var ce *CSVError
+					if !errors.As(err, &ce) || ce.Line != w.line || ce.Column != w.column || !strings.Contains(err.Error(), w.err) {
+						t.Fatalf("row %d: error %#v (%v), want a CSVError at line %d, column %q, containing %q", i, err, err, w.line, w.column, w.err)
+					}
+					continue
+				}
+				if err != nil {
+					t.Fatalf("row %d: %v", i, err)
+				}
+				if tc.name == "NaN" { // NaN ≠ NaN: check it, then compare the rest
+					if r.Values[2] == r.Values[2] {
+						t.Fatalf("speed %v, want NaN", r.Values[2])
+					}
+					r.Values[2] = 0
+				}
+				if r.Sensor != w.r.Sensor || r.TS != w.r.TS || !slices.Equal(r.Values, w.r.Values) || c.Line() != w.line {
+					t.Errorf("row %d: %+v at line %d, want %+v at line %d", i, r, c.Line(), w.r, w.line)
+				}
+			}
+			if _, err := c.Read(); err != io.EOF {
+				t.Errorf("after the rows: %v, want io.EOF", err)
+			}
+		})
+	}
+}
+
+// errReader fails after its text, as a broken pipe or disk would.
+type errReader struct{ r io.Reader }
+
+var errDisk = errors.New("disk on fire")
+
+func (e errReader) Read(p []byte) (int, error) {
+	n, err := e.r.Read(p)
+	if err == io.EOF {
+		return n, errDisk
+	}
+	return n, err
+}
+
+// TestCSVReaderInputFails checks that a failing input ends the rows with
+// its own error, not a *CSVError that a caller would skip.
+func TestCSVReaderInputFails(t *testing.T) {
+	c, err := NewCSVReader(errReader{strings.NewReader("ts,sensor,speed\n1767225600000,1,5\n")}, []string{"speed"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Read(); err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Read()
+	var ce *CSVError
+	if !errors.Is(err, errDisk) || errors.As(err, &ce) {
+		t.Errorf("read past the text: %v, want the input's error", err)
+	}
+}
+
+// ExampleCSVReader reads readings from CSV, checks each with a Validator
+// and names the rows that do not fit.
+func ExampleCSVReader() {
+	in := `ts,sensor,speed,flow,occupancy
+2026-01-01T00:00:00Z,12,64.2,310,0.061
+2026-01-01T00:00:00Z,400,64.2,310,0.061
+2026-01-01T00:05:00Z,12,63.9,,0.058
+2026-01-01T00:07:00Z,12,63.9,305,0.058
+`
+	c, err := NewCSVReader(strings.NewReader(in), []string{"flow", "occupancy", "speed"})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	v := Validator{Nodes: 307, Channels: 3, StepMs: 5 * 60 * 1000}
+	for {
+		r, err := c.Read()
+		if err == io.EOF {
+			break
+		}
+		if err == nil {
+			err = v.Check(r)
+		}
+		if err != nil {
+			fmt.Printf("line %d: %v\n", c.Line(), err)
+			continue
+		}
+		fmt.Printf("line %d: sensor %d at %d: %v\n", c.Line(), r.Sensor, r.TS, r.Values)
+	}
+	// Output:
+	// line 2: sensor 12 at 1767225600000: [310 0.061 64.2]
+	// line 3: reading rejected (unknown_sensor): sensor 400 outside [0,307)
+	// line 4: sensor 12 at 1767225900000: [0 0.058 63.9]
+	// line 5: reading rejected (off_grid): ts 1767226020000 is not a multiple of the 300000 ms slot
+}
