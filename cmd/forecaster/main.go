@@ -2,6 +2,7 @@
 //
 //	forecaster serve   -model B.sdgnn [-brokers host:port,...]   consume readings, publish forecasts
 //	forecaster publish -dataset NAME  [-brokers ...] [-model B]  replay a part of a dataset (of B's split) into the readings topic
+//	forecaster publish -csv FILE      [-brokers ...] [-model B]  publish a CSV file of readings, each checked against B (or -dataset)
 //	forecaster demo    [-model B.sdgnn] [-dataset sz-taxi]       embedded broker + publisher + service + live line
 //
 // Without -brokers, serve and demo start an embedded Kafka-protocol broker
@@ -53,7 +54,8 @@ commands:
   serve    consume the readings topic, keep per-sensor windows, publish forecasts (-model B.sdgnn;
            SIGHUP, POST /-/reload (-http-reload) or a change of the file (-poll-model D) reloads B.sdgnn
            without a restart)
-  publish  replay a part of a dataset (of -model's split) into the readings topic, keyed by sensor
+  publish  replay a part of a dataset (of -model's split) into the readings topic, keyed by sensor,
+           or publish a CSV file of readings (-csv FILE, - for standard input), each checked first
   demo     the whole loop on one machine: embedded broker, publisher, service, live line
 
 without -brokers, serve and demo run an embedded Kafka-protocol broker on 127.0.0.1;
@@ -74,6 +76,9 @@ func (e *usageError) Is(target error) bool { return target == errUsage }
 func usagef(format string, a ...any) error { return &usageError{fmt.Sprintf(format, a...)} }
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+
+// stdin is what publish -csv - reads; tests feed it through a pipe.
+var stdin io.Reader = os.Stdin
 
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "help" || args[0] == "--help" {
@@ -434,13 +439,32 @@ func cmdPublish(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		speedup = fs.Float64("speedup", 0, "replay speed-up over real time (0: as fast as possible)")
 		start   = fs.String("start", "", "timestamp of the dataset's first step (RFC 3339, on the slot grid; default the dataset's real start, which a bundle trained with -prep paper needs for its calendar inputs)")
 		limit   = fs.Int("steps", 0, "publish at most this many steps (0: the whole part)")
+		csvPath = fs.String("csv", "", "publish the readings of this CSV file (- for standard input) instead of a dataset's: a header ts,sensor,CHANNEL... (the dataset's channel names, any order), one reading per row; checked against -model's sensors, channels and slot, else -dataset's")
+		badRows = fs.String("bad-rows", "stop", "with -csv, at a row that is not a reading the model takes: stop (the rows before it are published) or skip (name it on stderr and go on)")
+		dryRun  = fs.Bool("dry-run", false, "with -csv, check every row and publish nothing (needs no -brokers); exit status 1 if any row is bad")
 		wait    = addWaitFlag(fs)
 		secf    = addSecurityFlags(fs)
 	)
 	if err := fs.Parse(args); err != nil {
 		return errUsage
 	}
-	if *brokers == "" {
+	if *csvPath == "" {
+		for _, f := range []string{"bad-rows", "dry-run"} {
+			if flagSet(fs, f) {
+				return usagef("-%s goes with -csv", f)
+			}
+		}
+	} else {
+		for _, f := range []string{"split-part", "speedup", "start", "steps"} {
+			if flagSet(fs, f) {
+				return usagef("-%s is for dataset replays; -csv publishes the file's readings as they are", f)
+			}
+		}
+		if *model == "" && !flagSet(fs, "dataset") {
+			return usagef("-csv needs -model or -dataset: they say which sensors, channels and slot the readings must fit")
+		}
+	}
+	if *brokers == "" && !*dryRun {
 		fmt.Fprintln(stderr, "publish: -brokers is required (forecaster demo runs its own broker)")
 		return errUsage
 	}
@@ -459,11 +483,23 @@ func cmdPublish(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			job.dataset = b.Meta.Dataset // the bundle's, unless asked otherwise
 		}
 	}
+	addrs := strings.Split(*brokers, ",")
+	if *csvPath != "" {
+		cj, err := newCSVJob(*csvPath, *topic, *badRows, *dryRun, job.dataset, job.bundle)
+		if err != nil {
+			return err
+		}
+		if !*dryRun {
+			if err := waitBrokers(ctx, addrs, sec, *wait, stderr); err != nil {
+				return err
+			}
+		}
+		return cj.run(ctx, stdin, addrs, sec, stdout, stderr)
+	}
 	plan, err := job.plan()
 	if err != nil {
 		return err
 	}
-	addrs := strings.Split(*brokers, ",")
 	if err := waitBrokers(ctx, addrs, sec, *wait, stderr); err != nil {
 		return err
 	}

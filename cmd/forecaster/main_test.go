@@ -64,6 +64,15 @@ func TestBadInvocations(t *testing.T) {
 		{"demo of an unknown dataset", []string{"demo", "-dataset", "nope"}, 2, `-dataset: unknown dataset "nope" (known: pems04, pems08, sz-taxi)`},
 		{"negative speed-up", []string{"publish", "-brokers", "127.0.0.1:1", "-speedup", "-2"}, 2, "-speedup -2: want 0"},
 		{"negative steps", []string{"publish", "-brokers", "127.0.0.1:1", "-steps", "-3"}, 2, "-steps -3: want 0"},
+		{"bad rows without csv", []string{"publish", "-brokers", "127.0.0.1:1", "-bad-rows", "skip"}, 2, "-bad-rows goes with -csv"},
+		{"dry run without csv", []string{"publish", "-dry-run"}, 2, "-dry-run goes with -csv"},
+		{"csv with a speed-up", []string{"publish", "-brokers", "127.0.0.1:1", "-csv", blank, "-dataset", "sz-taxi", "-speedup", "2"}, 2, "-speedup is for dataset replays"},
+		{"csv without model or dataset", []string{"publish", "-csv", blank, "-dry-run"}, 2, "-csv needs -model or -dataset"},
+		{"csv without brokers", []string{"publish", "-csv", blank, "-dataset", "sz-taxi"}, 2, "-brokers is required"},
+		{"unknown bad-rows", []string{"publish", "-csv", blank, "-dataset", "sz-taxi", "-dry-run", "-bad-rows", "maybe"}, 2, `-bad-rows "maybe": want stop or skip`},
+		{"csv of an unknown dataset", []string{"publish", "-csv", blank, "-dataset", "nope", "-dry-run"}, 2, `-dataset: unknown dataset "nope"`},
+		{"missing csv", []string{"publish", "-csv", missing + ".csv", "-dataset", "sz-taxi", "-dry-run"}, 1, "gone.sdgnn.csv: no such file"},
+		{"csv without header", []string{"publish", "-csv", empty, "-dataset", "sz-taxi", "-dry-run"}, 1, "empty input, want a header row (ts,sensor,speed) (for sz-taxi)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out, errb bytes.Buffer

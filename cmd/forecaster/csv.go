@@ -1,0 +1,166 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/pemsforecast/sdgnn/datasets/pems"
+	"github.com/pemsforecast/sdgnn/sdgnn"
+	"github.com/pemsforecast/sdgnn/stream"
+)
+
+// maxBadRowsShown is how many bad rows -bad-rows skip and -dry-run name
+// one by one; the rest are counted.
+const maxBadRowsShown = 20
+
+// csvJob is publish -csv: a file of readings, checked against what the
+// model (or the dataset) takes, then published or only checked.
+type csvJob struct {
+	path    string // "-" is standard input
+	topic   string
+	skipBad bool // go on past bad rows rather than stop at the first
+	dryRun  bool // check the rows, publish nothing
+	// what the readings must fit
+	dataset  string
+	channels []string
+	valid    stream.Validator
+}
+
+// newCSVJob resolves what publish -csv checks the rows against: the
+// bundle's sensors, channels and slot when there is one, else the
+// dataset's.
+func newCSVJob(path, topic, badRows string, dryRun bool, dataset string, b *sdgnn.Bundle) (*csvJob, error) {
+	j := &csvJob{path: path, topic: topic, dryRun: dryRun, dataset: dataset}
+	switch badRows {
+	case "stop":
+	case "skip":
+		j.skipBad = true
+	default:
+		return nil, usagef("-bad-rows %q: want stop or skip", badRows)
+	}
+	info, err := pems.Lookup(dataset)
+	if err != nil {
+		return nil, usagef("-dataset: %v", err)
+	}
+	j.channels = info.Channels
+	j.valid = stream.Validator{Nodes: info.Nodes, Channels: len(info.Channels), StepMs: int64(info.StepMinutes) * 60 * 1000}
+	if b != nil {
+		j.valid.Nodes, j.valid.Channels = b.Meta.Nodes, len(b.Meta.Norm.Mean)
+		if j.valid.Channels != len(info.Channels) {
+			return nil, fmt.Errorf("bundle has %d channels, %s names %d (%s)", j.valid.Channels, dataset, len(info.Channels), strings.Join(info.Channels, ", "))
+		}
+	}
+	return j, nil
+}
+
+// source opens the job's input.
+func (j *csvJob) source(stdin io.Reader) (io.ReadCloser, string, error) {
+	if j.path == "-" {
+		return io.NopCloser(stdin), "standard input", nil
+	}
+	f, err := os.Open(j.path)
+	if err != nil {
+		return nil, "", fmt.Errorf("-csv: %w", err)
+	}
+	return f, j.path, nil
+}
+
+// badRows counts the rows skipped and names the first maxBadRowsShown.
+type badRows struct {
+	name string // the input, as errors name it
+	n    int
+	w    io.Writer
+}
+
+func (b *badRows) add(err error) {
+	b.n++
+	if b.n <= maxBadRowsShown {
+		fmt.Fprintf(b.w, "%s: %v\n", b.name, err)
+	} else if b.n == maxBadRowsShown+1 {
+		fmt.Fprintf(b.w, "%s: more bad rows; only their number is given below\n", b.name)
+	}
+}
+
+// rowError names where a reading that the Validator refused stands.
+func rowError(line int, err error) error {
+	reason := stream.ReasonOf(err)
+	var re *stream.RejectError
+	if errors.As(err, &re) {
+		err = errors.New(re.Detail)
+	}
+	return fmt.Errorf("line %d: %w (%s)", line, err, reason)
+}
+
+// run reads the rows, checks each and, unless a dry run, publishes the
+// good ones as they come. A bad row stops it (the rows before it are
+// published) or, with skipBad, is reported and passed over.
+func (j *csvJob) run(ctx context.Context, stdin io.Reader, brokers []string, sec stream.Security, stdout, stderr io.Writer) error {
+	in, name, err := j.source(stdin)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	cr, err := stream.NewCSVReader(in, j.channels)
+	if err != nil {
+		return fmt.Errorf("%s: %w (for %s)", name, err, j.dataset)
+	}
+	bad := &badRows{name: name, w: stderr}
+	checked := 0
+	next := func() (stream.Reading, error) {
+		for {
+			r, err := cr.Read()
+			var ce *stream.CSVError
+			switch {
+			case errors.As(err, &ce):
+			case err != nil:
+				return r, err // io.EOF, or the input failed
+			default:
+				if err = j.valid.Check(r); err == nil {
+					checked++
+					return r, nil
+				}
+				err = rowError(cr.Line(), err)
+			}
+			if !j.skipBad && !j.dryRun {
+				return r, err
+			}
+			bad.add(err)
+		}
+	}
+	if j.dryRun {
+		for {
+			if _, err := next(); err == io.EOF {
+				break
+			} else if err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+		}
+		fmt.Fprintf(stdout, "%s: %d readings fit %s (sensors 0–%d; %s; %d-minute slots); %d bad rows\n",
+			name, checked, j.dataset, j.valid.Nodes-1, strings.Join(j.channels, ", "), j.valid.StepMs/60000, bad.n)
+		if bad.n > 0 {
+			return fmt.Errorf("%s: %d bad rows", name, bad.n)
+		}
+		return nil
+	}
+	if err := sec.EnsureTopics(ctx, brokers, 4, j.topic); err != nil {
+		return err
+	}
+	n, err := stream.PublishReadings(ctx, next, stream.FeedConfig{Brokers: brokers, Security: sec, Topic: j.topic})
+	if err != nil {
+		if errors.Is(err, context.Canceled) {
+			fmt.Fprintf(stdout, "interrupted: published %d readings from %s to %s\n", n, name, j.topic)
+			return err
+		}
+		return fmt.Errorf("%s: %w; the %d readings before it are published to %s", name, err, n, j.topic)
+	}
+	fmt.Fprintf(stdout, "published %d readings from %s to %s", n, name, j.topic)
+	if bad.n > 0 {
+		fmt.Fprintf(stdout, " (%d bad rows skipped)", bad.n)
+	}
+	fmt.Fprintln(stdout)
+	return nil
+}
