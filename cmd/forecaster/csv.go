@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/pemsforecast/sdgnn/datasets/pems"
 	"github.com/pemsforecast/sdgnn/sdgnn"
@@ -24,6 +25,9 @@ type csvJob struct {
 	topic   string
 	skipBad bool // go on past bad rows rather than stop at the first
 	dryRun  bool // check the rows, publish nothing
+	// speedup over real time: a row is sent when its ts comes, counted
+	// from the first row's, this many times faster (0: at once).
+	speedup float64
 	// what the readings must fit
 	dataset  string
 	channels []string
@@ -110,6 +114,7 @@ func (j *csvJob) run(ctx context.Context, stdin io.Reader, brokers []string, sec
 	}
 	bad := &badRows{name: name, w: stderr}
 	checked := 0
+	pace := pacer{speedup: j.speedup}
 	next := func() (stream.Reading, error) {
 		for {
 			r, err := cr.Read()
@@ -121,7 +126,7 @@ func (j *csvJob) run(ctx context.Context, stdin io.Reader, brokers []string, sec
 			default:
 				if err = j.valid.Check(r); err == nil {
 					checked++
-					return r, nil
+					return r, pace.wait(ctx, r.TS)
 				}
 				err = rowError(cr.Line(), err)
 			}
@@ -163,4 +168,36 @@ func (j *csvJob) run(ctx context.Context, stdin io.Reader, brokers []string, sec
 	}
 	fmt.Fprintln(stdout)
 	return nil
+}
+
+// pacer holds readings back until their time comes: ts − the first ts,
+// divided by speedup, after the first reading was let through. A reading
+// older than one already let through goes at once.
+type pacer struct {
+	speedup float64
+	t0      int64     // the first reading's ts
+	start   time.Time // when it was let through
+}
+
+// wait returns when the reading of ts may be sent, or with ctx's error.
+func (p *pacer) wait(ctx context.Context, ts int64) error {
+	if p.speedup <= 0 {
+		return nil
+	}
+	if p.start.IsZero() {
+		p.t0, p.start = ts, time.Now()
+		return nil
+	}
+	d := time.Until(p.start.Add(time.Duration(float64(ts-p.t0) * float64(time.Millisecond) / p.speedup)))
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }

@@ -436,7 +436,7 @@ func cmdPublish(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		model   = fs.String("model", "", "SDGNN bundle whose split and window choose the part (default: a chronological 6:2:2 split of 12-step windows)")
 		part    = fs.String("split-part", "test", "train, val or test")
 		topic   = fs.String("topic", "readings", "readings topic")
-		speedup = fs.Float64("speedup", 0, "replay speed-up over real time (0: as fast as possible)")
+		speedup = fs.Float64("speedup", 0, "replay speed-up over real time (0: as fast as possible); with -csv, rows are sent as their ts comes, from the first row's")
 		start   = fs.String("start", "", "timestamp of the dataset's first step (RFC 3339, on the slot grid; default the dataset's real start, which a bundle trained with -prep paper needs for its calendar inputs)")
 		limit   = fs.Int("steps", 0, "publish at most this many steps (0: the whole part)")
 		csvPath = fs.String("csv", "", "publish the readings of this CSV file (- for standard input) instead of a dataset's: a header ts,sensor,CHANNEL... (the dataset's channel names, any order), one reading per row; checked against -model's sensors, channels and slot, else -dataset's")
@@ -455,7 +455,7 @@ func cmdPublish(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			}
 		}
 	} else {
-		for _, f := range []string{"split-part", "speedup", "start", "steps"} {
+		for _, f := range []string{"split-part", "start", "steps"} {
 			if flagSet(fs, f) {
 				return usagef("-%s is for dataset replays; -csv publishes the file's readings as they are", f)
 			}
@@ -489,6 +489,13 @@ func cmdPublish(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		if err != nil {
 			return err
 		}
+		if *speedup < 0 {
+			return usagef("-speedup %g: want 0 (as fast as possible) or more", *speedup)
+		}
+		if *dryRun && *speedup > 0 {
+			return usagef("-speedup with -dry-run: a dry run sends nothing to pace")
+		}
+		cj.speedup = *speedup
 		if !*dryRun {
 			if err := waitBrokers(ctx, addrs, sec, *wait, stderr); err != nil {
 				return err

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -461,5 +462,31 @@ func TestPublishCSVStdin(t *testing.T) {
 	}
 	if n := len(topicMessages(ctx, t, emb.Addr, "readings")); n != 2*s.Nodes {
 		t.Errorf("%d readings on the topic, want %d", n, 2*s.Nodes)
+	}
+}
+
+// TestPacer checks publish -csv -speedup's pacing: the first reading goes
+// at once, a later one when its ts comes at the speed-up (not before), an
+// older one at once, and an interrupted wait returns the context's error.
+func TestPacer(t *testing.T) {
+	const slot = 15 * 60 * 1000    // ms
+	p := pacer{speedup: slot / 40} // a slot every 40 ms
+	ctx := context.Background()
+	start := time.Now()
+	for _, ts := range []int64{5 * slot, 5 * slot, 7 * slot, 6 * slot} {
+		if err := p.wait(ctx, ts); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if d := time.Since(start); d < 80*time.Millisecond {
+		t.Errorf("two slots on at 40 ms a slot after %v, want at least 80 ms", d)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Millisecond)
+	defer cancel()
+	if err := p.wait(ctx, 1000*slot); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("interrupted wait: %v", err)
+	}
+	if err := (&pacer{}).wait(ctx, 1000*slot); err != nil {
+		t.Errorf("no speed-up: %v", err)
 	}
 }
