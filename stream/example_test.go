@@ -2,11 +2,13 @@ package stream_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/pemsforecast/sdgnn/gru"
@@ -238,4 +240,57 @@ func ExampleTxnMarker() {
 	// true true
 	// false true
 	// false
+}
+
+// Readings from CSV published into the readings topic of an embedded
+// broker, each checked as the service will check it; a bad row is
+// named and passed over.
+func ExamplePublishReadings() {
+	emb, err := stream.StartEmbedded(0, "")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer emb.Close()
+	ctx := context.Background()
+	if err := (stream.Security{}).EnsureTopics(ctx, []string{emb.Addr}, 4, "readings"); err != nil {
+		fmt.Println(err)
+		return
+	}
+	in := strings.NewReader(`ts,sensor,flow,occupancy,speed
+2026-01-01T00:00:00Z,12,310,0.061,64.2
+2026-01-01T00:00:00Z,400,310,0.061,64.2
+2026-01-01T00:00:00Z,13,295,0.058,63.9
+2026-01-01T00:00:00Z,14,295,0.058
+`)
+	c, err := stream.NewCSVReader(in, []string{"flow", "occupancy", "speed"})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	v := stream.Validator{Nodes: 307, Channels: 3, StepMs: 5 * 60 * 1000}
+	next := func() (stream.Reading, error) {
+		for {
+			r, err := c.Read()
+			if err == nil {
+				err = v.Check(r)
+			}
+			var ce *stream.CSVError
+			switch {
+			case errors.As(err, &ce): // not a reading; it names its line
+				fmt.Println("skipped:", err)
+				continue
+			case stream.ReasonOf(err) != "": // a reading the service would refuse
+				fmt.Printf("skipped: line %d: %v\n", c.Line(), err)
+				continue
+			}
+			return r, err // a reading, io.EOF at the end, or the input's failure
+		}
+	}
+	n, err := stream.PublishReadings(ctx, next, stream.FeedConfig{Brokers: []string{emb.Addr}, Topic: "readings"})
+	fmt.Println(n, err)
+	// Output:
+	// skipped: line 3: reading rejected (unknown_sensor): sensor 400 outside [0,307)
+	// skipped: line 5: 4 fields, the header has 5
+	// 2 <nil>
 }
