@@ -522,6 +522,14 @@ func TestLiveHandler(t *testing.T) {
 	// The existing routes are unchanged.
 	get("/forecast/abc", 404, "text/plain")
 	get("/forecast/3", 404, "text/plain") // nothing written to Kafka
+	if body := string(get("/forecasts", 200, "application/json")); body != "[]\n" {
+		t.Errorf("GET /forecasts before any forecast: %q, want an empty list", body)
+	}
+	for _, bad := range []string{"5", "1,abc", "-1", "2,,3"} {
+		if msg := string(get("/forecasts?sensors="+bad, 400, "text/plain")); !strings.Contains(msg, "0..4") {
+			t.Errorf("GET /forecasts?sensors=%s: %q should name the valid ids", bad, msg)
+		}
+	}
 	metrics := string(get("/metrics", 200, "text/plain"))
 	// Sensor 3's slot 10: errors 10 and 44.5; only 100 is at or above the
 	// floor (relative error 0.1); the NaN forecast has no reading yet.

@@ -2,6 +2,7 @@ package stream
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"maps"
 	"net"
@@ -316,6 +317,33 @@ func TestServiceReadinessThroughBrokerRestart(t *testing.T) {
 			f, err := DecodeForecast([]byte(body))
 			return code == http.StatusOK && err == nil && f.TS == last+testStep
 		})
+	}
+	// GET /forecasts gives the same forecasts at once: every sensor's,
+	// or those asked for, in the order asked.
+	for _, tc := range []struct {
+		query string
+		want  []int
+	}{{"", nil}, {"?sensors=2,0,2", []int{2, 0}}, {"?sensors=" + strconv.Itoa(n-1), []int{n - 1}}} {
+		if tc.want == nil {
+			for z := 0; z < n; z++ {
+				tc.want = append(tc.want, z)
+			}
+		}
+		var each []string
+		for _, z := range tc.want {
+			_, body := get("/forecast/" + strconv.Itoa(z))
+			each = append(each, strings.TrimSpace(body))
+		}
+		code, body := get("/forecasts" + tc.query)
+		var all []json.RawMessage
+		if err := json.Unmarshal([]byte(body), &all); code != http.StatusOK || err != nil || len(all) != len(each) {
+			t.Fatalf("GET /forecasts%s: %d, %d forecasts (%v), want %d", tc.query, code, len(all), err, len(each))
+		}
+		for i, f := range all {
+			if string(f) != each[i] {
+				t.Errorf("GET /forecasts%s: forecast %d is %s, /forecast/%d says %s", tc.query, i, f, tc.want[i], each[i])
+			}
+		}
 	}
 	stop()
 	select {

@@ -1378,6 +1378,32 @@ func (s *Service) Handler() http.Handler {
 		w.Header().Set("Content-Type", "application/json")
 		w.Write(v)
 	})
+	mux.HandleFunc("GET /forecasts", func(w http.ResponseWriter, r *http.Request) {
+		ids, err := sensorList(r.URL.Query().Get("sensors"), s.live.Nodes())
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		s.mu.RLock()
+		if ids == nil {
+			for id := range s.latest {
+				ids = append(ids, id)
+			}
+			slices.Sort(ids)
+		}
+		body := []byte{'['}
+		for _, id := range ids {
+			if v, ok := s.latest[id]; ok {
+				if len(body) > 1 {
+					body = append(body, ',')
+				}
+				body = append(body, v...)
+			}
+		}
+		s.mu.RUnlock()
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(append(body, ']', '\n'))
+	})
 	mux.HandleFunc("GET /live", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-cache")
@@ -1410,6 +1436,28 @@ func (s *Service) Handler() http.Handler {
 		writeJSON(w, v)
 	})
 	return mux
+}
+
+// sensorList parses the sensors parameter of GET /forecasts: sensor ids
+// separated by commas, each in [0, n), kept in the order given, once
+// each. An empty list is nil: every sensor.
+func sensorList(list string, n int) ([]int, error) {
+	if list == "" {
+		return nil, nil
+	}
+	var ids []int
+	seen := map[int]bool{}
+	for _, f := range strings.Split(list, ",") {
+		id, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || id < 0 || id >= n {
+			return nil, fmt.Errorf("sensors: unknown sensor %q: want ids 0..%d separated by commas", f, n-1)
+		}
+		if !seen[id] {
+			seen[id] = true
+			ids = append(ids, id)
+		}
+	}
+	return ids, nil
 }
 
 // bearer reports whether r carries "Authorization: Bearer token", compared
