@@ -66,6 +66,13 @@
 // offset and, if everything before it was read, does not wait for it
 // (Aligner.Stable).
 //
+// # Publishing
+//
+// Publish replays a series (a dataset's steps, slot by slot), and
+// PublishReadings publishes readings from any source, in order, keyed by
+// sensor: a CSVReader's rows of an exported file or of a pipe, each
+// checked first by a Validator as the service will check it.
+//
 // # Encoding
 //
 // Messages are JSON, versioned by a "v" field (Version), so that they are
