@@ -33,7 +33,7 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		dataset  = fs.String("dataset", "sz-taxi", "dataset whose test split is replayed")
 		speedup  = fs.Float64("speedup", 3600, "replay speed-up over real time (0: as fast as possible)")
 		steps    = fs.Int("steps", 200, "replay at most this many steps of the test split (0: all)")
-		httpAddr = fs.String("http", "127.0.0.1:8080", "address of /metrics, /healthz, /readyz, /forecast/{sensor} and the live view /live")
+		httpAddr = fs.String("http", "127.0.0.1:8080", "address of /metrics, /healthz, /readyz, /forecast/{sensor}, /forecasts and the live view /live")
 		floor    = fs.Float64("mape-floor", 1, "readings below this value are left out of the live MAPE (SZ-taxi has near-zero speeds)")
 		jsonLogs = fs.Bool("log-json", false, "JSON log lines")
 	)

@@ -201,7 +201,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	bf := addBrokerFlags(fs)
 	var (
 		model    = fs.String("model", "", "SDGNN bundle written by pems-train distill (required); SIGHUP reads it again and serves it if it fits")
-		httpAddr = fs.String("http", "127.0.0.1:8080", "address of /metrics, /healthz, /readyz, /forecast/{sensor} and the live view /live; empty: none")
+		httpAddr = fs.String("http", "127.0.0.1:8080", "address of /metrics, /healthz, /readyz, /forecast/{sensor}, /forecasts and the live view /live; empty: none")
 		maxLag   = fs.Int64("ready-max-lag", 0, "/readyz fails while the consumer is more than this many readings behind (0: no limit); it also fails while no broker answers or no batch is committed")
 		// Off by default, as Prometheus's --web.enable-lifecycle: whoever
 		// reaches -http could otherwise make the service reread its model.
