@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 var pemsChannels = []string{"flow", "occupancy", "speed"}
@@ -186,4 +187,51 @@ func ExampleCSVReader() {
 	// line 3: reading rejected (unknown_sensor): sensor 400 outside [0,307)
 	// line 4: sensor 12 at 1767225900000: [0 0.058 63.9]
 	// line 5: reading rejected (off_grid): ts 1767226020000 is not a multiple of the 300000 ms slot
+}
+
+// BenchmarkCSVReader reads PeMS-shaped rows (RFC 3339 ts, three channels)
+// and, for comparison in the same run, decodes the same readings from
+// their JSON messages (DecodeReadingInto), the service's side of the
+// topic; rows/s is what publish -csv can read on one core.
+func BenchmarkCSVReader(b *testing.B) {
+	const rows = 10_000
+	var text strings.Builder
+	text.WriteString("ts,sensor,flow,occupancy,speed\n")
+	var msgs [][]byte
+	for i := range rows {
+		ts := time.Date(2018, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(i/307) * 5 * time.Minute)
+		r := Reading{Sensor: i % 307, TS: ts.UnixMilli(), Values: []float64{float64(100 + i%250), 0.0123 + float64(i%50)/1000, 60.5 + float64(i%10)/10}}
+		fmt.Fprintf(&text, "%s,%d,%v,%v,%v\n", ts.Format(time.RFC3339), r.Sensor, r.Values[0], r.Values[1], r.Values[2])
+		msgs = append(msgs, EncodeReading(nil, &r))
+	}
+	in := text.String()
+	b.Run("csv", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			c, err := NewCSVReader(strings.NewReader(in), pemsChannels)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for {
+				if _, err := c.Read(); err == io.EOF {
+					break
+				} else if err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		b.ReportMetric(float64(b.N*rows)/b.Elapsed().Seconds(), "rows/s")
+	})
+	b.Run("json", func(b *testing.B) {
+		var r Reading
+		b.ReportAllocs()
+		for b.Loop() {
+			for _, m := range msgs {
+				if err := DecodeReadingInto(&r, nil, m); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		b.ReportMetric(float64(b.N*rows)/b.Elapsed().Seconds(), "rows/s")
+	})
 }
