@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bufio"
+	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
@@ -61,16 +63,39 @@ func newCSVJob(path, topic, badRows string, dryRun bool, dataset string, b *sdgn
 	return j, nil
 }
 
-// source opens the job's input.
+// source opens the job's input, gzip-compressed or not: a file or
+// standard input that starts with gzip's magic bytes is read through
+// gzip, as exports are often kept.
 func (j *csvJob) source(stdin io.Reader) (io.ReadCloser, string, error) {
+	var (
+		in   io.ReadCloser
+		name string
+	)
 	if j.path == "-" {
-		return io.NopCloser(stdin), "standard input", nil
+		in, name = io.NopCloser(stdin), "standard input"
+	} else {
+		f, err := os.Open(j.path)
+		if err != nil {
+			return nil, "", fmt.Errorf("-csv: %w", err)
+		}
+		in, name = f, j.path
 	}
-	f, err := os.Open(j.path)
-	if err != nil {
-		return nil, "", fmt.Errorf("-csv: %w", err)
+	br := bufio.NewReaderSize(in, 64<<10)
+	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			in.Close()
+			return nil, "", fmt.Errorf("-csv %s: %w", name, err)
+		}
+		return readCloser{zr, in}, name, nil
 	}
-	return f, j.path, nil
+	return readCloser{br, in}, name, nil
+}
+
+// readCloser reads from one reader and closes another beneath it.
+type readCloser struct {
+	io.Reader
+	io.Closer
 }
 
 // badRows counts the rows skipped and names the first maxBadRowsShown.
@@ -87,6 +112,14 @@ func (b *badRows) add(err error) {
 	} else if b.n == maxBadRowsShown+1 {
 		fmt.Fprintf(b.w, "%s: more bad rows; only their number is given below\n", b.name)
 	}
+}
+
+// badCount says how many bad rows there were.
+func badCount(n int) string {
+	if n == 1 {
+		return "1 bad row"
+	}
+	return fmt.Sprintf("%d bad rows", n)
 }
 
 // rowError names where a reading that the Validator refused stands.
@@ -144,10 +177,10 @@ func (j *csvJob) run(ctx context.Context, stdin io.Reader, brokers []string, sec
 				return fmt.Errorf("%s: %w", name, err)
 			}
 		}
-		fmt.Fprintf(stdout, "%s: %d readings fit %s (sensors 0–%d; %s; %d-minute slots); %d bad rows\n",
-			name, checked, j.dataset, j.valid.Nodes-1, strings.Join(j.channels, ", "), j.valid.StepMs/60000, bad.n)
+		fmt.Fprintf(stdout, "%s: %d readings fit %s (sensors 0–%d; %s; %d-minute slots); %s\n",
+			name, checked, j.dataset, j.valid.Nodes-1, strings.Join(j.channels, ", "), j.valid.StepMs/60000, badCount(bad.n))
 		if bad.n > 0 {
-			return fmt.Errorf("%s: %d bad rows", name, bad.n)
+			return fmt.Errorf("%s: %s", name, badCount(bad.n))
 		}
 		return nil
 	}
@@ -164,7 +197,7 @@ func (j *csvJob) run(ctx context.Context, stdin io.Reader, brokers []string, sec
 	}
 	fmt.Fprintf(stdout, "published %d readings from %s to %s", n, name, j.topic)
 	if bad.n > 0 {
-		fmt.Fprintf(stdout, " (%d bad rows skipped)", bad.n)
+		fmt.Fprintf(stdout, " (%s skipped)", badCount(bad.n))
 	}
 	fmt.Fprintln(stdout)
 	return nil

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
@@ -312,8 +313,34 @@ func TestPublishCSV(t *testing.T) {
 	defer cancel()
 	err := cmdPublish(ctx, []string{"-csv", path, "-model", model, "-dry-run"}, &out, &errOut)
 	if err == nil || !strings.Contains(errOut.String(), badLine) ||
-		!strings.Contains(out.String(), fmt.Sprintf("%d readings fit sz-taxi (sensors 0–%d; speed; 15-minute slots); 1 bad rows", len(order), s.Nodes-1)) {
+		!strings.Contains(out.String(), fmt.Sprintf("%d readings fit sz-taxi (sensors 0–%d; speed; 15-minute slots); 1 bad row", len(order), s.Nodes-1)) {
 		t.Errorf("dry run: %v\nstdout: %s\nstderr: %s", err, out.String(), errOut.String())
+	}
+
+	// The same rows gzip-compressed read the same; cut short, they fail
+	// naming the cut, after the rows before it.
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write([]byte(text.String()))
+	zw.Close()
+	for _, tc := range []struct {
+		name string
+		data []byte
+		err  string
+	}{{"readings.csv.gz", gz.Bytes(), "1 bad row"}, {"cut.csv.gz", gz.Bytes()[:gz.Len()/2], "unexpected EOF"}} {
+		zpath := filepath.Join(tmp, tc.name)
+		if err := os.WriteFile(zpath, tc.data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out.Reset()
+		errOut.Reset()
+		err := cmdPublish(ctx, []string{"-csv", zpath, "-model", model, "-dry-run"}, &out, &errOut)
+		if err == nil || !strings.Contains(err.Error(), tc.err) {
+			t.Errorf("dry run of %s: %v, want an error containing %q", tc.name, err, tc.err)
+		}
+		if tc.name == "readings.csv.gz" && !strings.Contains(out.String(), fmt.Sprintf("%d readings fit sz-taxi", len(order))) {
+			t.Errorf("dry run of %s: %s", tc.name, out.String())
+		}
 	}
 
 	emb, err := stream.StartEmbedded(0, "")
@@ -336,7 +363,7 @@ func TestPublishCSV(t *testing.T) {
 			}
 		case "skip":
 			if err != nil || !strings.Contains(errOut.String(), badLine) ||
-				!strings.Contains(out.String(), fmt.Sprintf("published %d readings from %s to skip (1 bad rows skipped)", len(order), path)) {
+				!strings.Contains(out.String(), fmt.Sprintf("published %d readings from %s to skip (1 bad row skipped)", len(order), path)) {
 				t.Errorf("-bad-rows skip: %v\nstdout: %s\nstderr: %s", err, out.String(), errOut.String())
 			}
 		}
