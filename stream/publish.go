@@ -140,7 +140,10 @@ type feedItem struct {
 // PublishReadings publishes the readings that next returns, in order, each
 // keyed by its sensor (so that a sensor's readings stay in order on one
 // partition), with RequiredAcks=RequireAll, until next returns io.EOF. It
-// returns how many readings were written and acknowledged.
+// returns how many readings were written and acknowledged; when a write
+// fails (after kafka-go's own retries), some of its readings may be on
+// the topic too, uncounted: publishing them again is safe, since the
+// service counts a repeated reading as a duplicate and applies it once.
 //
 // next is called on a goroutine of its own, so that a source that blocks
 // does not hold back what it gave; a reading is encoded before next is
