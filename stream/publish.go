@@ -2,6 +2,7 @@ package stream
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -91,6 +92,7 @@ func Publish(ctx context.Context, s Series, cfg PublishConfig) (int, error) {
 			continue // the next slot fits too
 		}
 		if err := w.WriteMessages(ctx, msgs...); err != nil {
+			err = briefWriteError(err)
 			if first == t {
 				return n, fmt.Errorf("publish step %d: %w", t, err)
 			}
@@ -140,10 +142,13 @@ type feedItem struct {
 // PublishReadings publishes the readings that next returns, in order, each
 // keyed by its sensor (so that a sensor's readings stay in order on one
 // partition), with RequiredAcks=RequireAll, until next returns io.EOF. It
-// returns how many readings were written and acknowledged; when a write
-// fails (after kafka-go's own retries), some of its readings may be on
-// the topic too, uncounted: publishing them again is safe, since the
-// service counts a repeated reading as a duplicate and applies it once.
+// returns how many readings were written and acknowledged. When a write
+// fails (after kafka-go's own retries), the count is of the readings
+// before the first one not acknowledged, in next's order: the source can
+// be given again from that reading on. Some readings after it may be on
+// the topic too (those of other partitions in the same write); giving
+// them again is safe, since the service takes a repeated reading as a
+// duplicate and applies it once.
 //
 // next is called on a goroutine of its own, so that a source that blocks
 // does not hold back what it gave; a reading is encoded before next is
@@ -197,7 +202,16 @@ func PublishReadings(ctx context.Context, next func() (Reading, error), cfg Feed
 			return nil
 		}
 		if err := w.WriteMessages(ctx, msgs...); err != nil {
-			return fmt.Errorf("publish %d readings: %w", len(msgs), err)
+			var we kafka.WriteErrors
+			if errors.As(err, &we) && len(we) == len(msgs) {
+				for _, e := range we {
+					if e != nil {
+						break
+					}
+					n++
+				}
+			}
+			return fmt.Errorf("publish %d readings: %w", len(msgs), briefWriteError(err))
 		}
 		n += len(msgs)
 		msgs, due = msgs[:0], nil
@@ -246,4 +260,21 @@ func PublishReadings(ctx context.Context, next func() (Reading, error), cfg Feed
 			return n, ctx.Err()
 		}
 	}
+}
+
+// briefWriteError shortens kafka-go's WriteErrors, which holds one error
+// per message and prints them all (thousands of copies of one refused
+// connection), to how many were not acknowledged and the first error.
+// Other errors are returned as they are.
+func briefWriteError(err error) error {
+	var we kafka.WriteErrors
+	if !errors.As(err, &we) {
+		return err
+	}
+	for _, e := range we {
+		if e != nil {
+			return fmt.Errorf("%d of %d messages not acknowledged, the first: %w", we.Count(), len(we), e)
+		}
+	}
+	return err
 }

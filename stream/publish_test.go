@@ -3,6 +3,7 @@ package stream
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"testing"
@@ -196,5 +197,29 @@ func TestPublishReadings(t *testing.T) {
 	}
 	if seen != len(all) {
 		t.Errorf("%d readings on the topic, want %d", seen, len(all))
+	}
+}
+
+// TestBriefWriteError checks that kafka-go's WriteErrors, one per
+// message, is shortened to a count and the first error, which it still
+// wraps, and that other errors pass unchanged.
+func TestBriefWriteError(t *testing.T) {
+	refused := errors.New("connection refused")
+	other := errors.New("other")
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{kafka.WriteErrors{nil, refused, refused}, "2 of 3 messages not acknowledged, the first: connection refused"},
+		{fmt.Errorf("wrapped: %w", kafka.WriteErrors{refused}), "1 of 1 messages not acknowledged, the first: connection refused"},
+		{other, "other"},
+	} {
+		got := briefWriteError(tc.err)
+		if got.Error() != tc.want {
+			t.Errorf("briefWriteError(%v) = %q, want %q", tc.err, got, tc.want)
+		}
+		if !errors.Is(got, refused) && !errors.Is(got, other) {
+			t.Errorf("briefWriteError(%v) = %v wraps neither error", tc.err, got)
+		}
 	}
 }

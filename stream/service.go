@@ -1131,13 +1131,13 @@ func sleepCtx(ctx context.Context, d time.Duration) {
 func (s *Service) flush(ctx context.Context, j *flushJob) error {
 	if len(j.dead) > 0 && !j.lettersDone {
 		if err := s.letters.WriteMessages(ctx, j.dead...); err != nil {
-			return fmt.Errorf("write dead letters: %w", err)
+			return fmt.Errorf("write dead letters: %w", briefWriteError(err))
 		}
 		j.lettersDone = true
 	}
 	if len(j.out) > 0 && !j.forecastsDone {
 		if err := s.forecasts.WriteMessages(ctx, j.out...); err != nil {
-			return fmt.Errorf("write forecasts: %w", err)
+			return fmt.Errorf("write forecasts: %w", briefWriteError(err))
 		}
 		j.forecastsDone = true
 		done := time.Now()
