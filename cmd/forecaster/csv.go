@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/pemsforecast/sdgnn/datasets/pems"
@@ -30,6 +31,9 @@ type csvJob struct {
 	// speedup over real time: a row is sent when its ts comes, counted
 	// from the first row's, this many times faster (0: at once).
 	speedup float64
+	// fromLine is the first line read (0 and 2: the first row after the
+	// header): a publish that stopped is taken up where it stopped.
+	fromLine int
 	// what the readings must fit
 	dataset  string
 	channels []string
@@ -114,6 +118,48 @@ func (b *badRows) add(err error) {
 	}
 }
 
+// badRowError is a row that stopped publish -csv -bad-rows stop, and its
+// line.
+type badRowError struct {
+	line int
+	err  error
+}
+
+func (e *badRowError) Error() string { return e.err.Error() }
+
+// lineRing remembers the lines of the last readings given to
+// stream.PublishReadings, so that when it stops, the line of the first
+// reading not published can be named. It holds more readings than
+// PublishReadings has in hand at a time (a write's and its queue's), and
+// is shared between its source goroutine and the caller.
+type lineRing struct {
+	mu    sync.Mutex
+	given int            // readings given
+	lines [1 << 14]int32 // lines[i%len] is the line of reading i
+}
+
+func (r *lineRing) add(line int) {
+	r.mu.Lock()
+	r.lines[r.given%len(r.lines)] = int32(line)
+	r.given++
+	r.mu.Unlock()
+}
+
+// resume returns the line to publish again from when the first n readings
+// given are published: reading n's, or the line after the last reading
+// given when all are.
+func (r *lineRing) resume(n int) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch {
+	case n < r.given && r.given-n <= len(r.lines):
+		return int(r.lines[n%len(r.lines)])
+	case n >= r.given && r.given > 0:
+		return int(r.lines[(r.given-1)%len(r.lines)]) + 1
+	}
+	return 2 // nothing given: from the first row
+}
+
 // badCount says how many bad rows there were.
 func badCount(n int) string {
 	if n == 1 {
@@ -148,23 +194,31 @@ func (j *csvJob) run(ctx context.Context, stdin io.Reader, brokers []string, sec
 	bad := &badRows{name: name, w: stderr}
 	checked := 0
 	pace := pacer{speedup: j.speedup}
+	lines := &lineRing{}
 	next := func() (stream.Reading, error) {
 		for {
 			r, err := cr.Read()
+			line := cr.Line()
 			var ce *stream.CSVError
 			switch {
 			case errors.As(err, &ce):
+				line = ce.Line
 			case err != nil:
 				return r, err // io.EOF, or the input failed
-			default:
+			}
+			if line < j.fromLine {
+				continue
+			}
+			if err == nil {
 				if err = j.valid.Check(r); err == nil {
 					checked++
+					lines.add(line)
 					return r, pace.wait(ctx, r.TS)
 				}
-				err = rowError(cr.Line(), err)
+				err = rowError(line, err)
 			}
 			if !j.skipBad && !j.dryRun {
-				return r, err
+				return r, &badRowError{line: line, err: err}
 			}
 			bad.add(err)
 		}
@@ -189,11 +243,16 @@ func (j *csvJob) run(ctx context.Context, stdin io.Reader, brokers []string, sec
 	}
 	n, err := stream.PublishReadings(ctx, next, stream.FeedConfig{Brokers: brokers, Security: sec, Topic: j.topic})
 	if err != nil {
-		if errors.Is(err, context.Canceled) {
-			fmt.Fprintf(stdout, "interrupted: published %d readings from %s to %s\n", n, name, j.topic)
+		var bre *badRowError
+		switch {
+		case errors.As(err, &bre):
+			return fmt.Errorf("%s: %w; the %d readings before it are published to %s; go on from it with -from-line %d", name, bre.err, n, j.topic, bre.line)
+		case errors.Is(err, context.Canceled):
+			fmt.Fprintf(stdout, "interrupted: published %d readings from %s to %s; go on with -from-line %d\n", n, name, j.topic, lines.resume(n))
 			return err
 		}
-		return fmt.Errorf("%s: %w; the %d readings before it are published to %s", name, err, n, j.topic)
+		return fmt.Errorf("%s: %w; the %d readings of the rows before line %d are published to %s: publish again with -from-line %d (a reading sent twice is applied once)",
+			name, err, n, lines.resume(n), j.topic, lines.resume(n))
 	}
 	fmt.Fprintf(stdout, "published %d readings from %s to %s", n, name, j.topic)
 	if bad.n > 0 {

@@ -442,6 +442,7 @@ func cmdPublish(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		csvPath = fs.String("csv", "", "publish the readings of this CSV file (- for standard input) instead of a dataset's: a header ts,sensor,CHANNEL... (the dataset's channel names, any order), one reading per row; checked against -model's sensors, channels and slot, else -dataset's")
 		badRows = fs.String("bad-rows", "stop", "with -csv, at a row that is not a reading the model takes: stop (the rows before it are published) or skip (name it on stderr and go on)")
 		dryRun  = fs.Bool("dry-run", false, "with -csv, check every row and publish nothing (needs no -brokers); exit status 1 if any row is bad")
+		from    = fs.Int("from-line", 0, "with -csv, skip the rows before this line (the header is line 1): take up a publish that stopped where its message says")
 		wait    = addWaitFlag(fs)
 		secf    = addSecurityFlags(fs)
 	)
@@ -449,7 +450,7 @@ func cmdPublish(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return errUsage
 	}
 	if *csvPath == "" {
-		for _, f := range []string{"bad-rows", "dry-run"} {
+		for _, f := range []string{"bad-rows", "dry-run", "from-line"} {
 			if flagSet(fs, f) {
 				return usagef("-%s goes with -csv", f)
 			}
@@ -496,6 +497,10 @@ func cmdPublish(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			return usagef("-speedup with -dry-run: a dry run sends nothing to pace")
 		}
 		cj.speedup = *speedup
+		if flagSet(fs, "from-line") && *from < 2 {
+			return usagef("-from-line %d: want 2 (the first row after the header) or more", *from)
+		}
+		cj.fromLine = *from
 		if !*dryRun {
 			if err := waitBrokers(ctx, addrs, sec, *wait, stderr); err != nil {
 				return err

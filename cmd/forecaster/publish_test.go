@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -351,15 +352,26 @@ func TestPublishCSV(t *testing.T) {
 	for _, tc := range []struct {
 		mode string
 		want []key // published, in the file's order
-	}{{"stop", order[:bad]}, {"skip", order}} {
+	}{{"stop", order}, {"skip", order}} {
 		out.Reset()
 		errOut.Reset()
 		err := cmdPublish(ctx, []string{"-brokers", emb.Addr, "-csv", path, "-model", model, "-bad-rows", tc.mode, "-topic", tc.mode}, &out, &errOut)
 		switch tc.mode {
 		case "stop":
 			if err == nil || !strings.Contains(err.Error(), strings.TrimPrefix(badLine, path+": ")) ||
-				!strings.Contains(err.Error(), fmt.Sprintf("the %d readings before it are published to stop", bad)) {
-				t.Errorf("-bad-rows stop: %v, want the bad line and the count before it", err)
+				!strings.Contains(err.Error(), fmt.Sprintf("the %d readings before it are published to stop; go on from it with -from-line 102", bad)) {
+				t.Fatalf("-bad-rows stop: %v, want the bad line, the count before it and where to go on", err)
+			}
+			if n := len(topicMessages(ctx, t, emb.Addr, "stop")); n != bad {
+				t.Errorf("-bad-rows stop: %d readings on the topic, want the %d before the bad row", n, bad)
+			}
+			// Taken up past the bad row, the rest follows, nothing twice.
+			out.Reset()
+			if err := cmdPublish(ctx, []string{"-brokers", emb.Addr, "-csv", path, "-model", model, "-from-line", "103", "-topic", "stop"}, &out, &errOut); err != nil {
+				t.Fatalf("-from-line 103: %v", err)
+			}
+			if want := fmt.Sprintf("published %d readings", len(order)-bad); !strings.Contains(out.String(), want) {
+				t.Errorf("-from-line 103 said %q, want %q", out.String(), want)
 			}
 		case "skip":
 			if err != nil || !strings.Contains(errOut.String(), badLine) ||
@@ -515,5 +527,88 @@ func TestPacer(t *testing.T) {
 	}
 	if err := (&pacer{}).wait(ctx, 1000*slot); err != nil {
 		t.Errorf("no speed-up: %v", err)
+	}
+}
+
+// TestPublishCSVBrokerLost stops the broker while forecaster publish
+// -csv - is fed through a pipe: the error says how many readings were
+// published and the line to publish again from, and taking the file up
+// there once the broker is back leaves every reading on the topic once.
+func TestPublishCSVBrokerLost(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a broker")
+	}
+	ds := datatest.SZTaxi(t)
+	s := ds.Series
+	slot := func(step int) string {
+		var b strings.Builder
+		ts := ds.Info.Start.Add(time.Duration(step) * 15 * time.Minute).UnixMilli()
+		for i := range s.Nodes {
+			fmt.Fprintf(&b, "%d,%d,%v\n", ts, i, s.Data[step*s.Nodes+i])
+		}
+		return b.String()
+	}
+	data := t.TempDir()
+	emb, err := stream.StartEmbedded(0, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, port, _ := net.SplitHostPort(emb.Addr)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := (stream.Security{}).EnsureTopics(ctx, []string{emb.Addr}, 4, "readings"); err != nil {
+		t.Fatal(err)
+	}
+	pr, pw := io.Pipe()
+	saved := stdin
+	stdin = pr
+	defer func() { stdin = saved }()
+	done := make(chan error, 1)
+	go func() {
+		done <- cmdPublish(ctx, []string{"-brokers", emb.Addr, "-csv", "-", "-dataset", "sz-taxi"}, io.Discard, io.Discard)
+	}()
+	io.WriteString(pw, "ts,sensor,speed\n"+slot(0))
+	for n := 0; n < s.Nodes; n = len(topicMessages(ctx, t, emb.Addr, "readings")) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	emb.Close()
+	io.WriteString(pw, slot(1))
+	pw.Close()
+	err = <-done
+	// Slot 0 is lines 2 to 157 of the input, slot 1 from line 158.
+	want := fmt.Sprintf("the %d readings of the rows before line 158 are published to readings: publish again with -from-line 158", s.Nodes)
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("publish with the broker gone: %v, want %q", err, want)
+	}
+	if n := strings.Count(err.Error(), "connection refused"); n > 1 {
+		t.Errorf("the error names the refused connection %d times: %v", n, err)
+	}
+
+	p, _ := strconv.Atoi(port)
+	if emb, err = stream.StartEmbedded(p, data); err != nil {
+		t.Fatalf("restart the broker on port %s: %v", port, err)
+	}
+	defer emb.Close()
+	path := filepath.Join(t.TempDir(), "readings.csv")
+	if err := os.WriteFile(path, []byte("ts,sensor,speed\n"+slot(0)+slot(1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmdPublish(ctx, []string{"-brokers", emb.Addr, "-csv", path, "-dataset", "sz-taxi", "-from-line", "158"}, io.Discard, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[[2]int64]bool{}
+	for _, m := range topicMessages(ctx, t, emb.Addr, "readings") {
+		r, err := stream.DecodeReading(m.Key, m.Value)
+		if err != nil {
+			t.Fatal(err)
+		}
+		k := [2]int64{int64(r.Sensor), r.TS}
+		if seen[k] {
+			t.Errorf("sensor %d at %d published twice", r.Sensor, r.TS)
+		}
+		seen[k] = true
+	}
+	if len(seen) != 2*s.Nodes {
+		t.Errorf("%d readings on the topic, want %d", len(seen), 2*s.Nodes)
 	}
 }
