@@ -17,6 +17,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
+	"github.com/pemsforecast/sdgnn/datasets/pems"
 	"github.com/pemsforecast/sdgnn/internal/datatest"
 	"github.com/pemsforecast/sdgnn/sdgnn"
 	"github.com/pemsforecast/sdgnn/snapshot"
@@ -449,30 +450,11 @@ func TestPublishCSVStdin(t *testing.T) {
 	}
 	ds := datatest.SZTaxi(t)
 	s := ds.Series
-	slot := func(step int) string {
-		var b strings.Builder
-		ts := ds.Info.Start.Add(time.Duration(step) * 15 * time.Minute).UnixMilli()
-		for i := range s.Nodes {
-			fmt.Fprintf(&b, "%d,%d,%v\n", ts, i, s.Data[step*s.Nodes+i])
-		}
-		return b.String()
-	}
-	emb, err := stream.StartEmbedded(0, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer emb.Close()
+	slot := func(step int) string { return csvSlot(ds, step) }
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	// The topic is there before it is looked at: kafka-go's metadata
-	// requests may create a missing topic, of the broker's default size.
-	if err := (stream.Security{}).EnsureTopics(ctx, []string{emb.Addr}, 4, "readings"); err != nil {
-		t.Fatal(err)
-	}
-	pr, pw := io.Pipe()
-	saved := stdin
-	stdin = pr
-	defer func() { stdin = saved }()
+	emb := readingsBroker(ctx, t, "")
+	pw := pipeStdin(t)
 	var out bytes.Buffer
 	done := make(chan error, 1)
 	go func() {
@@ -540,29 +522,13 @@ func TestPublishCSVBrokerLost(t *testing.T) {
 	}
 	ds := datatest.SZTaxi(t)
 	s := ds.Series
-	slot := func(step int) string {
-		var b strings.Builder
-		ts := ds.Info.Start.Add(time.Duration(step) * 15 * time.Minute).UnixMilli()
-		for i := range s.Nodes {
-			fmt.Fprintf(&b, "%d,%d,%v\n", ts, i, s.Data[step*s.Nodes+i])
-		}
-		return b.String()
-	}
+	slot := func(step int) string { return csvSlot(ds, step) }
 	data := t.TempDir()
-	emb, err := stream.StartEmbedded(0, data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, port, _ := net.SplitHostPort(emb.Addr)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := (stream.Security{}).EnsureTopics(ctx, []string{emb.Addr}, 4, "readings"); err != nil {
-		t.Fatal(err)
-	}
-	pr, pw := io.Pipe()
-	saved := stdin
-	stdin = pr
-	defer func() { stdin = saved }()
+	emb := readingsBroker(ctx, t, data)
+	_, port, _ := net.SplitHostPort(emb.Addr)
+	pw := pipeStdin(t)
 	done := make(chan error, 1)
 	go func() {
 		done <- cmdPublish(ctx, []string{"-brokers", emb.Addr, "-csv", "-", "-dataset", "sz-taxi"}, io.Discard, io.Discard)
@@ -574,7 +540,7 @@ func TestPublishCSVBrokerLost(t *testing.T) {
 	emb.Close()
 	io.WriteString(pw, slot(1))
 	pw.Close()
-	err = <-done
+	err := <-done
 	// Slot 0 is lines 2 to 157 of the input, slot 1 from line 158.
 	want := fmt.Sprintf("the %d readings of the rows before line 158 are published to readings: publish again with -from-line 158", s.Nodes)
 	if err == nil || !strings.Contains(err.Error(), want) {
@@ -611,4 +577,77 @@ func TestPublishCSVBrokerLost(t *testing.T) {
 	if len(seen) != 2*s.Nodes {
 		t.Errorf("%d readings on the topic, want %d", len(seen), 2*s.Nodes)
 	}
+}
+
+// TestPublishCSVInterrupted stops forecaster publish -csv - (as Ctrl-C
+// does) while its pipe is open: it says how many readings it published
+// and the line to go on from.
+func TestPublishCSVInterrupted(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a broker")
+	}
+	ds := datatest.SZTaxi(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	emb := readingsBroker(ctx, t, "")
+	pw := pipeStdin(t)
+	defer pw.Close()
+	run, stop := context.WithCancel(ctx)
+	var out bytes.Buffer
+	done := make(chan error, 1)
+	go func() {
+		done <- cmdPublish(run, []string{"-brokers", emb.Addr, "-csv", "-", "-dataset", "sz-taxi"}, &out, io.Discard)
+	}()
+	nodes := ds.Series.Nodes
+	io.WriteString(pw, "ts,sensor,speed\n"+csvSlot(ds, 0))
+	for n := 0; n < nodes; n = len(topicMessages(ctx, t, emb.Addr, "readings")) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	stop()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("interrupted publish: %v", err)
+	}
+	if want := fmt.Sprintf("interrupted: published %d readings from standard input to readings; go on with -from-line %d\n", nodes, nodes+2); out.String() != want {
+		t.Errorf("interrupted publish said %q, want %q", out.String(), want)
+	}
+}
+
+// csvSlot returns the CSV rows of SZ-taxi's readings of one step, ts in
+// Unix ms, without a header.
+func csvSlot(ds *pems.Dataset, step int) string {
+	var b strings.Builder
+	s := ds.Series
+	ts := ds.Info.Start.Add(time.Duration(step) * 15 * time.Minute).UnixMilli()
+	for i := range s.Nodes {
+		fmt.Fprintf(&b, "%d,%d,%v\n", ts, i, s.Data[step*s.Nodes+i])
+	}
+	return b.String()
+}
+
+// readingsBroker starts an embedded broker (persisting to dataDir unless
+// empty), closed when the test ends, with a readings topic of four
+// partitions. The topic is there before anything looks at it: kafka-go's
+// metadata requests may create a missing topic, of the broker's default
+// size.
+func readingsBroker(ctx context.Context, t *testing.T, dataDir string) *stream.Embedded {
+	t.Helper()
+	emb, err := stream.StartEmbedded(0, dataDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { emb.Close() })
+	if err := (stream.Security{}).EnsureTopics(ctx, []string{emb.Addr}, 4, "readings"); err != nil {
+		t.Fatal(err)
+	}
+	return emb
+}
+
+// pipeStdin makes a pipe what publish -csv - reads until the test ends,
+// and returns its writing end.
+func pipeStdin(t *testing.T) *io.PipeWriter {
+	pr, pw := io.Pipe()
+	saved := stdin
+	stdin = pr
+	t.Cleanup(func() { stdin = saved })
+	return pw
 }
