@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/pemsforecast/sdgnn/internal/datatest"
@@ -239,4 +240,55 @@ func processCPU(tb testing.TB) time.Duration {
 		tb.Fatalf("getrusage: %v", err)
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkReaderCeiling is BenchmarkServiceThroughput's PLAINTEXT backlog
+// read by a kafka-go group Reader configured as the service's, decoding
+// each reading and doing nothing else: the rate at which this machine's
+// embedded broker and kafka-go can hand readings over at all, the ceiling
+// of the service's readings/s, measured the same way (from the reader's
+// start until the last reading is in hand).
+func BenchmarkReaderCeiling(b *testing.B) {
+	ds := datatest.SZTaxi(b)
+	s := ds.Series
+	const slots, stepMs = 600, 15 * 60 * 1000
+	var (
+		consumed time.Duration
+		readings int
+	)
+	for b.Loop() {
+		emb, err := StartEmbedded(0, "")
+		if err != nil {
+			b.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		if err := (Security{}).EnsureTopics(ctx, []string{emb.Addr}, 4, "readings"); err != nil {
+			b.Fatal(err)
+		}
+		n, err := Publish(ctx, Series{Steps: s.Steps, Nodes: s.Nodes, Channels: s.Channels, Data: s.Data},
+			PublishConfig{Brokers: []string{emb.Addr}, Topic: "readings", To: slots, Start: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), StepMs: stepMs})
+		if err != nil {
+			b.Fatal(err)
+		}
+		t0 := time.Now()
+		r := kafka.NewReader(kafka.ReaderConfig{Brokers: []string{emb.Addr}, GroupID: "ceiling", Topic: "readings",
+			MinBytes: 1, MaxBytes: 8 << 20, MaxWait: 500 * time.Millisecond, StartOffset: kafka.FirstOffset,
+			IsolationLevel: kafka.ReadCommitted, QueueCapacity: 16384})
+		var rd Reading
+		for i := 0; i < n; i++ {
+			m, err := r.FetchMessage(ctx)
+			if err != nil {
+				b.Fatalf("after %d of %d readings: %v", i, n, err)
+			}
+			if err := DecodeReadingInto(&rd, m.Key, m.Value); err != nil {
+				b.Fatal(err)
+			}
+		}
+		consumed += time.Since(t0)
+		readings += n
+		r.Close()
+		cancel()
+		emb.Close()
+	}
+	b.ReportMetric(float64(readings)/consumed.Seconds(), "readings/s")
 }
