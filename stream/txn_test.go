@@ -419,7 +419,7 @@ func TestReaderReconnectsAtOpenTransaction(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a broker")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	emb := testBroker(ctx, t, 1, "tx")
 	cl := txnProducer(t, emb.Addr, "tx", "p")
@@ -448,13 +448,15 @@ func TestReaderReconnectsAtOpenTransaction(t *testing.T) {
 		t.Fatalf("second message %q %q, want the commit marker", m.Key, m.Value)
 	}
 	i0, e0, start := inits.Load(), eofs.Load(), time.Now()
-	for (inits.Load()-i0 < 3 || eofs.Load()-e0 < 3) && time.Since(start) < 10*time.Second {
+	// Natively three cycles take about 2 s, under qemu 4–9 s (a CI run of
+	// 2026-11-26 saw only two within 10 s), so the test waits up to 30 s.
+	for (inits.Load()-i0 < 3 || eofs.Load()-e0 < 3) && time.Since(start) < 30*time.Second {
 		time.Sleep(10 * time.Millisecond)
 	}
 	gotInits, gotEOFs := inits.Load()-i0, eofs.Load()-e0
 	t.Logf("in %v at an open transaction: %d reconnections, %d unexpected EOFs", time.Since(start).Round(time.Millisecond), gotInits, gotEOFs)
 	if gotInits < 3 || gotEOFs < 3 {
-		t.Errorf("%d reconnections and %d unexpected EOFs in 10 s at an open transaction, want at least 3 of each", gotInits, gotEOFs)
+		t.Errorf("%d reconnections and %d unexpected EOFs in 30 s at an open transaction, want at least 3 of each", gotInits, gotEOFs)
 	}
 	endTxn(ctx, t, cl, true)
 	if m, err := r.FetchMessage(ctx); err != nil || string(m.Value) != "open" {
