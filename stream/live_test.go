@@ -530,6 +530,9 @@ func TestLiveHandler(t *testing.T) {
 			t.Errorf("GET /forecasts?sensors=%s: %q should name the valid ids", bad, msg)
 		}
 	}
+	if msg := string(get("/forecasts?since=yesterday", 400, "text/plain")); !strings.Contains(msg, `since: "yesterday" is neither Unix milliseconds nor RFC 3339`) {
+		t.Errorf("GET /forecasts?since=yesterday: %q", msg)
+	}
 	metrics := string(get("/metrics", 200, "text/plain"))
 	// Sensor 3's slot 10: errors 10 and 44.5; only 100 is at or above the
 	// floor (relative error 0.1); the NaN forecast has no reading yet.

@@ -319,11 +319,18 @@ func TestServiceReadinessThroughBrokerRestart(t *testing.T) {
 		})
 	}
 	// GET /forecasts gives the same forecasts at once: every sensor's,
-	// or those asked for, in the order asked.
+	// or those asked for, in the order asked, or those of a slot at or
+	// after since (Unix ms or RFC 3339).
+	next := last + testStep
 	for _, tc := range []struct {
 		query string
 		want  []int
-	}{{"", nil}, {"?sensors=2,0,2", []int{2, 0}}, {"?sensors=" + strconv.Itoa(n-1), []int{n - 1}}} {
+	}{
+		{"", nil}, {"?sensors=2,0,2", []int{2, 0}}, {"?sensors=" + strconv.Itoa(n-1), []int{n - 1}},
+		{"?since=" + strconv.FormatInt(next, 10), nil},
+		{"?sensors=1&since=" + time.UnixMilli(next).UTC().Format(time.RFC3339), []int{1}},
+		{"?since=" + strconv.FormatInt(next+1, 10), []int{}},
+	} {
 		if tc.want == nil {
 			for z := 0; z < n; z++ {
 				tc.want = append(tc.want, z)

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -1384,6 +1385,13 @@ func (s *Service) Handler() http.Handler {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
+		since := int64(math.MinInt64)
+		if v := r.URL.Query().Get("since"); v != "" {
+			if since, err = parseTS(v); err != nil {
+				http.Error(w, fmt.Sprintf("since: %v", err), http.StatusBadRequest)
+				return
+			}
+		}
 		s.mu.RLock()
 		if ids == nil {
 			for id := range s.latest {
@@ -1393,7 +1401,7 @@ func (s *Service) Handler() http.Handler {
 		}
 		body := []byte{'['}
 		for _, id := range ids {
-			if v, ok := s.latest[id]; ok {
+			if v, ok := s.latest[id]; ok && (since == math.MinInt64 || tsOf(v) >= since) {
 				if len(body) > 1 {
 					body = append(body, ',')
 				}
