@@ -1392,6 +1392,9 @@ func (s *Service) Handler() http.Handler {
 				return
 			}
 		}
+		// The messages are taken under the lock (they are not written
+		// to once stored); decoding their slots for since is done after.
+		var msgs [][]byte
 		s.mu.RLock()
 		if ids == nil {
 			for id := range s.latest {
@@ -1399,16 +1402,22 @@ func (s *Service) Handler() http.Handler {
 			}
 			slices.Sort(ids)
 		}
-		body := []byte{'['}
 		for _, id := range ids {
-			if v, ok := s.latest[id]; ok && (since == math.MinInt64 || tsOf(v) >= since) {
-				if len(body) > 1 {
-					body = append(body, ',')
-				}
-				body = append(body, v...)
+			if v, ok := s.latest[id]; ok {
+				msgs = append(msgs, v)
 			}
 		}
 		s.mu.RUnlock()
+		body := []byte{'['}
+		for _, v := range msgs {
+			if since != math.MinInt64 && tsOf(v) < since {
+				continue
+			}
+			if len(body) > 1 {
+				body = append(body, ',')
+			}
+			body = append(body, v...)
+		}
 		w.Header().Set("Content-Type", "application/json")
 		w.Write(append(body, ']', '\n'))
 	})

@@ -40,24 +40,45 @@ type csvJob struct {
 	valid    stream.Validator
 }
 
-// newCSVJob resolves what publish -csv checks the rows against: the
-// bundle's sensors, channels and slot when there is one, else the
-// dataset's.
-func newCSVJob(path, topic, badRows string, dryRun bool, dataset string, b *sdgnn.Bundle) (*csvJob, error) {
-	j := &csvJob{path: path, topic: topic, dryRun: dryRun, dataset: dataset}
-	switch badRows {
+// csvFlags are publish -csv's flags, as given.
+type csvFlags struct {
+	path, topic, badRows string
+	dryRun               bool
+	speedup              float64
+	fromLine             int
+	fromLineSet          bool // -from-line was given
+}
+
+// newCSVJob checks publish -csv's flags and resolves what it checks the
+// rows against: the bundle's sensors, channels and slot when there is
+// one, else the dataset's.
+func newCSVJob(f csvFlags, dataset string, b *sdgnn.Bundle) (*csvJob, error) {
+	j := &csvJob{path: f.path, topic: f.topic, dryRun: f.dryRun, speedup: f.speedup, fromLine: f.fromLine, dataset: dataset}
+	switch f.badRows {
 	case "stop":
 	case "skip":
 		j.skipBad = true
 	default:
-		return nil, usagef("-bad-rows %q: want stop or skip", badRows)
+		return nil, usagef("-bad-rows %q: want stop or skip", f.badRows)
+	}
+	switch {
+	case f.speedup < 0:
+		return nil, usagef("-speedup %g: want 0 (as fast as possible) or more", f.speedup)
+	case f.dryRun && f.speedup > 0:
+		return nil, usagef("-speedup with -dry-run: a dry run sends nothing to pace")
+	case f.fromLineSet && f.fromLine < 2:
+		return nil, usagef("-from-line %d: want 2 (the first row after the header) or more", f.fromLine)
 	}
 	info, err := pems.Lookup(dataset)
 	if err != nil {
 		return nil, usagef("-dataset: %v", err)
 	}
+	step, err := stepMs(dataset)
+	if err != nil {
+		return nil, err
+	}
 	j.channels = info.Channels
-	j.valid = stream.Validator{Nodes: info.Nodes, Channels: len(info.Channels), StepMs: int64(info.StepMinutes) * 60 * 1000}
+	j.valid = stream.Validator{Nodes: info.Nodes, Channels: len(info.Channels), StepMs: step}
 	if b != nil {
 		j.valid.Nodes, j.valid.Channels = b.Meta.Nodes, len(b.Meta.Norm.Mean)
 		if j.valid.Channels != len(info.Channels) {

@@ -486,21 +486,11 @@ func cmdPublish(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	addrs := strings.Split(*brokers, ",")
 	if *csvPath != "" {
-		cj, err := newCSVJob(*csvPath, *topic, *badRows, *dryRun, job.dataset, job.bundle)
+		cj, err := newCSVJob(csvFlags{path: *csvPath, topic: *topic, badRows: *badRows, dryRun: *dryRun, speedup: *speedup,
+			fromLine: *from, fromLineSet: flagSet(fs, "from-line")}, job.dataset, job.bundle)
 		if err != nil {
 			return err
 		}
-		if *speedup < 0 {
-			return usagef("-speedup %g: want 0 (as fast as possible) or more", *speedup)
-		}
-		if *dryRun && *speedup > 0 {
-			return usagef("-speedup with -dry-run: a dry run sends nothing to pace")
-		}
-		cj.speedup = *speedup
-		if flagSet(fs, "from-line") && *from < 2 {
-			return usagef("-from-line %d: want 2 (the first row after the header) or more", *from)
-		}
-		cj.fromLine = *from
 		if !*dryRun {
 			if err := waitBrokers(ctx, addrs, sec, *wait, stderr); err != nil {
 				return err
