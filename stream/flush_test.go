@@ -70,7 +70,15 @@ func TestFlushRetrying(t *testing.T) {
 		}
 		return ms
 	}
-	job := &flushJob{dead: msgs(3), out: msgs(5)}
+	// The forecasts go as the service hands them over, to be encoded by
+	// the flush.
+	forecasts := func(k int) (fb forecastBatch) {
+		for i := range k {
+			fb.add(&Forecast{Sensor: i, TS: testStep, Values: []float64{float64(i)}, Inputs: []Input{{Sensor: i, TS: 0}}})
+		}
+		return fb
+	}
+	job := &flushJob{dead: msgs(3), fc: forecasts(5)}
 	done := make(chan error, 1)
 	go func() { done <- svc.flushRetrying(ctx, job) }()
 	// Let a few attempts fail, then start the missing broker.
@@ -103,13 +111,22 @@ func TestFlushRetrying(t *testing.T) {
 	if got := countTopic(ctx, t, down.Addr, "forecasts"); got != 5 {
 		t.Errorf("%d forecasts written, want 5", got)
 	}
+	if len(job.out) != 5 {
+		t.Errorf("%d messages encoded for 5 forecasts over the retries, want 5", len(job.out))
+	}
+	for i := range 5 { // each sensor's latest message is its own forecast's
+		f, err := DecodeForecast(svc.latest[i])
+		if err != nil || f.Sensor != i || len(f.Values) != 1 || f.Values[0] != float64(i) || len(f.Inputs) != 1 || f.Inputs[0].Sensor != i {
+			t.Errorf("sensor %d's latest forecast: %+v, %v", i, f, err)
+		}
+	}
 
 	// No broker comes: given up after RetryFor.
 	svc.cfg.RetryFor = 300 * time.Millisecond
 	svc.forecasts.Close()
 	svc.forecasts = writer("127.0.0.1:"+strconv.Itoa(freePort(t)), "forecasts")
 	start := time.Now()
-	err = svc.flushRetrying(ctx, &flushJob{out: msgs(1)})
+	err = svc.flushRetrying(ctx, &flushJob{fc: forecasts(1)})
 	if err == nil || !strings.Contains(err.Error(), "batch not committed after") || !strings.Contains(err.Error(), "write forecasts") {
 		t.Fatalf("flush to no broker: %v", err)
 	}
@@ -120,7 +137,7 @@ func TestFlushRetrying(t *testing.T) {
 	// A shutdown request ends the retries.
 	svc.cfg.RetryFor = time.Hour
 	sctx, stop := context.WithCancel(ctx)
-	go func() { done <- svc.flushRetrying(sctx, &flushJob{out: msgs(1)}) }()
+	go func() { done <- svc.flushRetrying(sctx, &flushJob{fc: forecasts(1)}) }()
 	time.Sleep(200 * time.Millisecond)
 	stop()
 	select {
@@ -130,5 +147,45 @@ func TestFlushRetrying(t *testing.T) {
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("flush went on after shutdown")
+	}
+}
+
+// TestForecastBatch hands over forecasts as the emitter does, every one
+// in the same reused buffers, past the size of a chunk: each copy keeps
+// its own values and inputs, also in the job's next batch.
+func TestForecastBatch(t *testing.T) {
+	var fb forecastBatch
+	f := Forecast{Values: make([]float64, 3), Inputs: make([]Input, 6)}
+	for round := range 2 {
+		fb.reset()
+		const n = 3000 // 18,000 inputs: several chunks of 4096
+		for i := range n {
+			f.Sensor, f.TS = i, int64(round)
+			for c := range f.Values {
+				f.Values[c] = float64(i*10 + c + round)
+			}
+			for k := range f.Inputs {
+				f.Inputs[k] = Input{Sensor: i + k, TS: int64(round)}
+			}
+			fb.add(&f)
+		}
+		if len(fb.fcs) != n {
+			t.Fatalf("round %d: %d forecasts kept, want %d", round, len(fb.fcs), n)
+		}
+		for i, g := range fb.fcs {
+			if g.Sensor != i || g.TS != int64(round) || len(g.Values) != 3 || len(g.Inputs) != 6 {
+				t.Fatalf("round %d, forecast %d: %+v", round, i, g)
+			}
+			for c, v := range g.Values {
+				if v != float64(i*10+c+round) {
+					t.Fatalf("round %d, forecast %d: values %v", round, i, g.Values)
+				}
+			}
+			for k, in := range g.Inputs {
+				if in != (Input{Sensor: i + k, TS: int64(round)}) {
+					t.Fatalf("round %d, forecast %d: inputs %v", round, i, g.Inputs)
+				}
+			}
+		}
 	}
 }
