@@ -513,6 +513,19 @@ func (s *Service) Run(ctx context.Context) error {
 			cfg.Log.Error().Err(err).Msg("the last batch handed over was not committed either")
 		}
 	}()
+	// Readings are fetched and decoded beside the loop (see fetcher), and
+	// the fetcher has stopped before the reader closes.
+	fetch := newFetcher(s.reader.FetchMessage, cfg.StepMs, cfg.BatchSize)
+	fctx, stopFetch := context.WithCancel(ctx)
+	fetched := make(chan struct{})
+	go func() {
+		defer close(fetched)
+		fetch.run(fctx)
+	}()
+	defer func() {
+		stopFetch()
+		<-fetched
+	}()
 	var (
 		jobs    [2]flushJob
 		turn    int
@@ -520,8 +533,8 @@ func (s *Service) Run(ctx context.Context) error {
 		dead    []kafka.Message
 		held    []Held
 		order   []int32 // held's indices in slot order
-		r       Reading
-		values  []float64 // the current chunk of held readings' values
+		r       Reading // scratch, for the error of a reading the fetcher could not decode
+		taken   []Held  // taken from the fetcher, before the Aligner holds them
 		arrived []time.Time
 		resumed = map[int]bool{}
 		// Fetch errors (the broker gone) are retried: kafka-go's reader
@@ -556,59 +569,42 @@ func (s *Service) Run(ctx context.Context) error {
 				fetchErr    error
 				got         int
 				gatherUntil time.Time
-				// One context per deadline rather than per message (a
-				// timer each): renewed when the deadline moves earlier,
-				// or later by more than half a millisecond, so that the
-				// 2 ms gap below waits at least 1.5 ms.
-				fctx        context.Context
-				fetchCancel = func() {}
-				fctxUntil   time.Time
 			)
-			for fetched := 0; fetched < cfg.BatchSize; fetched++ {
-				if fctx == nil || deadline.Before(fctxUntil) || deadline.Sub(fctxUntil) > time.Millisecond/2 {
-					fetchCancel()
-					fctx, fetchCancel = context.WithDeadline(ctx, deadline)
-					fctxUntil = deadline
-				}
-				m, err := s.reader.FetchMessage(fctx)
-				if err != nil {
-					if ctx.Err() == nil && !errors.Is(err, context.DeadlineExceeded) {
-						fetchErr = fmt.Errorf("fetch readings: %w", err)
-					}
+			for got < cfg.BatchSize {
+				n := len(taken)
+				if taken, fetchErr = fetch.take(ctx, taken, cfg.BatchSize-got, deadline); fetchErr != nil {
+					fetchErr = fmt.Errorf("fetch readings: %w", fetchErr)
 					break
 				}
-				got++
-				if !resumed[m.Partition] {
-					resumed[m.Partition] = true
-					cfg.Log.Info().Int("partition", m.Partition).Int64("offset", m.Offset).Msg("first reading of partition")
+				if len(taken) == n {
+					break // the deadline passed, or ctx ended
 				}
-				h := Held{Msg: m, Arrived: time.Now()}
-				if DecodeReadingInto(&r, m.Key, m.Value) == nil && r.TS%cfg.StepMs == 0 {
-					h.Slot, h.OK = r.TS/cfg.StepMs, true
-					// Kept, so that it is decoded once; its values in
-					// chunks shared by many readings, not one each.
-					if cap(values)-len(values) < len(r.Values) {
-						values = make([]float64, 0, max(4096, len(r.Values)))
+				more := got == 0
+				for i := n; i < len(taken); i++ {
+					h := taken[i]
+					if !resumed[h.Msg.Partition] {
+						resumed[h.Msg.Partition] = true
+						cfg.Log.Info().Int("partition", h.Msg.Partition).Int64("offset", h.Msg.Offset).Msg("first reading of partition")
 					}
-					n := len(values)
-					values = append(values, r.Values...)
-					h.Reading = r
-					h.Reading.Values = values[n:len(values):len(values)]
+					// The broker said more follows (a backlog; the rest
+					// of a transaction, and its marker, fetched together).
+					more = more || h.Msg.Offset+1 < h.Msg.HighWaterMark
+					align.Add(h)
 				}
-				align.Add(h)
-				// Gather what is already buffered, and what the broker
-				// said follows (a backlog; the rest of a transaction,
-				// and its marker, fetched together), within the wait.
-				if fetched == 0 {
+				if got == 0 {
 					gatherUntil = time.Now().Add(wait)
 				}
-				if fetched == 0 || m.Offset+1 < m.HighWaterMark {
+				got += len(taken) - n
+				// Gather what is already fetched, and what follows, within
+				// the wait.
+				if more {
 					if deadline = time.Now().Add(2 * time.Millisecond); deadline.After(gatherUntil) {
 						deadline = gatherUntil
 					}
 				}
 			}
-			fetchCancel()
+			clear(taken) // the messages' bytes, until the next batch
+			taken = taken[:0]
 			// A partition not fetched from yet holds the others back for
 			// a second (Aligner.Idle); the broker says whether it has
 			// records to read, for which they wait longer (Backlog).
