@@ -537,6 +537,7 @@ func (s *Service) Run(ctx context.Context) error {
 		taken   []Held  // taken from the fetcher, before the Aligner holds them
 		arrived []time.Time
 		resumed = map[int]bool{}
+		grow    bool // jobs[turn] holds a batch not handed over yet, to grow
 		// Fetch errors (the broker gone) are retried: kafka-go's reader
 		// reconnects by itself and reports the errors meanwhile.
 		fetchWarned  time.Time
@@ -554,8 +555,11 @@ func (s *Service) Run(ctx context.Context) error {
 			defer func() { <-s.loop }()
 			var err error
 			j := &jobs[turn] // not pending: its flush ended before the other's began
-			batch, dead, arrived, held = j.batch[:0], j.dead[:0], j.arrived[:0], held[:0]
-			j.fc.reset()
+			held = held[:0]
+			if batch, dead, arrived = j.batch, j.dead, j.arrived; !grow {
+				batch, dead, arrived = batch[:0], dead[:0], arrived[:0]
+				j.fc.reset()
+			}
 			// Block for the first reading until the next forecast deadline.
 			wait := cfg.CommitEvery
 			if at, ok := s.emitter.NextDeadline(); ok {
@@ -733,16 +737,32 @@ func (s *Service) Run(ctx context.Context) error {
 					return false, err
 				}
 			}
-			// The batch before is committed before this one is handed over.
-			if err := s.finishFlush(); err != nil {
-				return false, err
-			}
 			j.batch, j.dead, j.arrived = batch, dead, arrived
-			if cfg.StateFile != "" && len(batch) > 0 {
-				j.state = s.state.AppendSnapshot(j.state[:0])
+			// A batch cut at BatchSize (a backlog flows) while the one
+			// before is still being written and committed goes on
+			// growing rather than waiting for it, up to maxGrow batches:
+			// the flush then takes more at each round trip, and the
+			// loop waits less.
+			grow = got == cfg.BatchSize && holding && fetchErr == nil && ctx.Err() == nil &&
+				len(batch) < maxGrow*cfg.BatchSize && s.pending != nil && !s.pending.ended()
+			handOver := func() error {
+				// The batch before is committed before this one is handed over.
+				if err := s.finishFlush(); err != nil {
+					return err
+				}
+				if cfg.StateFile != "" && len(batch) > 0 {
+					j.state = s.state.AppendSnapshot(j.state[:0])
+				}
+				s.startFlush(ctx, j)
+				turn ^= 1
+				grow = false
+				return nil
 			}
-			s.startFlush(ctx, j)
-			turn ^= 1
+			if !grow {
+				if err := handOver(); err != nil {
+					return false, err
+				}
+			}
 			done := time.Now()
 			s.mu.Lock()
 			if got > 0 {
@@ -766,6 +786,11 @@ func (s *Service) Run(ctx context.Context) error {
 				fetchFailing = false
 			}
 			if ctx.Err() != nil {
+				if grow {
+					if err := handOver(); err != nil {
+						return false, err
+					}
+				}
 				if err := s.finishFlush(); err != nil {
 					return false, err
 				}
@@ -1116,6 +1141,20 @@ func (s *Service) startFlush(ctx context.Context, j *flushJob) {
 		}
 	}()
 }
+
+// ended reports whether j's flush has ended.
+func (j *flushJob) ended() bool {
+	select {
+	case <-j.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// maxGrow is how many times BatchSize readings a batch may grow to while
+// the batch before is being committed (see Run).
+const maxGrow = 4
 
 // finishFlush waits until the pending batch is written and committed, or
 // its flush has given up, and returns the flush's error; nil when none is
