@@ -108,11 +108,16 @@ func (e *Emitter) target(z int) (int64, bool) {
 	if !ok {
 		return noSlot, false
 	}
+	return e.targetAt(z, earliest, first), true
+}
+
+// targetAt is target from z's horizon's earliest and first slots.
+func (e *Emitter) targetAt(z int, earliest, first int64) int64 {
 	t := first + 1
 	if last := e.st.nodes[z].lastEmitted; last != noSlot {
 		t = last + 1
 	}
-	return max(t, earliest), true
+	return max(t, earliest)
 }
 
 // started reports whether some receptive node of z has reached slot
@@ -122,11 +127,16 @@ func (e *Emitter) started(z int, target int64) bool {
 	return ok && newest >= target-1
 }
 
+// schedule files z's next target: among the fresh nodes if it is ready,
+// else under its deadline once it has started (target and started from one
+// look at z's horizon, since this runs for every dependent of every
+// reading applied).
 func (e *Emitter) schedule(z int, nowMs int64) {
-	t, ok := e.target(z)
+	newest, _, earliest, first, ok := e.st.horizon(z)
 	if !ok {
 		return
 	}
+	t := e.targetAt(z, earliest, first)
 	if e.st.readyFor(z, t) {
 		if !e.inReady[z] {
 			e.inReady[z] = true
@@ -134,7 +144,7 @@ func (e *Emitter) schedule(z int, nowMs int64) {
 		}
 		return
 	}
-	if !e.started(z, t) || e.pending[z] == t {
+	if newest < t-1 || e.pending[z] == t { // not started, or filed
 		return
 	}
 	at := satAdd(max(satMul(t, e.st.stepMs), nowMs), e.lateness)
