@@ -149,7 +149,7 @@ func (c *CSVReader) Read() (Reading, error) {
 		return Reading{}, &CSVError{Line: line, Err: fmt.Errorf("%d fields, the header has %d", len(rec), c.width)}
 	}
 	r := Reading{Values: c.row}
-	if r.TS, err = parseTS(strings.TrimSpace(rec[c.ts])); err != nil {
+	if r.TS, err = ParseTS(strings.TrimSpace(rec[c.ts])); err != nil {
 		return Reading{}, &CSVError{Line: line, Column: "ts", Err: err}
 	}
 	s := strings.TrimSpace(rec[c.node])
@@ -177,8 +177,9 @@ func (c *CSVReader) Read() (Reading, error) {
 	return r, nil
 }
 
-// parseTS reads a slot start: Unix milliseconds, or RFC 3339 with a zone.
-func parseTS(s string) (int64, error) {
+// ParseTS reads a time as the readings' ts is written, in CSV files and
+// requests: Unix milliseconds, or RFC 3339 with a zone, to the millisecond.
+func ParseTS(s string) (int64, error) {
 	if s == "" {
 		return 0, fmt.Errorf("empty")
 	}

@@ -1466,7 +1466,7 @@ func (s *Service) Handler() http.Handler {
 		}
 		since := int64(math.MinInt64)
 		if v := r.URL.Query().Get("since"); v != "" {
-			if since, err = parseTS(v); err != nil {
+			if since, err = ParseTS(v); err != nil {
 				http.Error(w, fmt.Sprintf("since: %v", err), http.StatusBadRequest)
 				return
 			}

@@ -2,12 +2,14 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -34,6 +36,16 @@ type csvJob struct {
 	// fromLine is the first line read (0 and 2: the first row after the
 	// header): a publish that stopped is taken up where it stopped.
 	fromLine int
+	// fromTS leaves out the rows of an earlier ts (with fromTSSet), which
+	// is how a sorted publish that stopped is taken up.
+	fromTS    int64
+	fromTSSet bool
+	// sort reads every row first and publishes them in time order (ts,
+	// then sensor, then line), as the service needs them.
+	sort bool
+	// history is the service's (serve -history): how many slots a row
+	// may come after a later one before forecasts are skipped.
+	history int
 	// what the readings must fit
 	dataset  string
 	channels []string
@@ -46,14 +58,17 @@ type csvFlags struct {
 	dryRun               bool
 	speedup              float64
 	fromLine             int
-	fromLineSet          bool // -from-line was given
+	fromLineSet          bool   // -from-line was given
+	fromTS               string // -from-ts, as given ("" if not)
+	sort                 bool
+	history              int
 }
 
 // newCSVJob checks publish -csv's flags and resolves what it checks the
 // rows against: the bundle's sensors, channels and slot when there is
 // one, else the dataset's.
 func newCSVJob(f csvFlags, dataset string, b *sdgnn.Bundle) (*csvJob, error) {
-	j := &csvJob{path: f.path, topic: f.topic, dryRun: f.dryRun, speedup: f.speedup, fromLine: f.fromLine, dataset: dataset}
+	j := &csvJob{path: f.path, topic: f.topic, dryRun: f.dryRun, speedup: f.speedup, fromLine: f.fromLine, sort: f.sort, history: f.history, dataset: dataset}
 	switch f.badRows {
 	case "stop":
 	case "skip":
@@ -68,6 +83,15 @@ func newCSVJob(f csvFlags, dataset string, b *sdgnn.Bundle) (*csvJob, error) {
 		return nil, usagef("-speedup with -dry-run: a dry run sends nothing to pace")
 	case f.fromLineSet && f.fromLine < 2:
 		return nil, usagef("-from-line %d: want 2 (the first row after the header) or more", f.fromLine)
+	case f.history < 0:
+		return nil, usagef("-history %d: want 0 or more, as serve's", f.history)
+	}
+	if f.fromTS != "" {
+		ts, err := stream.ParseTS(f.fromTS)
+		if err != nil {
+			return nil, usagef("-from-ts: %v", err)
+		}
+		j.fromTS, j.fromTSSet = ts, true
 	}
 	info, err := pems.Lookup(dataset)
 	if err != nil {
@@ -148,37 +172,127 @@ type badRowError struct {
 
 func (e *badRowError) Error() string { return e.err.Error() }
 
-// lineRing remembers the lines of the last readings given to
-// stream.PublishReadings, so that when it stops, the line of the first
-// reading not published can be named. It holds more readings than
-// PublishReadings has in hand at a time (a write's and its queue's), and
-// is shared between its source goroutine and the caller.
-type lineRing struct {
+// posRing remembers where the last readings given to
+// stream.PublishReadings stand (their lines, or their ts when sorted), so
+// that when it stops, where to take it up can be named. It holds more
+// readings than PublishReadings has in hand at a time (a write's and its
+// queue's), and is shared between its source goroutine and the caller.
+type posRing struct {
 	mu    sync.Mutex
 	given int            // readings given
-	lines [1 << 14]int32 // lines[i%len] is the line of reading i
+	pos   [1 << 14]int64 // pos[i%len] is where reading i stands
 }
 
-func (r *lineRing) add(line int) {
+func (r *posRing) add(pos int64) {
 	r.mu.Lock()
-	r.lines[r.given%len(r.lines)] = int32(line)
+	r.pos[r.given%len(r.pos)] = pos
 	r.given++
 	r.mu.Unlock()
 }
 
-// resume returns the line to publish again from when the first n readings
-// given are published: reading n's, or the line after the last reading
-// given when all are.
-func (r *lineRing) resume(n int) int {
+// resume returns where to publish again from when the first n readings
+// given are published: reading n's position, or the last reading's plus
+// after when all are; ok is false when none was given.
+func (r *posRing) resume(n int, after int64) (pos int64, ok bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	switch {
-	case n < r.given && r.given-n <= len(r.lines):
-		return int(r.lines[n%len(r.lines)])
+	case n < r.given && r.given-n <= len(r.pos):
+		return r.pos[n%len(r.pos)], true
 	case n >= r.given && r.given > 0:
-		return int(r.lines[(r.given-1)%len(r.lines)]) + 1
+		return r.pos[(r.given-1)%len(r.pos)] + after, true
 	}
-	return 2 // nothing given: from the first row
+	return 0, false
+}
+
+// disorder watches the rows' time order. The service keeps a history of
+// slots of each sensor beyond its window (serve -history): a reading
+// that comes after one more than that many slots later (of any sensor)
+// finds the windows it belongs with gone, and the forecasts that need it
+// are skipped. A file sorted by sensor, then time, is the usual cause.
+type disorder struct {
+	tolerance int64 // ms: the history's slots
+	slots     int64 // the same in slots
+	stepMs    int64
+	seen      bool
+	latest    int64 // the latest ts so far, and its line
+	latestAt  int
+	n         int // rows behind by more than tolerance
+	// the first of them
+	line, after int
+	ts, at      int64
+}
+
+func newDisorder(stepMs int64, history int) disorder {
+	return disorder{tolerance: int64(history) * stepMs, slots: int64(history), stepMs: stepMs}
+}
+
+// add notes the row at line with ts and reports whether it is the first
+// one behind by more than the tolerance.
+func (d *disorder) add(line int, ts int64) bool {
+	if !d.seen || ts > d.latest {
+		d.seen, d.latest, d.latestAt = true, ts, line
+		return false
+	}
+	if d.latest-ts <= d.tolerance {
+		return false
+	}
+	d.n++
+	if d.n == 1 {
+		d.line, d.ts, d.after, d.at = line, ts, d.latestAt, d.latest
+		return true
+	}
+	return false
+}
+
+// first describes the first row out of order.
+func (d *disorder) first() string {
+	return fmt.Sprintf("line %d (ts %s) comes after line %d (ts %s), %d slots later; the service keeps %d slots of each sensor, so the forecasts that need such a reading are skipped",
+		d.line, tsString(d.ts), d.after, tsString(d.at), (d.at-d.ts)/d.stepMs, d.slots)
+}
+
+// count says how many rows came out of order.
+func (d *disorder) count() string {
+	if d.n == 1 {
+		return "1 row out of time order"
+	}
+	return fmt.Sprintf("%d rows out of time order", d.n)
+}
+
+// tsString writes a reading's ts as RFC 3339, in UTC.
+func tsString(ts int64) string { return time.UnixMilli(ts).UTC().Format(time.RFC3339) }
+
+// sortedRows holds a file's readings in time order (ts, then sensor; a
+// sensor's readings of one slot in the file's order), their values in one
+// slice: about 50 bytes a reading of three channels.
+type sortedRows struct {
+	rows     []sortedRow
+	vals     []float64
+	channels int
+}
+
+type sortedRow struct {
+	ts          int64
+	sensor, off int
+}
+
+// add appends r, whose values are copied.
+func (s *sortedRows) add(r stream.Reading) {
+	s.rows = append(s.rows, sortedRow{ts: r.TS, sensor: r.Sensor, off: len(s.vals)})
+	s.vals = append(s.vals, r.Values...)
+}
+
+// sort puts the rows in time order.
+func (s *sortedRows) sort() {
+	slices.SortStableFunc(s.rows, func(a, b sortedRow) int {
+		return cmp.Or(cmp.Compare(a.ts, b.ts), cmp.Compare(a.sensor, b.sensor))
+	})
+}
+
+// reading returns row i; its values are the rows' own, not to be written.
+func (s *sortedRows) reading(i int) stream.Reading {
+	r := s.rows[i]
+	return stream.Reading{Sensor: r.sensor, TS: r.ts, Values: s.vals[r.off : r.off+s.channels : r.off+s.channels]}
 }
 
 // badCount says how many bad rows there were.
@@ -200,8 +314,9 @@ func rowError(line int, err error) error {
 }
 
 // run reads the rows, checks each and, unless a dry run, publishes the
-// good ones as they come. A bad row stops it (the rows before it are
-// published) or, with skipBad, is reported and passed over.
+// good ones: as they come, or with sort, once all are read, in time
+// order. A bad row stops it (the rows before it are published, unless
+// sorted) or, with skipBad, is reported and passed over.
 func (j *csvJob) run(ctx context.Context, stdin io.Reader, brokers []string, sec stream.Security, stdout, stderr io.Writer) error {
 	in, name, err := j.source(stdin)
 	if err != nil {
@@ -213,10 +328,11 @@ func (j *csvJob) run(ctx context.Context, stdin io.Reader, brokers []string, sec
 		return fmt.Errorf("%s: %w (for %s)", name, err, j.dataset)
 	}
 	bad := &badRows{name: name, w: stderr}
+	order := newDisorder(j.valid.StepMs, j.history)
 	checked := 0
-	pace := pacer{speedup: j.speedup}
-	lines := &lineRing{}
-	next := func() (stream.Reading, error) {
+	// row returns the next reading that fits, and its line. A bad row is
+	// returned as a *badRowError, or named and passed over.
+	row := func() (stream.Reading, int, error) {
 		for {
 			r, err := cr.Read()
 			line := cr.Line()
@@ -225,28 +341,30 @@ func (j *csvJob) run(ctx context.Context, stdin io.Reader, brokers []string, sec
 			case errors.As(err, &ce):
 				line = ce.Line
 			case err != nil:
-				return r, err // io.EOF, or the input failed
+				return r, line, err // io.EOF, or the input failed
 			}
-			if line < j.fromLine {
+			if line < j.fromLine || err == nil && j.fromTSSet && r.TS < j.fromTS {
 				continue
 			}
 			if err == nil {
 				if err = j.valid.Check(r); err == nil {
 					checked++
-					lines.add(line)
-					return r, pace.wait(ctx, r.TS)
+					if order.add(line, r.TS) && !j.sort && !j.dryRun {
+						fmt.Fprintf(stderr, "%s: warning: %s: sort the rows by ts, or publish with -sort\n", name, order.first())
+					}
+					return r, line, nil
 				}
 				err = rowError(line, err)
 			}
 			if !j.skipBad && !j.dryRun {
-				return r, &badRowError{line: line, err: err}
+				return r, line, &badRowError{line: line, err: err}
 			}
 			bad.add(err)
 		}
 	}
 	if j.dryRun {
 		for {
-			if _, err := next(); err == io.EOF {
+			if _, _, err := row(); err == io.EOF {
 				break
 			} else if err != nil {
 				return fmt.Errorf("%s: %w", name, err)
@@ -254,10 +372,77 @@ func (j *csvJob) run(ctx context.Context, stdin io.Reader, brokers []string, sec
 		}
 		fmt.Fprintf(stdout, "%s: %d readings fit %s (sensors 0–%d; %s; %d-minute slots); %s\n",
 			name, checked, j.dataset, j.valid.Nodes-1, strings.Join(j.channels, ", "), j.valid.StepMs/60000, badCount(bad.n))
-		if bad.n > 0 {
+		outOfOrder := order.n > 0 && !j.sort
+		if outOfOrder {
+			fmt.Fprintf(stderr, "%s: %s, the first: %s; sort the rows by ts, or publish with -sort\n", name, order.count(), order.first())
+		}
+		switch {
+		case bad.n > 0 && outOfOrder:
+			return fmt.Errorf("%s: %s, %s", name, badCount(bad.n), order.count())
+		case bad.n > 0:
 			return fmt.Errorf("%s: %s", name, badCount(bad.n))
+		case outOfOrder:
+			return fmt.Errorf("%s: %s", name, order.count())
 		}
 		return nil
+	}
+	pace := pacer{speedup: j.speedup}
+	ring := &posRing{}
+	var (
+		next func() (stream.Reading, error)
+		// from names the flag that takes the publish up after its first
+		// n readings.
+		from func(n int) string
+	)
+	if j.sort {
+		rows := sortedRows{channels: len(j.channels)}
+		for {
+			r, _, err := row()
+			if err == io.EOF {
+				break
+			}
+			var bre *badRowError
+			if errors.As(err, &bre) {
+				return fmt.Errorf("%s: %w; nothing is published (-sort reads every row first)", name, bre.err)
+			} else if err != nil {
+				return fmt.Errorf("%s: %w; nothing is published (-sort reads every row first)", name, err)
+			}
+			rows.add(r)
+		}
+		rows.sort()
+		i := 0
+		next = func() (stream.Reading, error) {
+			if i == len(rows.rows) {
+				return stream.Reading{}, io.EOF
+			}
+			r := rows.reading(i)
+			i++
+			ring.add(r.TS)
+			return r, pace.wait(ctx, r.TS)
+		}
+		from = func(n int) string {
+			ts, ok := ring.resume(n, 0) // the slot of the last reading again: sent twice, applied once
+			if !ok {
+				return "-sort"
+			}
+			return fmt.Sprintf("-sort -from-ts %d", ts)
+		}
+	} else {
+		next = func() (stream.Reading, error) {
+			r, line, err := row()
+			if err != nil {
+				return r, err
+			}
+			ring.add(int64(line))
+			return r, pace.wait(ctx, r.TS)
+		}
+		from = func(n int) string {
+			line, ok := ring.resume(n, 1)
+			if !ok {
+				line = 2 // from the first row
+			}
+			return fmt.Sprintf("-from-line %d", line)
+		}
 	}
 	if err := sec.EnsureTopics(ctx, brokers, 4, j.topic); err != nil {
 		return err
@@ -269,15 +454,29 @@ func (j *csvJob) run(ctx context.Context, stdin io.Reader, brokers []string, sec
 		case errors.As(err, &bre):
 			return fmt.Errorf("%s: %w; the %d readings before it are published to %s; go on from it with -from-line %d", name, bre.err, n, j.topic, bre.line)
 		case errors.Is(err, context.Canceled):
-			fmt.Fprintf(stdout, "interrupted: published %d readings from %s to %s; go on with -from-line %d\n", n, name, j.topic, lines.resume(n))
+			fmt.Fprintf(stdout, "interrupted: published %d readings from %s to %s; go on with %s\n", n, name, j.topic, from(n))
 			return err
+		case j.sort:
+			return fmt.Errorf("%s: %w; %d readings are published to %s, every one of a ts before the one to go on from: publish again with %s (a reading sent twice is applied once)",
+				name, err, n, j.topic, from(n))
 		}
-		return fmt.Errorf("%s: %w; the %d readings of the rows before line %d are published to %s: publish again with -from-line %d (a reading sent twice is applied once)",
-			name, err, n, lines.resume(n), j.topic, lines.resume(n))
+		line, ok := ring.resume(n, 1)
+		if !ok {
+			line = 2
+		}
+		return fmt.Errorf("%s: %w; the %d readings of the rows before line %d are published to %s: publish again with %s (a reading sent twice is applied once)",
+			name, err, n, line, j.topic, from(n))
 	}
 	fmt.Fprintf(stdout, "published %d readings from %s to %s", n, name, j.topic)
+	var notes []string
 	if bad.n > 0 {
-		fmt.Fprintf(stdout, " (%s skipped)", badCount(bad.n))
+		notes = append(notes, badCount(bad.n)+" skipped")
+	}
+	if order.n > 0 && !j.sort {
+		notes = append(notes, order.count())
+	}
+	if len(notes) > 0 {
+		fmt.Fprintf(stdout, " (%s)", strings.Join(notes, "; "))
 	}
 	fmt.Fprintln(stdout)
 	return nil
