@@ -33,6 +33,84 @@ type PublishConfig struct {
 	// SkipMissing leaves missing readings (all channels 0) out instead of
 	// sending zeros, as a sensor that did not report would.
 	SkipMissing bool
+	// Retry says how long a write the brokers do not acknowledge is tried
+	// again (see Retry); zero: not beyond kafka-go's own attempts.
+	Retry Retry
+}
+
+// Retry is how a publisher rides out brokers that do not acknowledge a
+// write (restarting, a leader moving, the network away): after kafka-go's
+// own attempts (about 7 s with the broker gone), the readings not
+// acknowledged are written again, in their order, with a backoff from 1 s
+// up to 5 s, until For has passed since the write first failed.
+type Retry struct {
+	For time.Duration
+	// OnRetry, if set, is called before each new attempt with the error,
+	// how many readings wait and how long the retries have gone on.
+	OnRetry func(err error, waiting int, since time.Duration)
+}
+
+// write writes msgs with w and returns how many of them, from the first,
+// were acknowledged: len(msgs) when err is nil. A failed write is tried
+// again as r says; a message is written again only if it was not
+// acknowledged, and a partition's messages stay in their order (kafka-go
+// writes or fails them together). ctx's end stops the retries.
+func (r Retry) write(ctx context.Context, w *kafka.Writer, msgs []kafka.Message) (int, error) {
+	err := w.WriteMessages(ctx, msgs...)
+	if err == nil {
+		return len(msgs), nil
+	}
+	acked := make([]bool, len(msgs))
+	pending := make([]int, len(msgs)) // indices of msgs not acknowledged
+	for i := range pending {
+		pending[i] = i
+	}
+	start := time.Now()
+	for attempt := 0; ; attempt++ {
+		var we kafka.WriteErrors
+		if errors.As(err, &we) && len(we) == len(pending) {
+			left := pending[:0]
+			for k, i := range pending {
+				if we[k] == nil {
+					acked[i] = true
+				} else {
+					left = append(left, i)
+				}
+			}
+			pending = left
+		}
+		since := time.Since(start)
+		if len(pending) == 0 || since >= r.For || ctx.Err() != nil || permanent(err) {
+			break
+		}
+		if r.OnRetry != nil {
+			r.OnRetry(briefWriteError(err), len(pending), since)
+		}
+		t := time.NewTimer(min(time.Second<<min(attempt, 3), 5*time.Second))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+		case <-t.C:
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		try := make([]kafka.Message, len(pending))
+		for k, i := range pending {
+			try[k] = msgs[i]
+		}
+		if err = w.WriteMessages(ctx, try...); err == nil {
+			return len(msgs), nil
+		}
+	}
+	n := 0
+	for n < len(msgs) && acked[n] {
+		n++
+	}
+	if len(pending) == 0 { // acknowledged after all, though not in one answer
+		return len(msgs), nil
+	}
+	return n, briefWriteError(err)
 }
 
 // publishChunk is how many readings Publish writes per call to the
@@ -46,7 +124,8 @@ const publishChunk = 4096
 // > 0) each slot is written and acknowledged before the pause; otherwise
 // whole slots are written together, up to publishChunk readings at a time
 // (a sensor's readings stay in order: they share a partition). It returns
-// the number of readings written and acknowledged.
+// the number of readings written and acknowledged; after a failed write,
+// those before the first one not acknowledged.
 func Publish(ctx context.Context, s Series, cfg PublishConfig) (int, error) {
 	if cfg.From < 0 || cfg.To > s.Steps || cfg.From >= cfg.To {
 		return 0, fmt.Errorf("publish: steps [%d,%d) outside the series' %d", cfg.From, cfg.To, s.Steps)
@@ -91,8 +170,8 @@ func Publish(ctx context.Context, s Series, cfg PublishConfig) (int, error) {
 		if cfg.SlotPause == 0 && t+1 < cfg.To && len(msgs)+s.Nodes <= publishChunk {
 			continue // the next slot fits too
 		}
-		if err := w.WriteMessages(ctx, msgs...); err != nil {
-			err = briefWriteError(err)
+		if k, err := cfg.Retry.write(ctx, w, msgs); err != nil {
+			n += k
 			if first == t {
 				return n, fmt.Errorf("publish step %d: %w", t, err)
 			}
@@ -130,6 +209,9 @@ type FeedConfig struct {
 	// has what it gave published within about Linger (0: 50 ms). A source
 	// that does not pause is written publishChunk readings at a time.
 	Linger time.Duration
+	// Retry says how long a write the brokers do not acknowledge is tried
+	// again; zero: not beyond kafka-go's own attempts.
+	Retry Retry
 }
 
 // feedItem is a reading encoded for the topic, or the error that ended the
@@ -148,7 +230,8 @@ type feedItem struct {
 // be given again from that reading on. Some readings after it may be on
 // the topic too (those of other partitions in the same write); giving
 // them again is safe, since the service takes a repeated reading as a
-// duplicate and applies it once.
+// duplicate and applies it once. With cfg.Retry, a failed write is first
+// tried again for up to Retry.For.
 //
 // next is called on a goroutine of its own, so that a source that blocks
 // does not hold back what it gave; a reading is encoded before next is
@@ -201,17 +284,9 @@ func PublishReadings(ctx context.Context, next func() (Reading, error), cfg Feed
 		if len(msgs) == 0 {
 			return nil
 		}
-		if err := w.WriteMessages(ctx, msgs...); err != nil {
-			var we kafka.WriteErrors
-			if errors.As(err, &we) && len(we) == len(msgs) {
-				for _, e := range we {
-					if e != nil {
-						break
-					}
-					n++
-				}
-			}
-			return fmt.Errorf("publish %d readings: %w", len(msgs), briefWriteError(err))
+		if k, err := cfg.Retry.write(ctx, w, msgs); err != nil {
+			n += k
+			return fmt.Errorf("publish %d readings: %w", len(msgs), err)
 		}
 		n += len(msgs)
 		msgs, due = msgs[:0], nil
@@ -260,6 +335,23 @@ func PublishReadings(ctx context.Context, next func() (Reading, error), cfg Feed
 			return n, ctx.Err()
 		}
 	}
+}
+
+// permanent reports whether err, a write's, is one that writing again
+// cannot mend: a Kafka error code that is not temporary (a message too
+// large, authorisation refused), as the first message's that failed.
+func permanent(err error) bool {
+	var we kafka.WriteErrors
+	if errors.As(err, &we) {
+		for _, e := range we {
+			if e != nil {
+				err = e
+				break
+			}
+		}
+	}
+	var ke kafka.Error
+	return errors.As(err, &ke) && !ke.Temporary()
 }
 
 // briefWriteError shortens kafka-go's WriteErrors, which holds one error

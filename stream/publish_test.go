@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"slices"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -221,5 +223,113 @@ func TestBriefWriteError(t *testing.T) {
 		if !errors.Is(got, refused) && !errors.Is(got, other) {
 			t.Errorf("briefWriteError(%v) = %v wraps neither error", tc.err, got)
 		}
+	}
+}
+
+// TestPublishRetry stops the broker in the middle of a paced publish and
+// starts it again on the same port and data after kafka-go's own attempts
+// have failed: Retry writes the readings not acknowledged again until it
+// is back, and then every reading is on the topic, each sensor's in order.
+// A write the broker refuses for good (a message over the topic's
+// max.message.bytes) is not tried again.
+func TestPublishRetry(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a broker")
+	}
+	const n, C, steps = 50, 2, 40
+	data := testSeries(steps, n, C, 0)
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	emb, err := StartEmbedded(0, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := EnsureTopics(ctx, []string{emb.Addr}, 4, "readings"); err != nil {
+		t.Fatal(err)
+	}
+	addr := emb.Addr
+	var retries atomic.Int32
+	type result struct {
+		sent int
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		sent, err := Publish(ctx, Series{Steps: steps, Nodes: n, Channels: C, Data: data}, PublishConfig{Brokers: []string{addr},
+			Topic: "readings", From: 0, To: steps, Start: start, StepMs: testStep, SlotPause: 20 * time.Millisecond,
+			Retry: Retry{For: time.Minute, OnRetry: func(err error, waiting int, since time.Duration) {
+				if waiting < 1 || waiting > n || err == nil {
+					t.Errorf("retry: %d readings waiting, want 1 to %d (a slot); error %v", waiting, n, err)
+				}
+				retries.Add(1)
+			}}})
+		done <- result{sent, err}
+	}()
+	time.Sleep(200 * time.Millisecond) // a few slots written
+	emb.Close()
+	for retries.Load() == 0 {
+		select {
+		case r := <-done:
+			t.Fatalf("publish ended with the broker gone: %d readings, %v", r.sent, r.err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	_, port, _ := net.SplitHostPort(addr)
+	p, _ := strconv.Atoi(port)
+	if emb, err = StartEmbedded(p, dir); err != nil {
+		t.Fatalf("restart the broker on port %d: %v", p, err)
+	}
+	defer emb.Close()
+	r := <-done
+	if r.err != nil || r.sent != n*steps {
+		t.Fatalf("publish across the restart: %d readings, %v; want %d and no error", r.sent, r.err, n*steps)
+	}
+	seen := map[[2]int64]int{}
+	total := 0
+	for part := 0; part < 4; part++ {
+		last := map[int]int64{}
+		for _, m := range readPartition(ctx, t, emb.Addr, "readings", part) {
+			rd, err := DecodeReading(m.Key, m.Value)
+			if err != nil {
+				t.Fatal(err)
+			}
+			slot := (rd.TS - start.UnixMilli()) / testStep
+			if l, ok := last[rd.Sensor]; ok && slot < l {
+				t.Fatalf("sensor %d: slot %d after %d", rd.Sensor, slot, l)
+			}
+			last[rd.Sensor] = slot
+			seen[[2]int64{int64(rd.Sensor), slot}]++
+			total++
+		}
+	}
+	// A write acknowledged as the broker went away may be written again:
+	// at most a slot's readings twice.
+	if len(seen) != n*steps || total > n*steps+n {
+		t.Errorf("%d distinct readings of %d on the topic, %d in all (at most %d)", len(seen), n*steps, total, n*steps+n)
+	}
+	t.Logf("%d retries, %d readings written twice", retries.Load(), total-len(seen))
+
+	// Refused for good: not tried again.
+	client := &kafka.Client{Addr: kafka.TCP(emb.Addr)}
+	res, err := client.CreateTopics(ctx, &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{{Topic: "small", NumPartitions: 1, ReplicationFactor: 1,
+		ConfigEntries: []kafka.ConfigEntry{{ConfigName: "max.message.bytes", ConfigValue: "100"}}}}})
+	if err == nil {
+		err = res.Errors["small"]
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	retries.Store(0)
+	began := time.Now()
+	sent, err := Publish(ctx, Series{Steps: steps, Nodes: n, Channels: C, Data: data}, PublishConfig{Brokers: []string{emb.Addr},
+		Topic: "small", From: 0, To: 2, Start: start, StepMs: testStep,
+		Retry: Retry{For: time.Minute, OnRetry: func(error, int, time.Duration) { retries.Add(1) }}})
+	if err == nil || sent != 0 || retries.Load() != 0 || !errors.Is(err, kafka.MessageSizeTooLarge) {
+		t.Errorf("publish of messages too large: %d readings, %d retries, %v; want none, none and Message Size Too Large", sent, retries.Load(), err)
+	}
+	if took := time.Since(began); took > 30*time.Second {
+		t.Errorf("refused for good after %v", took)
 	}
 }

@@ -46,6 +46,7 @@ type csvJob struct {
 	// history is the service's (serve -history): how many slots a row
 	// may come after a later one before forecasts are skipped.
 	history int
+	retry   stream.Retry // how long a write not acknowledged is tried again
 	// what the readings must fit
 	dataset  string
 	channels []string
@@ -447,7 +448,7 @@ func (j *csvJob) run(ctx context.Context, stdin io.Reader, brokers []string, sec
 	if err := sec.EnsureTopics(ctx, brokers, 4, j.topic); err != nil {
 		return err
 	}
-	n, err := stream.PublishReadings(ctx, next, stream.FeedConfig{Brokers: brokers, Security: sec, Topic: j.topic})
+	n, err := stream.PublishReadings(ctx, next, stream.FeedConfig{Brokers: brokers, Security: sec, Topic: j.topic, Retry: j.retry})
 	if err != nil {
 		var bre *badRowError
 		switch {

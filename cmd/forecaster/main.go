@@ -446,11 +446,15 @@ func cmdPublish(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		fromTS  = fs.String("from-ts", "", "with -csv, skip the rows of an earlier ts (Unix ms or RFC 3339): take up a -sort publish that stopped where its message says")
 		history = fs.Int("history", stream.DefaultHistory, "with -csv, the history the service keeps (serve -history): a row that comes more slots than this after a later one is named, as its forecasts would be skipped")
 		sortCSV = fs.Bool("sort", false, "with -csv, read every row first (about 50 bytes a reading in memory) and publish them in time order, as the service needs them (a file exported sensor by sensor, say); a bad row then stops before anything is published")
+		retry   = fs.Duration("retry-for", time.Minute, "how long a write the brokers do not acknowledge (a broker restarting) is tried again, after kafka-go's own attempts (about 7 s); 0: not at all")
 		wait    = addWaitFlag(fs)
 		secf    = addSecurityFlags(fs)
 	)
 	if err := fs.Parse(args); err != nil {
 		return errUsage
+	}
+	if *retry < 0 {
+		return usagef("-retry-for %s: want 0 or more", *retry)
 	}
 	if *csvPath == "" {
 		for _, f := range []string{"bad-rows", "dry-run", "from-line", "from-ts", "sort", "history"} {
@@ -494,6 +498,7 @@ func cmdPublish(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		if err != nil {
 			return err
 		}
+		cj.retry = retrying(*retry, stderr)
 		if !*dryRun {
 			if err := waitBrokers(ctx, addrs, sec, *wait, stderr); err != nil {
 				return err
@@ -508,6 +513,7 @@ func cmdPublish(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err := waitBrokers(ctx, addrs, sec, *wait, stderr); err != nil {
 		return err
 	}
+	plan.retry = retrying(*retry, stderr)
 	n, err := publish(ctx, addrs, sec, plan)
 	if err != nil {
 		return err

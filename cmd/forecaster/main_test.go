@@ -75,6 +75,7 @@ func TestBadInvocations(t *testing.T) {
 		{"sort without csv", []string{"publish", "-brokers", "127.0.0.1:1", "-sort"}, 2, "-sort goes with -csv"},
 		{"from-ts without csv", []string{"publish", "-brokers", "127.0.0.1:1", "-from-ts", "0"}, 2, "-from-ts goes with -csv"},
 		{"bad from-ts", []string{"publish", "-csv", blank, "-dataset", "sz-taxi", "-dry-run", "-from-ts", "yesterday"}, 2, `-from-ts: "yesterday" is neither Unix milliseconds nor RFC 3339`},
+		{"negative retry", []string{"publish", "-brokers", "127.0.0.1:1", "-retry-for", "-1s"}, 2, "-retry-for -1s: want 0 or more"},
 		{"negative history", []string{"publish", "-csv", blank, "-dataset", "sz-taxi", "-dry-run", "-history", "-1"}, 2, "-history -1: want 0 or more"},
 		{"csv of an unknown dataset", []string{"publish", "-csv", blank, "-dataset", "nope", "-dry-run"}, 2, `-dataset: unknown dataset "nope"`},
 		{"missing csv", []string{"publish", "-csv", missing + ".csv", "-dataset", "sz-taxi", "-dry-run"}, 1, "gone.sdgnn.csv: no such file"},

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/pemsforecast/sdgnn/sdgnn"
@@ -38,6 +39,7 @@ type replayPlan struct {
 	slotPause time.Duration
 	topic     string
 	what      string
+	retry     stream.Retry // how long a write not acknowledged is tried again
 }
 
 // plan loads the data and works out the steps to publish: from the first
@@ -119,5 +121,13 @@ func publish(ctx context.Context, brokers []string, sec stream.Security, pl repl
 	}
 	s := pl.p.Dataset.Series
 	return stream.Publish(ctx, stream.Series{Steps: s.Steps, Nodes: s.Nodes, Channels: s.Channels, Data: s.Data},
-		stream.PublishConfig{Brokers: brokers, Security: sec, Topic: pl.topic, From: pl.from, To: pl.to, Start: pl.t0, StepMs: pl.stepMs, SlotPause: pl.slotPause})
+		stream.PublishConfig{Brokers: brokers, Security: sec, Topic: pl.topic, From: pl.from, To: pl.to, Start: pl.t0, StepMs: pl.stepMs, SlotPause: pl.slotPause, Retry: pl.retry})
+}
+
+// retrying returns publish's Retry of -retry-for d, naming each new
+// attempt on w.
+func retrying(d time.Duration, w io.Writer) stream.Retry {
+	return stream.Retry{For: d, OnRetry: func(err error, waiting int, since time.Duration) {
+		fmt.Fprintf(w, "publish: %v; trying again (%d readings waiting, %s of -retry-for %s gone)\n", err, waiting, since.Round(time.Second), d)
+	}}
 }

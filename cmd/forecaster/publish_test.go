@@ -513,7 +513,8 @@ func TestPacer(t *testing.T) {
 }
 
 // TestPublishCSVBrokerLost stops the broker while forecaster publish
-// -csv - is fed through a pipe: the error says how many readings were
+// -csv - -retry-for 0 is fed through a pipe: once kafka-go's own attempts
+// have failed, the error says how many readings were
 // published and the line to publish again from, and taking the file up
 // there once the broker is back leaves every reading on the topic once.
 func TestPublishCSVBrokerLost(t *testing.T) {
@@ -531,7 +532,7 @@ func TestPublishCSVBrokerLost(t *testing.T) {
 	pw := pipeStdin(t)
 	done := make(chan error, 1)
 	go func() {
-		done <- cmdPublish(ctx, []string{"-brokers", emb.Addr, "-csv", "-", "-dataset", "sz-taxi"}, io.Discard, io.Discard)
+		done <- cmdPublish(ctx, []string{"-brokers", emb.Addr, "-csv", "-", "-dataset", "sz-taxi", "-retry-for", "0"}, io.Discard, io.Discard)
 	}()
 	io.WriteString(pw, "ts,sensor,speed\n"+slot(0))
 	for n := 0; n < s.Nodes; n = len(topicMessages(ctx, t, emb.Addr, "readings")) {
@@ -576,6 +577,68 @@ func TestPublishCSVBrokerLost(t *testing.T) {
 	}
 	if len(seen) != 2*s.Nodes {
 		t.Errorf("%d readings on the topic, want %d", len(seen), 2*s.Nodes)
+	}
+}
+
+// TestPublishCSVRetry stops the broker while forecaster publish -csv -
+// has a slot to write, and starts it again on the same port and data once
+// the publish has said it is trying again (-retry-for): the publish
+// finishes, and both slots are on the topic, every reading once.
+func TestPublishCSVRetry(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a broker")
+	}
+	ds := datatest.SZTaxi(t)
+	nodes := ds.Series.Nodes
+	data := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	emb := readingsBroker(ctx, t, data)
+	_, port, _ := net.SplitHostPort(emb.Addr)
+	pw := pipeStdin(t)
+	var stderr lockedBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- cmdPublish(ctx, []string{"-brokers", emb.Addr, "-csv", "-", "-dataset", "sz-taxi", "-retry-for", "45s"}, io.Discard, &stderr)
+	}()
+	io.WriteString(pw, "ts,sensor,speed\n"+csvSlot(ds, 0))
+	for n := 0; n < nodes; n = len(topicMessages(ctx, t, emb.Addr, "readings")) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	emb.Close()
+	io.WriteString(pw, csvSlot(ds, 1))
+	pw.Close()
+	want := fmt.Sprintf("trying again (%d readings waiting, ", nodes)
+	for !strings.Contains(stderr.String(), want) {
+		select {
+		case err := <-done:
+			t.Fatalf("publish ended with the broker gone: %v\nstderr: %s", err, stderr.String())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	p, _ := strconv.Atoi(port)
+	emb, err := stream.StartEmbedded(p, data)
+	if err != nil {
+		t.Fatalf("restart the broker on port %s: %v", port, err)
+	}
+	defer emb.Close()
+	if err := <-done; err != nil {
+		t.Fatalf("publish across the restart: %v\nstderr: %s", err, stderr.String())
+	}
+	seen := map[[2]int64]bool{}
+	for _, m := range topicMessages(ctx, t, emb.Addr, "readings") {
+		r, err := stream.DecodeReading(m.Key, m.Value)
+		if err != nil {
+			t.Fatal(err)
+		}
+		k := [2]int64{int64(r.Sensor), r.TS}
+		if seen[k] {
+			t.Errorf("sensor %d at %d published twice", r.Sensor, r.TS)
+		}
+		seen[k] = true
+	}
+	if len(seen) != 2*nodes {
+		t.Errorf("%d readings on the topic, want %d", len(seen), 2*nodes)
 	}
 }
 
