@@ -563,21 +563,7 @@ func TestPublishCSVBrokerLost(t *testing.T) {
 	if err := cmdPublish(ctx, []string{"-brokers", emb.Addr, "-csv", path, "-dataset", "sz-taxi", "-from-line", "158"}, io.Discard, io.Discard); err != nil {
 		t.Fatal(err)
 	}
-	seen := map[[2]int64]bool{}
-	for _, m := range topicMessages(ctx, t, emb.Addr, "readings") {
-		r, err := stream.DecodeReading(m.Key, m.Value)
-		if err != nil {
-			t.Fatal(err)
-		}
-		k := [2]int64{int64(r.Sensor), r.TS}
-		if seen[k] {
-			t.Errorf("sensor %d at %d published twice", r.Sensor, r.TS)
-		}
-		seen[k] = true
-	}
-	if len(seen) != 2*s.Nodes {
-		t.Errorf("%d readings on the topic, want %d", len(seen), 2*s.Nodes)
-	}
+	checkOnce(ctx, t, emb.Addr, 2*s.Nodes)
 }
 
 // TestPublishCSVRetry stops the broker while forecaster publish -csv -
@@ -625,8 +611,15 @@ func TestPublishCSVRetry(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("publish across the restart: %v\nstderr: %s", err, stderr.String())
 	}
+	checkOnce(ctx, t, emb.Addr, 2*nodes)
+}
+
+// checkOnce checks that the readings topic at addr holds want readings,
+// none twice.
+func checkOnce(ctx context.Context, t *testing.T, addr string, want int) {
+	t.Helper()
 	seen := map[[2]int64]bool{}
-	for _, m := range topicMessages(ctx, t, emb.Addr, "readings") {
+	for _, m := range topicMessages(ctx, t, addr, "readings") {
 		r, err := stream.DecodeReading(m.Key, m.Value)
 		if err != nil {
 			t.Fatal(err)
@@ -637,8 +630,8 @@ func TestPublishCSVRetry(t *testing.T) {
 		}
 		seen[k] = true
 	}
-	if len(seen) != 2*nodes {
-		t.Errorf("%d readings on the topic, want %d", len(seen), 2*nodes)
+	if len(seen) != want {
+		t.Errorf("%d readings on the topic, want %d", len(seen), want)
 	}
 }
 
