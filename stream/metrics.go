@@ -31,6 +31,11 @@ type Counters struct {
 	// retries); FlushRetries counts batches whose writes, state save or
 	// commit failed and were tried again.
 	FetchErrors, FlushRetries atomic.Uint64
+	// Batches counts the batches committed (forecasts written, state
+	// saved, offsets committed) and BatchMessages the readings topic's
+	// messages among them, so that their ratio is the mean batch: it
+	// grows while a backlog flows (see Service.Run).
+	Batches, BatchMessages atomic.Uint64
 	// Rebuilds counts the times the state was rebuilt from the log as the
 	// service began to hold the partitions (see Config.NoRebuild),
 	// RebuildFailures those that failed, and Rebuilt the readings those
@@ -163,6 +168,8 @@ func (c *Counters) WritePrometheus(w io.Writer) error {
 	counter("model_reload_failures_total", "Model reloads refused (unreadable or incompatible bundle); the model served was kept.", c.ReloadFailures.Load())
 	counter("fetch_errors_total", "Fetches of readings that failed, the broker unreachable or refusing; the consumer retries.", c.FetchErrors.Load())
 	counter("flush_retries_total", "Batches whose forecast or dead-letter writes, state save or offset commit failed and were tried again.", c.FlushRetries.Load())
+	counter("batches_committed_total", "Batches committed: their forecasts and dead letters written, the state saved, their offsets committed.", c.Batches.Load())
+	counter("batch_messages_committed_total", "Messages of the readings topic whose offsets those batches committed (over batches_committed_total: the mean batch).", c.BatchMessages.Load())
 	counter("rebuilds_total", "Times the windows were rebuilt from the readings and forecasts topics as the service began to hold the partitions.", c.Rebuilds.Load())
 	counter("rebuild_failures_total", "Rebuilds from the log that failed; the service went on with the state it had.", c.RebuildFailures.Load())
 	counter("rebuilt_readings_total", "Readings read back from the readings topic that a rebuild applied to the windows.", c.Rebuilt.Load())

@@ -1249,6 +1249,8 @@ func (s *Service) flush(ctx context.Context, j *flushJob) error {
 	if err := s.reader.CommitMessages(ctx, batch...); err != nil {
 		return fmt.Errorf("commit offsets: %w", err)
 	}
+	s.counters.Batches.Add(1)
+	s.counters.BatchMessages.Add(uint64(len(batch)))
 	return nil
 }
 

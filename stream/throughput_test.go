@@ -40,6 +40,13 @@ func TestCatchUpBacklog(t *testing.T) {
 				t.Fatalf("applied %d of %d readings; emitted %d of %d forecasts, %d stale, %d skipped",
 					c.Applied.Load(), r.readings, c.Emitted.Load(), r.want, c.Stale.Load(), c.Skipped.Load())
 			}
+			// Every message of the backlog committed once, in batches
+			// (markers too, when transactional).
+			if m := c.BatchMessages.Load(); c.Batches.Load() == 0 || m < uint64(r.readings) ||
+				tc.mode == plaintext && m != uint64(r.readings) {
+				t.Errorf("%d batches committed %d messages, want all %d readings' (and the markers)", c.Batches.Load(), m, r.readings)
+			}
+			t.Logf("%d batches, %.0f messages each", c.Batches.Load(), float64(c.BatchMessages.Load())/float64(c.Batches.Load()))
 			if c.TxnAborted.Load() != 0 || c.TxnUnchecked.Load() != 0 {
 				t.Errorf("%d readings taken for aborted, %d applied unchecked", c.TxnAborted.Load(), c.TxnUnchecked.Load())
 			}
