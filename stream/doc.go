@@ -71,7 +71,9 @@
 // Publish replays a series (a dataset's steps, slot by slot), and
 // PublishReadings publishes readings from any source, in order, keyed by
 // sensor: a CSVReader's rows of an exported file or of a pipe, each
-// checked first by a Validator as the service will check it.
+// checked first by a Validator as the service will check it. Both write
+// again what the brokers did not acknowledge, for as long as their Retry
+// says, so that a broker restart does not stop them.
 //
 // # Encoding
 //
