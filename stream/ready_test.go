@@ -2,6 +2,7 @@ package stream
 
 import (
 	"context"
+	"encoding/csv"
 	"encoding/json"
 	"errors"
 	"maps"
@@ -201,6 +202,7 @@ func TestServiceReadinessThroughBrokerRestart(t *testing.T) {
 	}
 	const n, T, C, d = 4, 3, 2, 4
 	b := testBundle(t, n, T, C, d, 1)
+	b.Meta.Channels = []string{"flow", "speed"}
 	dataDir := t.TempDir()
 	emb, err := StartEmbedded(0, dataDir)
 	if err != nil {
@@ -351,6 +353,48 @@ func TestServiceReadinessThroughBrokerRestart(t *testing.T) {
 				t.Errorf("GET /forecasts%s: forecast %d is %s, /forecast/%d says %s", tc.query, i, f, tc.want[i], each[i])
 			}
 		}
+	}
+	// As CSV (?format=csv, or Accept: text/csv): the same forecasts, a
+	// row each, the values to the bit.
+	for _, tc := range []struct{ query, accept string }{
+		{"?format=csv&sensors=2,0", ""}, {"?sensors=2,0", "text/csv"}, {"?sensors=2,0&since=" + strconv.FormatInt(next, 10), "text/csv, */*;q=0.1"},
+	} {
+		req := httptest.NewRequest(http.MethodGet, "/forecasts"+tc.query, nil)
+		if tc.accept != "" {
+			req.Header.Set("Accept", tc.accept)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		rows, err := csv.NewReader(rec.Body).ReadAll()
+		if rec.Code != http.StatusOK || rec.Header().Get("Content-Type") != "text/csv; charset=utf-8" || err != nil || len(rows) != 3 {
+			t.Fatalf("GET /forecasts%s (Accept %q): %d %s, %d rows (%v)", tc.query, tc.accept, rec.Code, rec.Header().Get("Content-Type"), len(rows), err)
+		}
+		if got := strings.Join(rows[0], ","); got != "ts,sensor,flow,speed,stale_slots,model,emitted_ms" {
+			t.Errorf("CSV header %q", got)
+		}
+		for i, z := range []int{2, 0} {
+			_, body := get("/forecast/" + strconv.Itoa(z))
+			f, err := DecodeForecast([]byte(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := []string{strconv.FormatInt(f.TS, 10), strconv.Itoa(z)}
+			for _, v := range f.Values {
+				want = append(want, strconv.FormatFloat(v, 'g', -1, 64))
+			}
+			want = append(want, strconv.FormatInt(f.StaleSlots, 10), f.Model, strconv.FormatInt(f.EmittedMs, 10))
+			if !slices.Equal(rows[i+1], want) {
+				t.Errorf("GET /forecasts%s as CSV, row %d: %q, want %q", tc.query, i+1, rows[i+1], want)
+			}
+			for c, v := range f.Values {
+				if x, err := strconv.ParseFloat(rows[i+1][2+c], 64); err != nil || x != v {
+					t.Errorf("sensor %d, channel %d: %q does not read back as %v", z, c, rows[i+1][2+c], v)
+				}
+			}
+		}
+	}
+	if code, body := get("/forecasts?format=xml"); code != http.StatusBadRequest || !strings.Contains(body, `format "xml": want json or csv`) {
+		t.Errorf("GET /forecasts?format=xml: %d %q", code, body)
 	}
 	stop()
 	select {

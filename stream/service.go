@@ -1,9 +1,11 @@
 package stream
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"crypto/subtle"
+	"encoding/csv"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -1473,6 +1475,11 @@ func (s *Service) Handler() http.Handler {
 				return
 			}
 		}
+		asCSV, err := wantsCSV(r)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
 		// The messages are taken under the lock (they are not written
 		// to once stored); decoding their slots for since is done after.
 		var msgs [][]byte
@@ -1489,6 +1496,10 @@ func (s *Service) Handler() http.Handler {
 			}
 		}
 		s.mu.RUnlock()
+		if asCSV {
+			s.writeForecastsCSV(w, msgs, since)
+			return
+		}
 		body := []byte{'['}
 		for _, v := range msgs {
 			if since != math.MinInt64 && tsOf(v) < since {
@@ -1566,6 +1577,64 @@ func bearer(r *http.Request, token string) bool {
 }
 
 // writeJSON writes v as a JSON response that is never cached.
+// wantsCSV reports whether a request for forecasts asks for CSV:
+// ?format=csv, or, without format, an Accept header that names text/csv
+// and not application/json (a spreadsheet's or BI tool's fetch).
+func wantsCSV(r *http.Request) (bool, error) {
+	switch f := r.URL.Query().Get("format"); f {
+	case "csv":
+		return true, nil
+	case "json":
+		return false, nil
+	case "":
+		accept := r.Header.Get("Accept")
+		return strings.Contains(accept, "text/csv") && !strings.Contains(accept, "application/json"), nil
+	default:
+		return false, fmt.Errorf("format %q: want json or csv", f)
+	}
+}
+
+// writeForecastsCSV answers GET /forecasts?format=csv: a header ts, sensor,
+// the model's channel names, stale_slots, model and emitted_ms, then one
+// row per forecast message of msgs of a slot at or after since, ts in
+// Unix ms and the values written to round-trip (the header of a CSV that
+// forecaster publish -csv reads, followed by what the forecasts add).
+func (s *Service) writeForecastsCSV(w http.ResponseWriter, msgs [][]byte, since int64) {
+	channels := s.Bundle().Meta.Channels
+	if len(channels) == 0 { // a bundle written before channel names were kept
+		for c := range s.Bundle().Meta.Norm.Mean {
+			channels = append(channels, "value_"+strconv.Itoa(c))
+		}
+	}
+	var buf bytes.Buffer
+	cw := csv.NewWriter(&buf)
+	cw.Write(append(append([]string{"ts", "sensor"}, channels...), "stale_slots", "model", "emitted_ms"))
+	rec := make([]string, 0, len(channels)+5)
+	for _, v := range msgs {
+		f, err := DecodeForecast(v)
+		if err != nil {
+			http.Error(w, fmt.Sprintf("forecast message: %v", err), http.StatusInternalServerError)
+			return
+		}
+		if f.TS < since {
+			continue
+		}
+		rec = append(rec[:0], strconv.FormatInt(f.TS, 10), strconv.Itoa(f.Sensor))
+		for _, x := range f.Values {
+			rec = append(rec, strconv.FormatFloat(x, 'g', -1, 64))
+		}
+		rec = append(rec, strconv.FormatInt(f.StaleSlots, 10), f.Model, strconv.FormatInt(f.EmittedMs, 10))
+		cw.Write(rec)
+	}
+	if cw.Flush(); cw.Error() != nil {
+		http.Error(w, fmt.Sprintf("write CSV: %v", cw.Error()), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/csv; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Write(buf.Bytes())
+}
+
 func writeJSON(w http.ResponseWriter, v any) {
 	b, err := json.Marshal(v)
 	if err != nil {
