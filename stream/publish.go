@@ -86,13 +86,7 @@ func (r Retry) write(ctx context.Context, w *kafka.Writer, msgs []kafka.Message)
 		if r.OnRetry != nil {
 			r.OnRetry(briefWriteError(err), len(pending), since)
 		}
-		t := time.NewTimer(min(time.Second<<min(attempt, 3), 5*time.Second))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-		case <-t.C:
-		}
-		if ctx.Err() != nil {
+		if sleepCtx(ctx, min(time.Second<<min(attempt, 3), 5*time.Second)); ctx.Err() != nil {
 			break
 		}
 		try := make([]kafka.Message, len(pending))
@@ -103,12 +97,12 @@ func (r Retry) write(ctx context.Context, w *kafka.Writer, msgs []kafka.Message)
 			return len(msgs), nil
 		}
 	}
+	if len(pending) == 0 { // acknowledged after all, though not in one answer
+		return len(msgs), nil
+	}
 	n := 0
 	for n < len(msgs) && acked[n] {
 		n++
-	}
-	if len(pending) == 0 { // acknowledged after all, though not in one answer
-		return len(msgs), nil
 	}
 	return n, briefWriteError(err)
 }

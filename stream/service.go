@@ -1600,9 +1600,10 @@ func wantsCSV(r *http.Request) (bool, error) {
 // Unix ms and the values written to round-trip (the header of a CSV that
 // forecaster publish -csv reads, followed by what the forecasts add).
 func (s *Service) writeForecastsCSV(w http.ResponseWriter, msgs [][]byte, since int64) {
-	channels := s.Bundle().Meta.Channels
+	meta := s.Bundle().Meta
+	channels := meta.Channels
 	if len(channels) == 0 { // a bundle written before channel names were kept
-		for c := range s.Bundle().Meta.Norm.Mean {
+		for c := range meta.Norm.Mean {
 			channels = append(channels, "value_"+strconv.Itoa(c))
 		}
 	}

@@ -212,30 +212,29 @@ func (r *posRing) resume(n int, after int64) (pos int64, ok bool) {
 // finds the windows it belongs with gone, and the forecasts that need it
 // are skipped. A file sorted by sensor, then time, is the usual cause.
 type disorder struct {
-	tolerance int64 // ms: the history's slots
-	slots     int64 // the same in slots
-	stepMs    int64
-	seen      bool
-	latest    int64 // the latest ts so far, and its line
-	latestAt  int
-	n         int // rows behind by more than tolerance
+	slots    int64 // the history
+	stepMs   int64
+	seen     bool
+	latest   int64 // the latest ts so far, and its line
+	latestAt int
+	n        int // rows behind by more than the history
 	// the first of them
 	line, after int
 	ts, at      int64
 }
 
 func newDisorder(stepMs int64, history int) disorder {
-	return disorder{tolerance: int64(history) * stepMs, slots: int64(history), stepMs: stepMs}
+	return disorder{slots: int64(history), stepMs: stepMs}
 }
 
 // add notes the row at line with ts and reports whether it is the first
-// one behind by more than the tolerance.
+// one behind by more than the history.
 func (d *disorder) add(line int, ts int64) bool {
 	if !d.seen || ts > d.latest {
 		d.seen, d.latest, d.latestAt = true, ts, line
 		return false
 	}
-	if d.latest-ts <= d.tolerance {
+	if d.latest-ts <= d.slots*d.stepMs {
 		return false
 	}
 	d.n++
