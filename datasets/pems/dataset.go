@@ -142,7 +142,9 @@ func Load(dir, name string) (*Dataset, error) {
 // ReadNPZ and the graph according to info.GraphFormat. It checks that the
 // series has info.Nodes nodes (when info.Nodes > 0; otherwise the series
 // sets it), len(info.Channels) channels (when Channels is not empty) and
-// that the graph has as many nodes as the series.
+// that the graph has as many nodes as the series: for an edge list
+// (FormatDistance), which does not state its node count, that it has
+// edges and that they name the series' last node.
 func LoadFiles(info Info, seriesPath, graphPath string) (*Dataset, error) {
 	ds, err := loadFiles(info, seriesPath, graphPath)
 	if err != nil {
@@ -185,7 +187,27 @@ func loadFiles(info Info, seriesPath, graphPath string) (*Dataset, error) {
 	if g.Nodes != s.Nodes {
 		return nil, fmt.Errorf("%s: graph has %d nodes but series %s has %d", graphPath, g.Nodes, seriesPath, s.Nodes)
 	}
+	if info.GraphFormat == FormatDistance {
+		// An edge list takes its node count from the series, so a list
+		// written for fewer nodes (another dataset's graph, or a file cut
+		// short) would load with the nodes it does not name isolated.
+		if len(g.Edges) == 0 {
+			return nil, fmt.Errorf("%s: no edges between distinct nodes, want the road graph of the series' %d nodes", graphPath, s.Nodes)
+		}
+		if top := maxNode(g); top+1 < s.Nodes {
+			return nil, fmt.Errorf("%s: the edges name nodes up to %d only, but series %s has %d nodes (another dataset's graph, or a file cut short?)", graphPath, top, seriesPath, s.Nodes)
+		}
+	}
 	return &Dataset{Info: info, Series: s, Graph: g}, nil
+}
+
+// maxNode returns the largest node id of g's edges, −1 if it has none.
+func maxNode(g *Graph) int {
+	top := -1
+	for _, e := range g.Edges {
+		top = max(top, e.From, e.To)
+	}
+	return top
 }
 
 // EnvDataDir is the environment variable that ResolveDataDir consults when

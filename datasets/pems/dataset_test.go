@@ -135,6 +135,35 @@ func TestLoadFilesMismatch(t *testing.T) {
 	}
 }
 
+// An edge list does not state its node count: one that names fewer nodes
+// than the series (another dataset's graph, a file cut short) or no edges
+// at all is refused rather than loaded with nodes isolated.
+func TestLoadFilesShortGraph(t *testing.T) {
+	dir := t.TempDir()
+	info, sp, gp := writePeMSLike(t, dir, 10, 5)
+	for _, tc := range []struct {
+		name, graph, want string
+	}{
+		{"fewer nodes", "from,to,cost\n0,1,1\n1,2,1\n2,3,1\n", "up to 3 only, but series " + sp + " has 5 nodes"},
+		{"header only", "from,to,cost\r\n", "no edges between distinct nodes"},
+		{"self loops only", "from,to,cost\n4,4,0\n", "no edges between distinct nodes"},
+		{"the last node in a loop only", "from,to,cost\n0,1,1\n4,4,0\n", "up to 1 only"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			writeFile(t, filepath.Dir(gp), "distance.csv", tc.graph)
+			_, err := LoadFiles(info, sp, gp)
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), gp) {
+				t.Errorf("error = %v, want one containing %q and the graph's path", err, tc.want)
+			}
+		})
+	}
+	// The last node named in one direction only is enough.
+	writeFile(t, filepath.Dir(gp), "distance.csv", "from,to,cost\n4,0,1\n")
+	if ds, err := LoadFiles(info, sp, gp); err != nil || len(ds.Graph.Edges) != 1 {
+		t.Errorf("a graph naming node 4: %v", err)
+	}
+}
+
 func TestLoadMissingSeries(t *testing.T) {
 	dir := t.TempDir()
 	sub := filepath.Join(dir, "pems", "pems04")
