@@ -168,10 +168,17 @@ func cmdDatasets(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "checksums: all present files match %s", pems.ChecksumFile)
+	unlisted, err := pems.Unlisted(dir)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "checksums: all listed files present match %s", pems.ChecksumFile)
 	if len(missing) > 0 {
 		fmt.Fprintf(stdout, " (listed but missing: %v)", missing)
 	}
 	fmt.Fprintln(stdout)
+	if len(unlisted) > 0 {
+		fmt.Fprintf(stdout, "not verified: %v are not listed in %s\n", unlisted, pems.ChecksumFile)
+	}
 	return nil
 }

@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"math"
 	"os"
@@ -432,5 +434,37 @@ func TestProvenanceString(t *testing.T) {
 		if got := c.p.String(); got != c.want {
 			t.Errorf("%+v:\n got %s\nwant %s", c.p, got, c.want)
 		}
+	}
+}
+
+// `datasets` lists the files, checks those SHA256SUMS lists and names the
+// known files it cannot check because the list does not name them.
+func TestDatasetsCommand(t *testing.T) {
+	dir := writePeMS08Layout(t, 20)
+	graph, err := os.ReadFile(filepath.Join(dir, "pems", "pems08", "distance.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(graph)
+	list := filepath.Join(dir, pems.ChecksumFile)
+	if err := os.WriteFile(list, []byte(hex.EncodeToString(sum[:])+"  pems/pems08/distance.csv\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, stderr := runCmd(t, "datasets", "-data", dir)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{"pems/pems08/PEMS08.npz  ", "pems/pems04/PEMS04.npz (missing)",
+		"all listed files present match", "not verified: [pems/pems08/PEMS08.npz] are not listed"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	// A file that differs from its listed sum fails, naming it.
+	if err := os.WriteFile(list, []byte(strings.Repeat("0", 64)+"  pems/pems08/distance.csv\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, stderr := runCmd(t, "datasets", "-data", dir); code != 1 || !strings.Contains(stderr, "checksum mismatch for pems/pems08/distance.csv") {
+		t.Errorf("mismatch: exit %d, stderr %q", code, stderr)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -273,16 +274,74 @@ const ChecksumFile = "SHA256SUMS"
 // dir/SHA256SUMS (sha256sum format, paths relative to dir). Listed files
 // that do not exist are returned in missing, in list order, and are not an
 // error, since datasets arrive at different times. A mismatch is an error
-// naming the file and both sums; all mismatches are reported.
+// naming the file and both sums; all mismatches are reported. Files the
+// list does not name are not checked: see Unlisted.
 func VerifyChecksums(dir string) (missing []string, err error) {
-	list := filepath.Join(dir, ChecksumFile)
-	f, err := os.Open(list)
+	list, err := readChecksums(dir)
 	if err != nil {
 		return nil, fmt.Errorf("verify checksums: %w", err)
 	}
-	defer f.Close()
-
 	var errs []error
+	for _, e := range list {
+		got, err := sha256File(filepath.Join(dir, filepath.FromSlash(e.name)))
+		if errors.Is(err, fs.ErrNotExist) {
+			missing = append(missing, e.name)
+			continue
+		}
+		if err != nil {
+			return missing, fmt.Errorf("verify checksums: %w", err)
+		}
+		if !strings.EqualFold(got, e.sum) {
+			errs = append(errs, fmt.Errorf("checksum mismatch for %s: got %s, want %s", e.name, got, strings.ToLower(e.sum)))
+		}
+	}
+	if len(errs) > 0 {
+		return missing, fmt.Errorf("verify checksums in %s: %w", dir, errors.Join(errs...))
+	}
+	return missing, nil
+}
+
+// Unlisted returns the files of the known datasets (Known) that are in
+// dir but not listed in dir/SHA256SUMS, in Known's order: files that
+// VerifyChecksums does not check, such as a series that arrived before its
+// line in the list.
+func Unlisted(dir string) ([]string, error) {
+	list, err := readChecksums(dir)
+	if err != nil {
+		return nil, fmt.Errorf("unlisted files: %w", err)
+	}
+	listed := make(map[string]bool, len(list))
+	for _, e := range list {
+		listed[path.Clean(e.name)] = true
+	}
+	var out []string
+	for _, in := range Known() {
+		for _, rel := range []string{in.SeriesFile, in.GraphFile} {
+			if listed[path.Clean(rel)] {
+				continue
+			}
+			if _, err := os.Stat(filepath.Join(dir, filepath.FromSlash(rel))); err == nil {
+				out = append(out, rel)
+			}
+		}
+	}
+	return out, nil
+}
+
+// checksum is a line of a SHA256SUMS file.
+type checksum struct {
+	sum, name string // name relative to the directory, with slashes
+}
+
+// readChecksums reads and checks the lines of dir/SHA256SUMS.
+func readChecksums(dir string) ([]checksum, error) {
+	list := filepath.Join(dir, ChecksumFile)
+	f, err := os.Open(list)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []checksum
 	sc := bufio.NewScanner(f)
 	for line := 1; sc.Scan(); line++ {
 		text := strings.TrimSpace(sc.Text())
@@ -292,33 +351,20 @@ func VerifyChecksums(dir string) (missing []string, err error) {
 		want, name, ok := strings.Cut(text, " ")
 		name = strings.TrimPrefix(strings.TrimLeft(name, " "), "*")
 		if !ok || len(want) != 2*sha256.Size || name == "" {
-			return nil, fmt.Errorf("verify checksums: %s:%d: want \"<sha256>  <path>\", got %q", list, line, text)
+			return nil, fmt.Errorf("%s:%d: want \"<sha256>  <path>\", got %q", list, line, text)
 		}
 		if _, err := hex.DecodeString(want); err != nil {
-			return nil, fmt.Errorf("verify checksums: %s:%d: bad sha256 %q", list, line, want)
+			return nil, fmt.Errorf("%s:%d: bad sha256 %q", list, line, want)
 		}
 		if !filepath.IsLocal(filepath.FromSlash(name)) {
-			return nil, fmt.Errorf("verify checksums: %s:%d: path %q is not inside %s", list, line, name, dir)
+			return nil, fmt.Errorf("%s:%d: path %q is not inside %s", list, line, name, dir)
 		}
-		got, err := sha256File(filepath.Join(dir, filepath.FromSlash(name)))
-		if errors.Is(err, fs.ErrNotExist) {
-			missing = append(missing, name)
-			continue
-		}
-		if err != nil {
-			return missing, fmt.Errorf("verify checksums: %w", err)
-		}
-		if !strings.EqualFold(got, want) {
-			errs = append(errs, fmt.Errorf("checksum mismatch for %s: got %s, want %s", name, got, strings.ToLower(want)))
-		}
+		out = append(out, checksum{sum: want, name: name})
 	}
 	if err := sc.Err(); err != nil {
-		return missing, fmt.Errorf("verify checksums: read %s: %w", list, err)
+		return nil, fmt.Errorf("read %s: %w", list, err)
 	}
-	if len(errs) > 0 {
-		return missing, fmt.Errorf("verify checksums in %s: %w", dir, errors.Join(errs...))
-	}
-	return missing, nil
+	return out, nil
 }
 
 func sha256File(path string) (string, error) {

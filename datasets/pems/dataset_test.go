@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -291,6 +292,33 @@ func TestVerifyChecksums(t *testing.T) {
 		}
 	}
 	if _, err := VerifyChecksums(t.TempDir()); err == nil {
+		t.Error("no error for a directory without " + ChecksumFile)
+	}
+}
+
+// A known dataset's file present but not in SHA256SUMS (a series that
+// arrived before its line) is named, since VerifyChecksums cannot check it.
+func TestUnlisted(t *testing.T) {
+	dir := t.TempDir()
+	for _, rel := range []string{"pems/pems04/distance.csv", "pems/pems04/PEMS04.npz", "sz-taxi/SZ_taxi.npz"} {
+		if err := os.MkdirAll(filepath.Join(dir, filepath.Dir(rel)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, dir, rel, "x")
+	}
+	const sum = "2d711642b726b04401627ca9fbac32f5c8530fb1903cc4db02258717921a4881" // of "x"
+	writeFile(t, dir, ChecksumFile, sum+"  pems/pems04/distance.csv\n"+sum+"  ./sz-taxi/SZ_taxi.npz\n"+sum+"  pems/pems08/PEMS08.npz\n")
+	got, err := Unlisted(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"pems/pems04/PEMS04.npz"}; !slices.Equal(got, want) {
+		t.Errorf("Unlisted = %v, want %v", got, want)
+	}
+	if missing, err := VerifyChecksums(dir); err != nil || !slices.Equal(missing, []string{"pems/pems08/PEMS08.npz"}) {
+		t.Errorf("VerifyChecksums = %v, %v", missing, err)
+	}
+	if _, err := Unlisted(t.TempDir()); err == nil {
 		t.Error("no error for a directory without " + ChecksumFile)
 	}
 }
