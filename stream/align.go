@@ -60,11 +60,28 @@ type Aligner struct {
 // is the message decoded, when OK, for the caller to keep (the Aligner
 // ignores it).
 type Held struct {
-	Msg     kafka.Message
+	Msg     Record
 	Slot    int64
 	OK      bool
 	Arrived time.Time
 	Reading Reading
+}
+
+// Record is what a service keeps of a fetched message: where it lies in
+// its partition and its bytes, for a reading's error or a transaction's
+// marker. It is a third the size of a kafka.Message, whose topic, headers
+// and times the service has no use for, and a reading is copied several
+// times between its fetch and its commit.
+type Record struct {
+	Partition     int
+	Offset        int64
+	HighWaterMark int64 // the partition's, when the message was fetched
+	Key, Value    []byte
+}
+
+// RecordOf returns what a service keeps of m.
+func RecordOf(m kafka.Message) Record {
+	return Record{Partition: m.Partition, Offset: m.Offset, HighWaterMark: m.HighWaterMark, Key: m.Key, Value: m.Value}
 }
 
 type partQueue struct {

@@ -4,14 +4,12 @@ import (
 	"slices"
 	"testing"
 	"time"
-
-	"github.com/segmentio/kafka-go"
 )
 
 func TestAligner(t *testing.T) {
 	t0 := time.Unix(1_700_000_000, 0)
-	msg := func(p int, off, hwm int64) kafka.Message {
-		return kafka.Message{Partition: p, Offset: off, HighWaterMark: hwm}
+	msg := func(p int, off, hwm int64) Record {
+		return Record{Partition: p, Offset: off, HighWaterMark: hwm}
 	}
 	a := NewAligner([]int{0, 1, 2}, 2, time.Second, 100, t0)
 	// Partition 0 is fetched far ahead (slots 10…19, more to come);
@@ -71,8 +69,8 @@ func TestAligner(t *testing.T) {
 // until partition 0's next message says it is behind again.
 func TestAlignerStable(t *testing.T) {
 	t0 := time.Unix(1_700_000_000, 0)
-	msg := func(p int, off, hwm int64) kafka.Message {
-		return kafka.Message{Partition: p, Offset: off, HighWaterMark: hwm}
+	msg := func(p int, off, hwm int64) Record {
+		return Record{Partition: p, Offset: off, HighWaterMark: hwm}
 	}
 	a := NewAligner([]int{0, 1}, 2, time.Second, 100, t0)
 	for i := int64(0); i < 5; i++ { // offsets 0…4, slots 0…4; an open transaction from 5 to 9
@@ -127,8 +125,8 @@ func TestAlignerStable(t *testing.T) {
 // known to be empty holds nobody back even within Idle.
 func TestAlignerBacklog(t *testing.T) {
 	t0 := time.Unix(1_700_000_000, 0)
-	msg := func(p int, off, hwm int64) kafka.Message {
-		return kafka.Message{Partition: p, Offset: off, HighWaterMark: hwm}
+	msg := func(p int, off, hwm int64) Record {
+		return Record{Partition: p, Offset: off, HighWaterMark: hwm}
 	}
 	for _, tc := range []struct {
 		name    string
@@ -215,10 +213,10 @@ func TestAlignerQueueReusesSpace(t *testing.T) {
 	var next, held int64 // partition 0's next offset; most held at once
 	var released []Held
 	for s := int64(0); s < 2000; s++ {
-		a.Add(Held{Msg: kafka.Message{Partition: 0, Offset: next, HighWaterMark: 1 << 40}, Slot: s, OK: true})
+		a.Add(Held{Msg: Record{Partition: 0, Offset: next, HighWaterMark: 1 << 40}, Slot: s, OK: true})
 		next++
 		if s >= 30 {
-			a.Add(Held{Msg: kafka.Message{Partition: 1, Offset: s - 30, HighWaterMark: 1 << 40}, Slot: s - 30, OK: true})
+			a.Add(Held{Msg: Record{Partition: 1, Offset: s - 30, HighWaterMark: 1 << 40}, Slot: s - 30, OK: true})
 		}
 		held = max(held, int64(a.Len()))
 		released = a.Release(t0.Add(2*time.Second), released)

@@ -96,7 +96,7 @@ func (f *fetcher) run(ctx context.Context) {
 // one at the start of a slot (Held.OK); what is not is decoded again by
 // the service, for its error.
 func (f *fetcher) decode(m kafka.Message) Held {
-	h := Held{Msg: m, Arrived: time.Now()}
+	h := Held{Msg: RecordOf(m), Arrived: time.Now()}
 	r := &f.r
 	if DecodeReadingInto(r, m.Key, m.Value) == nil && r.TS%f.stepMs == 0 {
 		h.Slot, h.OK = r.TS/f.stepMs, true

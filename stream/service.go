@@ -206,7 +206,8 @@ type Service struct {
 	// too. Set and read holding loop.
 	pending *flushJob
 
-	encoded []byte // owned by the flush in progress: scratch for a forecast's message (forecastMessage)
+	encoded []byte          // owned by the flush in progress: scratch for a forecast's message (forecastMessage)
+	commits []kafka.Message // owned by the flush in progress: scratch for the offsets it commits
 
 	mu     sync.RWMutex   // guards what the HTTP handlers read: bundle and below
 	latest map[int][]byte // sensor → last forecast message
@@ -531,7 +532,7 @@ func (s *Service) Run(ctx context.Context) error {
 	var (
 		jobs    [2]flushJob
 		turn    int
-		batch   []kafka.Message
+		batch   commitSet
 		dead    []kafka.Message
 		held    []Held
 		order   []int32 // held's indices in slot order
@@ -559,7 +560,8 @@ func (s *Service) Run(ctx context.Context) error {
 			j := &jobs[turn] // not pending: its flush ended before the other's began
 			held = held[:0]
 			if batch, dead, arrived = j.batch, j.dead, j.arrived; !grow {
-				batch, dead, arrived = batch[:0], dead[:0], arrived[:0]
+				batch.reset()
+				dead, arrived = dead[:0], arrived[:0]
 				j.fc.reset()
 			}
 			// Block for the first reading until the next forecast deadline.
@@ -694,8 +696,8 @@ func (s *Service) Run(ctx context.Context) error {
 					}
 				}
 				prev = h
-				m := h.Msg
-				batch = append(batch, m)
+				m := &h.Msg
+				batch.add(m.Partition, m.Offset)
 				if commit, ok := TxnMarker(m.Key, m.Value); ok {
 					if commit {
 						s.state.Counters.TxnCommits.Add(1)
@@ -731,7 +733,7 @@ func (s *Service) Run(ctx context.Context) error {
 					}
 				}
 				s.state.Counters.Reject(err)
-				dl := NewDeadLetter(err, m.Key, m.Value, m.Topic, int32(m.Partition), m.Offset)
+				dl := NewDeadLetter(err, m.Key, m.Value, cfg.ReadingsTopic, int32(m.Partition), m.Offset)
 				dead = append(dead, kafka.Message{Key: m.Key, Value: EncodeDeadLetter(nil, &dl)})
 			}
 			if holding {
@@ -746,13 +748,13 @@ func (s *Service) Run(ctx context.Context) error {
 			// the flush then takes more at each round trip, and the
 			// loop waits less.
 			grow = got == cfg.BatchSize && holding && fetchErr == nil && ctx.Err() == nil &&
-				len(batch) < maxGrow*cfg.BatchSize && s.pending != nil && !s.pending.ended()
+				batch.n < maxGrow*cfg.BatchSize && s.pending != nil && !s.pending.ended()
 			handOver := func() error {
 				// The batch before is committed before this one is handed over.
 				if err := s.finishFlush(); err != nil {
 					return err
 				}
-				if cfg.StateFile != "" && len(batch) > 0 {
+				if cfg.StateFile != "" && batch.n > 0 {
 					j.state = s.state.AppendSnapshot(j.state[:0])
 				}
 				s.startFlush(ctx, j)
@@ -1106,6 +1108,47 @@ func (s *Service) forecastMessage(f *Forecast) kafka.Message {
 	return kafka.Message{Key: buf[:n:n], Value: buf[n:]}
 }
 
+// commitSet is what a batch commits: the last offset it holds of each
+// partition (Kafka's committed offset is the one after it), and how many
+// messages it holds. Only these are needed of the batch's messages, whose
+// bytes it so does not keep.
+type commitSet struct {
+	last  []int64 // by partition: the largest offset held, −1 if none
+	parts []int   // the partitions held, in the order first added
+	n     int
+}
+
+// add counts the message at offset off of partition p.
+func (c *commitSet) add(p int, off int64) {
+	c.n++
+	if p >= len(c.last) {
+		for len(c.last) <= p {
+			c.last = append(c.last, -1)
+		}
+	}
+	if c.last[p] < 0 {
+		c.parts = append(c.parts, p)
+	}
+	c.last[p] = max(c.last[p], off)
+}
+
+// reset empties c.
+func (c *commitSet) reset() {
+	for _, p := range c.parts {
+		c.last[p] = -1
+	}
+	c.parts, c.n = c.parts[:0], 0
+}
+
+// messages appends to dst, for kafka-go's CommitMessages, a message of
+// topic for each partition held, at its last offset.
+func (c *commitSet) messages(dst []kafka.Message, topic string) []kafka.Message {
+	for _, p := range c.parts {
+		dst = append(dst, kafka.Message{Topic: topic, Partition: p, Offset: c.last[p]})
+	}
+	return dst
+}
+
 // DefaultRetryFor is how long a batch that cannot be written or committed
 // is tried again before Run gives up (see Config.RetryFor).
 const DefaultRetryFor = 5 * time.Minute
@@ -1114,11 +1157,12 @@ const DefaultRetryFor = 5 * time.Minute
 // then the state to save and its offsets to commit. What was written is
 // marked, so that a retry does not write it again.
 type flushJob struct {
-	batch, dead []kafka.Message
-	fc          forecastBatch   // the forecasts, encoded into out by the flush
-	out         []kafka.Message // fc's messages, once encoded
-	arrived     []time.Time
-	state       []byte // the state's snapshot after the batch, saved before the commit (with Config.StateFile)
+	batch   commitSet
+	dead    []kafka.Message
+	fc      forecastBatch   // the forecasts, encoded into out by the flush
+	out     []kafka.Message // fc's messages, once encoded
+	arrived []time.Time
+	state   []byte // the state's snapshot after the batch, saved before the commit (with Config.StateFile)
 
 	lettersDone, forecastsDone bool
 
@@ -1233,8 +1277,7 @@ func (s *Service) flush(ctx context.Context, j *flushJob) error {
 		}
 		s.mu.Unlock()
 	}
-	batch := j.batch
-	if len(batch) == 0 {
+	if j.batch.n == 0 {
 		return nil
 	}
 	if s.cfg.StateFile != "" {
@@ -1248,11 +1291,12 @@ func (s *Service) flush(ctx context.Context, j *flushJob) error {
 			return fmt.Errorf("save state: %w", err)
 		}
 	}
-	if err := s.reader.CommitMessages(ctx, batch...); err != nil {
+	s.commits = j.batch.messages(s.commits[:0], s.cfg.ReadingsTopic)
+	if err := s.reader.CommitMessages(ctx, s.commits...); err != nil {
 		return fmt.Errorf("commit offsets: %w", err)
 	}
 	s.counters.Batches.Add(1)
-	s.counters.BatchMessages.Add(uint64(len(batch)))
+	s.counters.BatchMessages.Add(uint64(j.batch.n))
 	return nil
 }
 
