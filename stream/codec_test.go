@@ -109,6 +109,31 @@ func TestValidator(t *testing.T) {
 	if err := loose.Check(Reading{1 << 20, 7, []float64{1}}); err != nil {
 		t.Errorf("zero Validator: %v", err)
 	}
+	// Without a clock, or with one and no future limit, a timestamp is
+	// still refused where slot arithmetic would overflow or before 1970:
+	// a service would otherwise move the sensor's window there for good.
+	last := MaxTS - MaxTS%testStep
+	for _, v := range []*Validator{{StepMs: testStep}, {StepMs: testStep, MaxAgeSlots: 12, Now: v.Now}, loose} {
+		for _, tc := range []struct {
+			ts     int64
+			reason string
+		}{
+			{last, ""},
+			{0, ""},
+			{last + testStep, ReasonTooNew},
+			{math.MaxInt64 - math.MaxInt64%testStep, ReasonTooNew},
+			{1_700_000_000_000_000 - 1_700_000_000_000_000%testStep, ReasonTooNew}, // 2023 in µs
+			{-testStep, ReasonTooOld},
+		} {
+			if v.MaxAgeSlots > 0 && tc.ts < 1000*testStep && tc.reason == "" {
+				tc.reason = ReasonTooOld
+			}
+			err := v.Check(Reading{0, tc.ts, ok})
+			if got := ReasonOf(err); got != tc.reason || (tc.reason == "") != (err == nil) {
+				t.Errorf("%+v: Check(ts %d): %v, want reason %q", *v, tc.ts, err, tc.reason)
+			}
+		}
+	}
 }
 
 func TestForecastRoundTrip(t *testing.T) {

@@ -238,6 +238,9 @@ func (e *Emitter) Emit(z int, now time.Time, dst *Forecast) (bool, error) {
 		return false, nil
 	}
 	if err := st.ForecastSlot(z, t*st.stepMs, dst); err != nil {
+		if errors.Is(err, ErrNonFinite) {
+			e.passed(z, t, ms)
+		}
 		return false, fmt.Errorf("emit: %w", err)
 	}
 	e.emitted(z, t, ms, dst)
@@ -249,8 +252,10 @@ func (e *Emitter) Emit(z int, now time.Time, dst *Forecast) (bool, error) {
 // forecasts emitted in the order of zs, with the decoders of all of them
 // run in one batch (State.ForecastSlots): the same forecasts, counted and
 // recorded as emitted as Emit does, for less. A node whose receptive nodes
-// have no reading yet (ErrNoData) is passed over; any other error ends the
-// call, the forecasts before it emitted and returned with it.
+// have no reading yet (ErrNoData) is passed over, and so is, for good, a
+// slot whose forecast came out non-finite (ErrNonFinite, counted in
+// Counters.NonFinite); any other error ends the call, the forecasts before
+// it emitted and returned with it.
 func (e *Emitter) EmitMany(zs []int, now time.Time) ([]Forecast, error) {
 	st := e.st
 	ms := now.UnixMilli()
@@ -274,6 +279,10 @@ func (e *Emitter) EmitMany(zs []int, now time.Time) ([]Forecast, error) {
 			if errors.Is(err, ErrNoData) {
 				continue
 			}
+			if errors.Is(err, ErrNonFinite) {
+				e.passed(z, e.mts[i]/st.stepMs, ms)
+				continue
+			}
 			return fc[:n], fmt.Errorf("emit: %w", err)
 		}
 		e.emitted(z, e.mts[i]/st.stepMs, ms, &fc[i])
@@ -283,9 +292,45 @@ func (e *Emitter) EmitMany(zs []int, now time.Time) ([]Forecast, error) {
 	return fc[:n], nil
 }
 
+// passed records node z's slot t, whose forecast came out non-finite, as
+// done at ms without a forecast: counted, and the node's next slot
+// scheduled, so that it is neither tried again nor holds the node back
+// (a non-finite forecast is a property of the inputs, which do not
+// change).
+func (e *Emitter) passed(z int, t, ms int64) {
+	e.st.Counters.NonFinite.Add(1)
+	e.advance(z, t, ms)
+}
+
 // emitted records node z's forecast dst for slot t as emitted at ms:
 // stamped, counted and the node's next slot scheduled.
 func (e *Emitter) emitted(z int, t, ms int64, dst *Forecast) {
+	cnt := e.st.Counters
+	dst.EmittedMs = ms
+	cnt.Emitted.Add(1)
+	if dst.StaleSlots > 0 {
+		cnt.Stale.Add(1)
+	}
+	cnt.EmitDelay.Observe(msDuration(dst.EmittedMs - dst.TS))
+	e.advance(z, t, ms)
+}
+
+// msDuration is d ms as a Duration, saturated rather than wrapped where
+// it does not fit (some 292 years).
+func msDuration(d int64) time.Duration {
+	const limit = math.MaxInt64 / int64(time.Millisecond)
+	switch {
+	case d > limit:
+		return math.MaxInt64
+	case d < -limit:
+		return math.MinInt64
+	}
+	return time.Duration(d) * time.Millisecond
+}
+
+// advance makes slot t node z's last emitted one, counting the slots
+// skipped before it, and schedules its next.
+func (e *Emitter) advance(z int, t, ms int64) {
 	st := e.st
 	nd := &st.nodes[z]
 	cnt := st.Counters
@@ -303,12 +348,6 @@ func (e *Emitter) emitted(z int, t, ms int64, dst *Forecast) {
 	if e.pending[z] == t {
 		e.pending[z] = noSlot
 	}
-	dst.EmittedMs = ms
-	cnt.Emitted.Add(1)
-	if dst.StaleSlots > 0 {
-		cnt.Stale.Add(1)
-	}
-	cnt.EmitDelay.Observe(time.Duration(dst.EmittedMs-dst.TS) * time.Millisecond)
 	e.schedule(z, ms)
 }
 

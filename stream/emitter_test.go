@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"errors"
 	"math"
 	"slices"
 	"testing"
@@ -388,5 +389,97 @@ func TestEmitManyMatchesEmit(t *testing.T) {
 	}
 	if _, err := (&Emitter{st: &State{n: 3}}).EmitMany([]int{3}, time.Time{}); err == nil {
 		t.Error("EmitMany of a node outside the graph: no error")
+	}
+}
+
+// A forecast the model makes non-finite (a reading far beyond the
+// normaliser's scale) passes its slot by, counted, rather than stopping
+// the emitter or holding the node back: every other forecast is emitted,
+// the node's next slot after the bad reading has left the window follows,
+// and the emit-delay histogram saturates rather than wraps for slots far
+// from now.
+func TestEmitterNonFinite(t *testing.T) {
+	const n, T, C = 6, 4, 3
+	b := testBundle(t, n, T, C, 8, 1)
+	for c := range C {
+		b.Meta.Norm.Std[c] = 0.01
+	}
+	st, err := NewState(b, testStep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	em := NewEmitter(st, time.Hour)
+	emitted := map[int][]int64{} // node → slots emitted
+	const last = 12
+	for s := int64(1); s <= last; s++ {
+		now := slotEnd(s, time.Second)
+		for z := range n {
+			v := []float64{50, 60, 70}
+			if z == 2 && s == 5 {
+				v = []float64{math.MaxFloat64, -math.MaxFloat64, math.MaxFloat64}
+			}
+			res, err := st.Apply(Reading{Sensor: z, TS: s * testStep, Values: v})
+			if err != nil {
+				t.Fatal(err)
+			}
+			em.OnApply(res, now)
+		}
+		fs, err := em.EmitMany(em.Due(now), now)
+		if err != nil {
+			t.Fatalf("slot %d: %v", s, err)
+		}
+		for _, f := range fs {
+			for _, v := range f.Values {
+				if math.IsNaN(v) || math.IsInf(v, 0) {
+					t.Fatalf("sensor %d slot %d: forecast %v emitted", f.Sensor, f.TS/testStep, f.Values)
+				}
+			}
+			emitted[f.Sensor] = append(emitted[f.Sensor], f.TS/testStep)
+		}
+	}
+	c := st.Counters
+	passed := c.NonFinite.Load()
+	if passed == 0 {
+		t.Fatal("no forecast came out non-finite: the test does not test")
+	}
+	if got, want := c.Emitted.Load()+passed, uint64(n*last); got != want {
+		t.Errorf("%d emitted + %d passed by = %d slots, want %d", c.Emitted.Load(), passed, got, want)
+	}
+	// The windows that read slot 5 of sensor 2 end by slot 5+T: every
+	// sensor forecasts the slots after them.
+	for z := range n {
+		if s := emitted[z]; len(s) == 0 || s[len(s)-1] != last+1 {
+			t.Errorf("sensor %d: slots emitted %v, want the last to be %d", z, s, last+1)
+		}
+	}
+	t.Logf("%d slots passed by, %d emitted", passed, c.Emitted.Load())
+
+	// Emit (one node) passes the slot by too, and says why.
+	if _, err := st.Apply(Reading{Sensor: 2, TS: (last + 1) * testStep, Values: []float64{math.MaxFloat64, -math.MaxFloat64, math.MaxFloat64}}); err != nil {
+		t.Fatal(err)
+	}
+	var f Forecast
+	for z := range n {
+		if _, err := st.Apply(Reading{Sensor: z, TS: (last + 1) * testStep, Values: []float64{50, 60, 70}}); err != nil && z != 2 {
+			t.Fatal(err)
+		}
+	}
+	before := c.NonFinite.Load()
+	ok, err := em.Emit(2, farFuture, &f)
+	if ok || !errors.Is(err, ErrNonFinite) || c.NonFinite.Load() != before+1 {
+		t.Errorf("Emit: %v, %v, %d more passed by; want false, ErrNonFinite, 1", ok, err, c.NonFinite.Load()-before)
+	}
+	if ok, err := em.Emit(2, farFuture, &f); ok || err != nil {
+		t.Errorf("Emit again: %v, %v; want the slot passed by, nothing due", ok, err)
+	}
+
+	if got := msDuration(-(1 << 62)); got != math.MinInt64 {
+		t.Errorf("msDuration(-2^62) = %v", got)
+	}
+	if got := msDuration(1 << 62); got != math.MaxInt64 {
+		t.Errorf("msDuration(2^62) = %v", got)
+	}
+	if got := msDuration(-1500); got != -1500*time.Millisecond {
+		t.Errorf("msDuration(-1500) = %v", got)
 	}
 }

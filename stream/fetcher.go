@@ -21,9 +21,9 @@ import (
 // What a fetcher holds when the service stops was not applied, nor so
 // committed: it is read again at restart, as kafka-go's own queue is.
 type fetcher struct {
-	fetch  func(context.Context) (kafka.Message, error)
-	stepMs int64
-	max    int
+	fetch func(context.Context) (kafka.Message, error)
+	valid Validator
+	max   int
 
 	mu     sync.Mutex
 	held   []Held
@@ -35,10 +35,10 @@ type fetcher struct {
 }
 
 // newFetcher returns a fetcher of fetch's messages (a kafka-go Reader's
-// FetchMessage) holding at most max, decoding the readings at the start of
-// a slot of stepMs; run starts it.
-func newFetcher(fetch func(context.Context) (kafka.Message, error), stepMs int64, max int) *fetcher {
-	return &fetcher{fetch: fetch, stepMs: stepMs, max: max,
+// FetchMessage) holding at most max, decoding the readings that valid
+// accepts (it must check the grid: StepMs > 0); run starts it.
+func newFetcher(fetch func(context.Context) (kafka.Message, error), valid Validator, max int) *fetcher {
+	return &fetcher{fetch: fetch, valid: valid, max: max,
 		ready: make(chan struct{}, 1), space: make(chan struct{}, 1)}
 }
 
@@ -93,13 +93,15 @@ func (f *fetcher) run(ctx context.Context) {
 }
 
 // decode returns m held, arrived now, with its reading decoded when it is
-// one at the start of a slot (Held.OK); what is not is decoded again by
-// the service, for its error.
+// one the validator accepts (Held.OK); what is not is decoded and checked
+// again by the service, for its error. Only such readings move their
+// partition's frontier in the Aligner: one that is to be refused, at a
+// slot far ahead say, would let the other partitions run ahead of it.
 func (f *fetcher) decode(m kafka.Message) Held {
 	h := Held{Msg: RecordOf(m), Arrived: time.Now()}
 	r := &f.r
-	if DecodeReadingInto(r, m.Key, m.Value) == nil && r.TS%f.stepMs == 0 {
-		h.Slot, h.OK = r.TS/f.stepMs, true
+	if DecodeReadingInto(r, m.Key, m.Value) == nil && f.valid.Check(*r) == nil {
+		h.Slot, h.OK = r.TS/f.valid.StepMs, true
 		// Its values in chunks shared by many readings, not one each.
 		if cap(f.values)-len(f.values) < len(r.Values) {
 			f.values = make([]float64, 0, max(4096, len(r.Values)))

@@ -56,7 +56,7 @@ func readingMsgs(n int) []kafka.Message {
 func startFetcher(t *testing.T, src *source, max int) (*fetcher, context.Context) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	f := newFetcher(src.fetch, testStep, max)
+	f := newFetcher(src.fetch, Validator{StepMs: testStep}, max)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

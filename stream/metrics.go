@@ -26,7 +26,10 @@ type Counters struct {
 	Rejected                                               [len(Reasons)]atomic.Uint64
 	Internal                                               atomic.Uint64 // refusals that are not RejectErrors
 	Emitted, Stale, Skipped                                atomic.Uint64
-	Reloads, ReloadFailures                                atomic.Uint64 // Service.Reload
+	// NonFinite counts forecast slots passed by because the model's
+	// forecast was NaN or infinite (see ErrNonFinite).
+	NonFinite               atomic.Uint64
+	Reloads, ReloadFailures atomic.Uint64 // Service.Reload
 	// FetchErrors counts fetches of readings that failed (the consumer
 	// retries); FlushRetries counts batches whose writes, state save or
 	// commit failed and were tried again.
@@ -164,6 +167,7 @@ func (c *Counters) WritePrometheus(w io.Writer) error {
 	counter("forecasts_emitted_total", "Forecasts emitted.", c.Emitted.Load())
 	counter("forecasts_stale_total", "Forecasts emitted at the deadline with lagging inputs.", c.Stale.Load())
 	counter("forecast_slots_skipped_total", "Forecast slots never emitted because an input ran more than the history ahead.", c.Skipped.Load())
+	counter("forecasts_non_finite_total", "Forecast slots passed by because the model's forecast was NaN or infinite.", c.NonFinite.Load())
 	counter("model_reloads_total", "Models replaced while serving (Service.Reload, SIGHUP).", c.Reloads.Load())
 	counter("model_reload_failures_total", "Model reloads refused (unreadable or incompatible bundle); the model served was kept.", c.ReloadFailures.Load())
 	counter("fetch_errors_total", "Fetches of readings that failed, the broker unreachable or refusing; the consumer retries.", c.FetchErrors.Load())

@@ -42,7 +42,9 @@ type Config struct {
 	Lateness       time.Duration // how long after a slot ends a forecast waits for missing inputs
 	MaxAgeSlots    int64         // readings older than this many slots before now are rejected (0: no limit)
 	MaxFutureSlots int64         // readings this many slots after now are rejected (0: no limit)
-	Now            func() time.Time
+	// Now is the clock of the forecast deadlines and of the checks above;
+	// it is called from more than one goroutine. Nil: time.Now.
+	Now func() time.Time
 	// History is the number of slots kept beyond the window, so that a
 	// forecast is still made from exact windows when its inputs arrive up
 	// to this many slots apart (catching up on a backlog); 0 means
@@ -518,7 +520,7 @@ func (s *Service) Run(ctx context.Context) error {
 	}()
 	// Readings are fetched and decoded beside the loop (see fetcher), and
 	// the fetcher has stopped before the reader closes.
-	fetch := newFetcher(s.reader.FetchMessage, cfg.StepMs, cfg.BatchSize)
+	fetch := newFetcher(s.reader.FetchMessage, s.valid, cfg.BatchSize)
 	fctx, stopFetch := context.WithCancel(ctx)
 	fetched := make(chan struct{})
 	go func() {
@@ -1041,6 +1043,15 @@ func partitionsOf(ctx context.Context, t *kafka.Transport, brokers []string, top
 // messages are encoded by the batch's flush (see forecastBatch).
 func (s *Service) emitDue(fb *forecastBatch) error {
 	now := s.cfg.Now()
+	nonFinite := s.counters.NonFinite.Load()
+	defer func() {
+		if n := s.counters.NonFinite.Load() - nonFinite; n > 0 {
+			if ok, held := s.markerLog.allow("non-finite", time.Now()); ok {
+				s.cfg.Log.Warn().Uint64("slots", n).Int("suppressed", held).
+					Msg("forecasts came out NaN or infinite (readings beyond the model's scale?): their slots are passed by (sdgnn_stream_forecasts_non_finite_total)")
+			}
+		}
+	}()
 	for {
 		fs, err := s.emitter.EmitMany(s.emitter.Due(now), now)
 		for i := range fs {

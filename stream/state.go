@@ -13,6 +13,11 @@ import (
 // the forecast node has not had a single reading yet.
 var ErrNoData = errors.New("no reading yet")
 
+// ErrNonFinite is returned (wrapped) by State.ForecastSlots for a forecast
+// the model made NaN or infinite (readings huge beyond the normaliser's
+// scale, say). Emitter passes the slot by (Counters.NonFinite).
+var ErrNonFinite = errors.New("the model's forecast is not finite")
+
 // noSlot marks a ring position without a reading, and a node or an emitter
 // entry without any slot.
 const noSlot = math.MinInt64
@@ -544,7 +549,7 @@ func (s *State) ForecastSlots(zs []int, ts []int64, dst []Forecast) []error {
 		f.Values = append(f.Values[:0], s.fvals[j*s.c:(j+1)*s.c]...)
 		for c, v := range f.Values {
 			if math.IsNaN(v) || math.IsInf(v, 0) {
-				s.ferrs[i] = fmt.Errorf("forecast node %d: channel %d is %g", zs[i], c, v)
+				s.ferrs[i] = fmt.Errorf("forecast node %d: channel %d is %g: %w", zs[i], c, v, ErrNonFinite)
 				break
 			}
 		}

@@ -7,14 +7,15 @@ import (
 
 // Validator checks a decoded reading against the model and the clock:
 // the sensor is a node, the values match the channels and are finite, the
-// timestamp is a slot start and within the accepted age and clock skew.
-// Failures are *RejectError, to be dead-lettered.
+// timestamp is a slot start between 1970 and the end of year 9999 (MaxTS)
+// and within the accepted age and clock skew. Failures are *RejectError,
+// to be dead-lettered.
 //
 // A zero field disables its check: Nodes, Channels and StepMs ≤ 0 skip the
-// sensor, channel and grid checks; MaxAgeSlots ≤ 0 accepts any age; a nil
-// Now skips both clock checks. With Now set, a reading may be at most
-// MaxFutureSlots slots after the slot containing Now (0: no future slot at
-// all) and at most MaxAgeSlots slots before it.
+// sensor, channel and grid checks; MaxAgeSlots ≤ 0 accepts any age and
+// MaxFutureSlots ≤ 0 any slot after now; a nil Now skips both clock
+// checks. With Now set, a reading may be at most MaxFutureSlots slots after
+// the slot containing Now and at most MaxAgeSlots slots before it.
 type Validator struct {
 	Nodes, Channels int
 	StepMs          int64
@@ -37,6 +38,15 @@ func (v *Validator) Check(r Reading) error {
 			return reject(ReasonNonFinite, "value %d is %g", i, x)
 		}
 	}
+	// Beyond these, slot arithmetic (the next slot's start) could
+	// overflow, and no sensor reads before 1970: a ts in µs or ns, or
+	// garbage, is named as such rather than moving a window for good.
+	if r.TS < 0 {
+		return reject(ReasonTooOld, "ts %d is before 1970 (Unix ms, want ≥ 0)", r.TS)
+	}
+	if r.TS > MaxTS {
+		return reject(ReasonTooNew, "ts %d is after 9999-12-31 (Unix ms, want ≤ %d; µs or ns?)", r.TS, MaxTS)
+	}
 	if v.StepMs <= 0 {
 		return nil
 	}
@@ -51,11 +61,15 @@ func (v *Validator) Check(r Reading) error {
 	if v.MaxAgeSlots > 0 && slot < satSub(now, v.MaxAgeSlots) {
 		return reject(ReasonTooOld, "ts %d is %d slots before the current slot %d (at most %d)", r.TS, now-slot, now*v.StepMs, v.MaxAgeSlots)
 	}
-	if slot > satAdd(now, max(v.MaxFutureSlots, 0)) {
-		return reject(ReasonTooNew, "ts %d is %d slots after the current slot %d (at most %d)", r.TS, slot-now, now*v.StepMs, max(v.MaxFutureSlots, 0))
+	if v.MaxFutureSlots > 0 && slot > satAdd(now, v.MaxFutureSlots) {
+		return reject(ReasonTooNew, "ts %d is %d slots after the current slot %d (at most %d)", r.TS, slot-now, now*v.StepMs, v.MaxFutureSlots)
 	}
 	return nil
 }
+
+// MaxTS is the latest reading timestamp a Validator accepts: the last
+// millisecond of year 9999, in Unix ms.
+const MaxTS int64 = 253402300799999
 
 func floorDiv(a, b int64) int64 {
 	q := a / b
