@@ -2,14 +2,18 @@ package stream
 
 import (
 	"context"
+	"errors"
 	"net"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/rs/zerolog"
 	"github.com/segmentio/kafka-go"
+	"github.com/segmentio/kafka-go/protocol"
+	"github.com/segmentio/kafka-go/protocol/produce"
 )
 
 // freePort returns a TCP port on 127.0.0.1 that nothing listens on now.
@@ -187,5 +191,91 @@ func TestForecastBatch(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// failPartitionOnce fails the first produce request that holds partition
+// 1 of a topic, as when only that partition's leader is away.
+type failPartitionOnce struct {
+	kafka.RoundTripper
+	mu     sync.Mutex
+	failed bool
+}
+
+func (f *failPartitionOnce) RoundTrip(ctx context.Context, addr net.Addr, req protocol.Message) (protocol.Message, error) {
+	if p, ok := req.(*produce.Request); ok {
+		for _, t := range p.Topics {
+			for _, pp := range t.Partitions {
+				f.mu.Lock()
+				fail := pp.Partition == 1 && !f.failed
+				f.failed = f.failed || fail
+				f.mu.Unlock()
+				if fail {
+					return nil, errors.New("injected: the leader of partition 1 is away")
+				}
+			}
+		}
+	}
+	return f.RoundTripper.RoundTrip(ctx, addr, req)
+}
+
+// A flush whose writes fail for one partition only writes again only that
+// partition's forecasts and dead letters: the others, acknowledged, are
+// not written twice.
+func TestFlushPartialWrite(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a broker")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	emb := testBroker(ctx, t, 2, "forecasts", "readings-dead-letter")
+	b := testBundle(t, 8, 3, 1, 4, 1)
+	svc, err := NewService(b, Config{Brokers: []string{emb.Addr}, StepMs: testStep, RetryFor: time.Minute, Log: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	writer := func(topic string) *kafka.Writer {
+		return &kafka.Writer{Addr: kafka.TCP(emb.Addr), Topic: topic, Balancer: &kafka.Hash{}, RequiredAcks: kafka.RequireAll,
+			MaxAttempts: 1, BatchTimeout: time.Millisecond, Transport: &failPartitionOnce{RoundTripper: kafka.DefaultTransport}}
+	}
+	svc.forecasts, svc.letters = writer("forecasts"), writer("readings-dead-letter")
+	defer svc.forecasts.Close()
+	defer svc.letters.Close()
+	j := &flushJob{}
+	const n = 8
+	for z := range n {
+		j.fc.add(&Forecast{Sensor: z, TS: testStep, Values: []float64{1}, Inputs: []Input{{Sensor: z}}})
+		j.dead = append(j.dead, kafka.Message{Key: []byte(strconv.Itoa(z)), Value: []byte("dead")})
+	}
+	svc.startFlush(ctx, j)
+	if err := svc.finishFlush(); err != nil {
+		t.Fatal(err)
+	}
+	if r := svc.counters.FlushRetries.Load(); r != 2 {
+		t.Errorf("%d retries, want 2: the test does not test", r)
+	}
+	for _, topic := range []string{"forecasts", "readings-dead-letter"} {
+		total := 0
+		for p := range 2 {
+			c, err := kafka.DialLeader(ctx, "tcp", emb.Addr, topic, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			last, err := c.ReadLastOffset()
+			c.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			total += int(last)
+		}
+		if total != n {
+			t.Errorf("%s: %d messages for %d, want each once", topic, total, n)
+		}
+	}
+	svc.mu.RLock()
+	latest := len(svc.latest)
+	svc.mu.RUnlock()
+	if latest != n {
+		t.Errorf("latest forecasts of %d sensors, want %d", latest, n)
 	}
 }

@@ -1169,13 +1169,14 @@ const DefaultRetryFor = 5 * time.Minute
 // marked, so that a retry does not write it again.
 type flushJob struct {
 	batch   commitSet
-	dead    []kafka.Message
+	dead    []kafka.Message // not yet acknowledged, after a write failed for some of them
 	fc      forecastBatch   // the forecasts, encoded into out by the flush
 	out     []kafka.Message // fc's messages, once encoded
+	outLeft []kafka.Message // out's not yet acknowledged, after a write failed for some of them
 	arrived []time.Time
 	state   []byte // the state's snapshot after the batch, saved before the commit (with Config.StateFile)
 
-	lettersDone, forecastsDone bool
+	lettersDone, forecastsDone, outTried bool
 
 	done chan struct{} // closed when the flush has ended, err then set
 	err  error
@@ -1185,8 +1186,8 @@ type flushJob struct {
 // makes it the pending batch; the caller holds s.loop and has waited for
 // the one pending before (finishFlush).
 func (s *Service) startFlush(ctx context.Context, j *flushJob) {
-	j.lettersDone, j.forecastsDone, j.err = false, false, nil
-	j.out = j.out[:0]
+	j.lettersDone, j.forecastsDone, j.outTried, j.err = false, false, false, nil
+	j.out, j.outLeft = j.out[:0], j.outLeft[:0]
 	j.done = make(chan struct{})
 	s.pending = j
 	go func() {
@@ -1251,6 +1252,22 @@ func (s *Service) flushRetrying(ctx context.Context, j *flushJob) error {
 	}
 }
 
+// unacked appends to dst the messages of msgs that err, returned by a
+// kafka-go Writer's WriteMessages(msgs...), does not say were written: the
+// failed ones of kafka.WriteErrors, or all of them. dst may be msgs[:0].
+func unacked(dst, msgs []kafka.Message, err error) []kafka.Message {
+	var we kafka.WriteErrors
+	if !errors.As(err, &we) || len(we) != len(msgs) {
+		return append(dst, msgs...)
+	}
+	for i, e := range we {
+		if e != nil {
+			dst = append(dst, msgs[i])
+		}
+	}
+	return dst
+}
+
 // sleepCtx waits for d or until ctx ends.
 func sleepCtx(ctx context.Context, d time.Duration) {
 	t := time.NewTimer(d)
@@ -1262,8 +1279,11 @@ func sleepCtx(ctx context.Context, d time.Duration) {
 }
 
 func (s *Service) flush(ctx context.Context, j *flushJob) error {
+	// A write that fails for some messages only (one partition's leader
+	// away) is retried for those: the others are not written twice.
 	if len(j.dead) > 0 && !j.lettersDone {
 		if err := s.letters.WriteMessages(ctx, j.dead...); err != nil {
+			j.dead = unacked(j.dead[:0], j.dead, err)
 			return fmt.Errorf("write dead letters: %w", briefWriteError(err))
 		}
 		j.lettersDone = true
@@ -1274,7 +1294,13 @@ func (s *Service) flush(ctx context.Context, j *flushJob) error {
 		}
 	}
 	if len(j.out) > 0 && !j.forecastsDone {
-		if err := s.forecasts.WriteMessages(ctx, j.out...); err != nil {
+		left := j.out
+		if j.outTried {
+			left = j.outLeft
+		}
+		j.outTried = true
+		if err := s.forecasts.WriteMessages(ctx, left...); err != nil {
+			j.outLeft = unacked(j.outLeft[:0], left, err)
 			return fmt.Errorf("write forecasts: %w", briefWriteError(err))
 		}
 		j.forecastsDone = true
