@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"bufio"
 	"encoding/csv"
 	"errors"
 	"fmt"
@@ -34,6 +35,7 @@ type CSVReader struct {
 	names    []string // the channels' names
 	width    int      // fields a row must have
 	row      []float64
+	line     int // of the row the last Read returned
 }
 
 // CSVError is a row that is not a reading: its line (1 is the header) and
@@ -62,7 +64,13 @@ func NewCSVReader(r io.Reader, channels []string) (*CSVReader, error) {
 	if len(channels) == 0 {
 		return nil, fmt.Errorf("csv: no channels to read")
 	}
-	cr := csv.NewReader(r)
+	// A byte order mark, as spreadsheets write, is passed over before the
+	// CSV reader sees it: before a quoted first field it is a bare quote.
+	br := bufio.NewReader(r)
+	if b, err := br.Peek(3); err == nil && string(b) == "\ufeff" {
+		br.Discard(3) // peeked: cannot fail
+	}
+	cr := csv.NewReader(br)
 	cr.ReuseRecord = true
 	cr.FieldsPerRecord = -1 // checked by Read, which says which line is short
 	head, err := cr.Read()
@@ -78,9 +86,6 @@ func NewCSVReader(r io.Reader, channels []string) (*CSVReader, error) {
 	}
 	seen := map[string]int{}
 	for i, name := range head {
-		if i == 0 {
-			name = strings.TrimPrefix(name, "\ufeff")
-		}
 		key := strings.ToLower(strings.TrimSpace(name))
 		if j, ok := seen[key]; ok {
 			return nil, fmt.Errorf("csv header: column %q is named twice (columns %d and %d)", name, j+1, i+1)
@@ -127,8 +132,7 @@ func channelIndex(channels []string, key string) int {
 // Line returns the line of the row that the last Read returned (1 is the
 // header): where a rejected reading stands in the file.
 func (c *CSVReader) Line() int {
-	line, _ := c.r.FieldPos(0)
-	return line
+	return c.line
 }
 
 // Read returns the next row's reading. Its Values are c's own, overwritten
@@ -140,11 +144,13 @@ func (c *CSVReader) Read() (Reading, error) {
 	if err != nil {
 		var pe *csv.ParseError
 		if errors.As(err, &pe) {
+			c.line = pe.Line
 			return Reading{}, &CSVError{Line: pe.Line, Err: pe.Err}
 		}
 		return Reading{}, err
 	}
-	line := c.Line()
+	line, _ := c.r.FieldPos(0)
+	c.line = line
 	if len(rec) != c.width {
 		return Reading{}, &CSVError{Line: line, Err: fmt.Errorf("%d fields, the header has %d", len(rec), c.width)}
 	}

@@ -25,6 +25,8 @@ func TestNewCSVReaderHeader(t *testing.T) {
 		{"case and space", " TS , Sensor,Flow,OCCUPANCY , speed", []int{2, 3, 4}, ""},
 		{"byte order mark", "\ufeffts,sensor,flow,occupancy,speed", []int{2, 3, 4}, ""},
 		{"quoted", `"ts","sensor","flow","occupancy","speed"`, []int{2, 3, 4}, ""},
+		{"byte order mark, quoted", "\ufeff\"ts\",\"sensor\",flow,occupancy,speed", []int{2, 3, 4}, ""}, // R's write.csv, pandas' utf-8-sig
+		{"byte order mark alone", "\ufeff", nil, "empty input"},
 		{"empty", "", nil, "empty input, want a header row (ts,sensor,flow,occupancy,speed)"},
 		{"no ts", "sensor,flow,occupancy,speed", nil, "no column ts (want"},
 		{"no channel", "ts,sensor,flow", nil, "no column occupancy, speed"},
@@ -86,6 +88,12 @@ func TestCSVReaderRows(t *testing.T) {
 			[]row{{line: 2, err: "3 fields, the header has 5"}, {r: Reading{9, 1767225600000, []float64{2, 3, 1}}, line: 4}}},
 		{"bare quote then good", "1,17672\"25600000,7,2,3\n1,1767225600000,9,2,3\n",
 			[]row{{line: 2, err: "bare \""}, {r: Reading{9, 1767225600000, []float64{2, 3, 1}}, line: 3}}},
+		// In the first field the CSV reader keeps no field positions: Line
+		// must not ask it for them.
+		{"bare quote first then good", "1\"5,1767225600000,7,2,3\n\"1\"x,1767225600000,7,2,3\n1,1767225600000,9,2,3\n",
+			[]row{{line: 2, err: "bare \""}, {line: 3, err: "extraneous"}, {r: Reading{9, 1767225600000, []float64{2, 3, 1}}, line: 4}}},
+		{"unclosed quote", "1,1767225600000,9,2,3\n\"1,1767225600000,7,2,3\n",
+			[]row{{r: Reading{9, 1767225600000, []float64{2, 3, 1}}, line: 2}, {line: 3, err: "extraneous or missing \" in quoted-field"}}},
 		// NaN parses: whether it may pass is the Validator's to say.
 		{"NaN", "NaN,1767225600000,7,2,3\n", []row{{r: Reading{7, 1767225600000, []float64{2, 3, 0}}, line: 2}}},
 	} {
@@ -98,8 +106,8 @@ func TestCSVReaderRows(t *testing.T) {
 				r, err := c.Read()
 				if w.err != "" {
 					var ce *CSVError
-					if !errors.As(err, &ce) || ce.Line != w.line || ce.Column != w.column || !strings.Contains(err.Error(), w.err) {
-						t.Fatalf("row %d: error %#v (%v), want a CSVError at line %d, column %q, containing %q", i, err, err, w.line, w.column, w.err)
+					if !errors.As(err, &ce) || ce.Line != w.line || ce.Column != w.column || !strings.Contains(err.Error(), w.err) || c.Line() != w.line {
+						t.Fatalf("row %d: error %#v (%v) at line %d, want a CSVError at line %d, column %q, containing %q", i, err, err, c.Line(), w.line, w.column, w.err)
 					}
 					continue
 				}
