@@ -13,6 +13,9 @@ import (
 // the forecast node has not had a single reading yet.
 var ErrNoData = errors.New("no reading yet")
 
+// MaxHistory is the most slots a State keeps beyond its window.
+const MaxHistory = 1 << 20
+
 // ErrNonFinite is returned (wrapped) by State.ForecastSlots for a forecast
 // the model made NaN or infinite (readings huge beyond the normaliser's
 // scale, say). Emitter passes the slot by (Counters.NonFinite).
@@ -161,8 +164,8 @@ func NewStateHistory(b *sdgnn.Bundle, stepMs int64, history int) (*State, error)
 	if ti := b.Meta.Norm.Time; ti != nil && ti.StepMs != stepMs {
 		return nil, fmt.Errorf("new state: the bundle's calendar inputs were fitted on %d ms steps, the stream has %d ms slots", ti.StepMs, stepMs)
 	}
-	if history < 0 || history > 1<<20 {
-		return nil, fmt.Errorf("new state: history of %d slots outside [0, %d]", history, 1<<20)
+	if history < 0 || history > MaxHistory {
+		return nil, fmt.Errorf("new state: history of %d slots outside [0, %d]", history, MaxHistory)
 	}
 	if err := b.Theta.Validate(n); err != nil {
 		return nil, fmt.Errorf("new state: %w", err)

@@ -84,8 +84,8 @@ func newCSVJob(f csvFlags, dataset string, b *sdgnn.Bundle) (*csvJob, error) {
 		return nil, usagef("-speedup with -dry-run: a dry run sends nothing to pace")
 	case f.fromLineSet && f.fromLine < 2:
 		return nil, usagef("-from-line %d: want 2 (the first row after the header) or more", f.fromLine)
-	case f.history < 0:
-		return nil, usagef("-history %d: want 0 or more, as serve's", f.history)
+	case f.history < 1 || f.history > stream.MaxHistory:
+		return nil, usagef("-history %d: want 1 to %d slots, as serve's", f.history, stream.MaxHistory)
 	}
 	if f.fromTS != "" {
 		ts, err := stream.ParseTS(f.fromTS)
@@ -105,6 +105,9 @@ func newCSVJob(f csvFlags, dataset string, b *sdgnn.Bundle) (*csvJob, error) {
 	j.channels = info.Channels
 	j.valid = stream.Validator{Nodes: info.Nodes, Channels: len(info.Channels), StepMs: step}
 	if b != nil {
+		if b.Meta.Dataset != dataset {
+			return nil, usagef("-dataset %s: the bundle is for %s (leave -dataset out to take the bundle's)", dataset, b.Meta.Dataset)
+		}
 		j.valid.Nodes, j.valid.Channels = b.Meta.Nodes, len(b.Meta.Norm.Mean)
 		if j.valid.Channels != len(info.Channels) {
 			return nil, fmt.Errorf("bundle has %d channels, %s names %d (%s)", j.valid.Channels, dataset, len(info.Channels), strings.Join(info.Channels, ", "))

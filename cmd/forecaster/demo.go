@@ -15,7 +15,6 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/segmentio/kafka-go"
 
-	"github.com/pemsforecast/sdgnn/datasets/pems"
 	"github.com/pemsforecast/sdgnn/evaluation"
 	"github.com/pemsforecast/sdgnn/sdgnn"
 	"github.com/pemsforecast/sdgnn/snapshot"
@@ -40,8 +39,15 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := fs.Parse(args); err != nil {
 		return errUsage
 	}
-	if _, err := pems.Lookup(*dataset); err != nil {
-		return usagef("-dataset: %v", err)
+	if err := noArgs(fs); err != nil {
+		return err
+	}
+	if err := bf.check(); err != nil {
+		return err
+	}
+	// Checked before a bundle is trained.
+	if err := (replay{dataset: *dataset, speedup: *speedup, limit: *steps}).check(); err != nil {
+		return err
 	}
 	sec, err := bf.security()
 	if err != nil {

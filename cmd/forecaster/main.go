@@ -33,6 +33,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"sync"
@@ -103,6 +104,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	switch {
+	case errors.Is(err, context.Canceled) && args[0] == "publish":
+		// Stopped before every reading was sent (its message, if any,
+		// names where to take it up): not a success.
+		return 130
 	case err == nil || errors.Is(err, context.Canceled):
 		return 0
 	case errors.Is(err, errUsage):
@@ -173,6 +178,39 @@ func (b brokerFlags) security() (stream.Security, error) {
 	return b.sec.security()
 }
 
+// check refuses flag values out of range and embedded-broker flags given
+// with -brokers, before anything starts.
+func (b brokerFlags) check() error {
+	if *b.brokers != "" {
+		for _, f := range []string{"embedded-port", "embedded-data"} {
+			if flagSet(b.fs, f) {
+				return usagef("-%s is for the embedded broker, which -brokers replaces", f)
+			}
+		}
+		for _, a := range strings.Split(*b.brokers, ",") {
+			if strings.TrimSpace(a) == "" || strings.TrimSpace(a) != a {
+				return usagef("-brokers %q: want host:port,... without spaces or empty entries", *b.brokers)
+			}
+		}
+	}
+	if *b.port < 0 || *b.port > 65535 {
+		return usagef("-embedded-port %d: want a port in [0, 65535] (0: any free port)", *b.port)
+	}
+	if *b.wait < 0 {
+		return usagef("-wait-brokers %s: want 0 (ask once) or more", *b.wait)
+	}
+	return nil
+}
+
+// noArgs refuses words left after the flags: the flag package stops at
+// the first, and would silently ignore every flag after it.
+func noArgs(fs *flag.FlagSet) error {
+	if fs.NArg() > 0 {
+		return usagef("unexpected argument %q: %s takes flags only (any flags after it would be ignored)", fs.Arg(0), fs.Name())
+	}
+	return nil
+}
+
 // connect returns the broker addresses and, for the embedded broker, a stop
 // function.
 func (b brokerFlags) connect(log zerolog.Logger) ([]string, func(), error) {
@@ -222,6 +260,12 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := fs.Parse(args); err != nil {
 		return errUsage
 	}
+	if err := noArgs(fs); err != nil {
+		return err
+	}
+	if err := bf.check(); err != nil {
+		return err
+	}
 	if *model == "" {
 		fmt.Fprintln(stderr, "serve: -model B.sdgnn is required")
 		return errUsage
@@ -246,9 +290,14 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintf(stderr, "serve: -ready-max-lag %d: want 0 (no limit) or more readings\n", *maxLag)
 		return errUsage
 	}
-	if *history < 1 {
-		fmt.Fprintf(stderr, "serve: -history %d: want at least 1 slot\n", *history)
+	if *history < 1 || *history > stream.MaxHistory {
+		fmt.Fprintf(stderr, "serve: -history %d: want 1 to %d slots\n", *history, stream.MaxHistory)
 		return errUsage
+	}
+	if *state != "" {
+		if err := writableDir(*state); err != nil {
+			return usagef("-state %s: %v", *state, err)
+		}
 	}
 	if *lateness < 0 {
 		fmt.Fprintf(stderr, "serve: -lateness %v: want 0 or more\n", *lateness)
@@ -453,8 +502,17 @@ func cmdPublish(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err := fs.Parse(args); err != nil {
 		return errUsage
 	}
+	if err := noArgs(fs); err != nil {
+		return err
+	}
 	if *retry < 0 {
 		return usagef("-retry-for %s: want 0 or more", *retry)
+	}
+	if *wait < 0 {
+		return usagef("-wait-brokers %s: want 0 (ask once) or more", *wait)
+	}
+	if strings.TrimSpace(*topic) == "" {
+		return usagef("-topic is empty: want the readings topic's name")
 	}
 	if *csvPath == "" {
 		for _, f := range []string{"bad-rows", "dry-run", "from-line", "from-ts", "sort", "history"} {
@@ -481,6 +539,9 @@ func cmdPublish(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	job := replay{dataDir: *dataDir, dataset: *dataset, part: *part, topic: *topic, speedup: *speedup, start: *start, limit: *limit}
+	if err := job.check(); err != nil {
+		return err
+	}
 	if *model != "" {
 		b, err := sdgnn.LoadBundle(*model)
 		if err != nil {
@@ -501,6 +562,9 @@ func cmdPublish(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		cj.retry = retrying(*retry, stderr)
 		if !*dryRun {
 			if err := waitBrokers(ctx, addrs, sec, *wait, stderr); err != nil {
+				if errors.Is(err, context.Canceled) {
+					fmt.Fprintln(stdout, "interrupted while waiting for the brokers: nothing published")
+				}
 				return err
 			}
 		}
@@ -511,15 +575,37 @@ func cmdPublish(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	if err := waitBrokers(ctx, addrs, sec, *wait, stderr); err != nil {
+		if errors.Is(err, context.Canceled) {
+			fmt.Fprintln(stdout, "interrupted while waiting for the brokers: nothing published")
+		}
 		return err
 	}
 	plan.retry = retrying(*retry, stderr)
 	n, err := publish(ctx, addrs, sec, plan)
+	if errors.Is(err, context.Canceled) {
+		fmt.Fprintf(stdout, "interrupted: published %d readings of %s (%s) to %s\n", n, job.dataset, plan.what, *topic)
+	}
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "published %d readings of %s (%s) to %s\n", n, job.dataset, plan.what, *topic)
 	return nil
+}
+
+// writableDir reports why a file cannot be written at path, checked by
+// writing and removing a file beside it: its directory missing or not
+// writable. A path that is a directory is an error too.
+func writableDir(path string) error {
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return errors.New("is a directory, want a file")
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), ".write-check-*")
+	if err != nil {
+		return fmt.Errorf("cannot write beside it: %w", err)
+	}
+	name := f.Name()
+	f.Close()
+	return os.Remove(name)
 }
 
 // flagSet reports whether the named flag was given on the command line.

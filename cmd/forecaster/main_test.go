@@ -5,7 +5,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // TestBadInvocations checks that wrong commands, flags and model files are
@@ -37,7 +39,25 @@ func TestBadInvocations(t *testing.T) {
 		{"unknown command", []string{"fly"}, 2, `unknown command "fly"`},
 		{"unknown flag", []string{"serve", "-bogus"}, 2, "flag provided but not defined: -bogus"},
 		{"serve without model", []string{"serve"}, 2, "-model B.sdgnn is required"},
-		{"zero history", []string{"serve", "-model", missing, "-history", "0"}, 2, "-history 0: want at least 1 slot"},
+		{"zero history", []string{"serve", "-model", missing, "-history", "0"}, 2, "-history 0: want 1 to 1048576 slots"},
+		{"huge history", []string{"serve", "-model", missing, "-history", "2000000"}, 2, "-history 2000000: want 1 to 1048576 slots"},
+		{"stray argument to serve", []string{"serve", "-model", missing, "stray", "-history", "0"}, 2, `unexpected argument "stray": serve takes flags only`},
+		{"stray argument to publish", []string{"publish", "-csv", blank, "-dataset", "sz-taxi", "extra.csv", "-dry-run"}, 2, `unexpected argument "extra.csv"`},
+		{"stray argument to demo", []string{"demo", "-steps", "5", "now"}, 2, `unexpected argument "now": demo takes flags only`},
+		{"state in a missing directory", []string{"serve", "-model", missing, "-state", filepath.Join(tmp, "no", "such", "state")}, 2, "-state " + filepath.Join(tmp, "no", "such", "state") + ": cannot write beside it"},
+		{"state that is a directory", []string{"serve", "-model", missing, "-state", tmp}, 2, "is a directory, want a file"},
+		{"embedded port out of range", []string{"serve", "-model", missing, "-embedded-port", "70000"}, 2, "-embedded-port 70000: want a port in [0, 65535]"},
+		{"embedded data with brokers", []string{"serve", "-model", missing, "-brokers", "127.0.0.1:1", "-embedded-data", tmp}, 2, "-embedded-data is for the embedded broker, which -brokers replaces"},
+		{"broker list with a space", []string{"serve", "-model", missing, "-brokers", "127.0.0.1:1, 127.0.0.1:2"}, 2, `-brokers "127.0.0.1:1, 127.0.0.1:2": want host:port,...`},
+		{"negative wait", []string{"serve", "-model", missing, "-wait-brokers", "-5s"}, 2, "-wait-brokers -5s: want 0"},
+		{"negative wait of publish", []string{"publish", "-brokers", "127.0.0.1:1", "-wait-brokers", "-5s"}, 2, "-wait-brokers -5s: want 0"},
+		{"empty topic", []string{"publish", "-brokers", "127.0.0.1:1", "-topic", ""}, 2, "-topic is empty"},
+		{"replay of an unknown dataset", []string{"publish", "-brokers", "127.0.0.1:1", "-dataset", "nope"}, 2, `-dataset: unknown dataset "nope"`},
+		{"replay with a bad start", []string{"publish", "-brokers", "127.0.0.1:1", "-start", "2026-01-01"}, 2, `-start "2026-01-01": want RFC 3339`},
+		{"replay of an unknown part", []string{"publish", "-brokers", "127.0.0.1:1", "-split-part", "dev"}, 2, `-split-part "dev": want train, val or test`},
+		{"NaN speed-up", []string{"publish", "-brokers", "127.0.0.1:1", "-speedup", "NaN"}, 2, "-speedup NaN: want 0"},
+		{"demo with negative steps", []string{"demo", "-model", missing, "-steps", "-1"}, 2, "-steps -1: want 0"},
+		{"demo with a negative speed-up", []string{"demo", "-speedup", "-1"}, 2, "-speedup -1: want 0"},
 		{"negative lateness", []string{"serve", "-model", missing, "-lateness", "-5m"}, 2, "-lateness -5m0s: want 0 or more"},
 		{"empty group", []string{"serve", "-model", missing, "-group", " "}, 2, "-group is empty"},
 		{"unknown scored part", []string{"serve", "-model", missing, "-score-part", "bogus"}, 2, `-score-part "bogus": want train, val or test`},
@@ -76,7 +96,8 @@ func TestBadInvocations(t *testing.T) {
 		{"from-ts without csv", []string{"publish", "-brokers", "127.0.0.1:1", "-from-ts", "0"}, 2, "-from-ts goes with -csv"},
 		{"bad from-ts", []string{"publish", "-csv", blank, "-dataset", "sz-taxi", "-dry-run", "-from-ts", "yesterday"}, 2, `-from-ts: "yesterday" is neither Unix milliseconds nor RFC 3339`},
 		{"negative retry", []string{"publish", "-brokers", "127.0.0.1:1", "-retry-for", "-1s"}, 2, "-retry-for -1s: want 0 or more"},
-		{"negative history", []string{"publish", "-csv", blank, "-dataset", "sz-taxi", "-dry-run", "-history", "-1"}, 2, "-history -1: want 0 or more"},
+		{"negative history", []string{"publish", "-csv", blank, "-dataset", "sz-taxi", "-dry-run", "-history", "-1"}, 2, "-history -1: want 1 to 1048576 slots, as serve's"},
+		{"zero history of publish", []string{"publish", "-csv", blank, "-dataset", "sz-taxi", "-dry-run", "-history", "0"}, 2, "-history 0: want 1 to 1048576 slots, as serve's"},
 		{"csv of an unknown dataset", []string{"publish", "-csv", blank, "-dataset", "nope", "-dry-run"}, 2, `-dataset: unknown dataset "nope"`},
 		{"missing csv", []string{"publish", "-csv", missing + ".csv", "-dataset", "sz-taxi", "-dry-run"}, 1, "gone.sdgnn.csv: no such file"},
 		{"csv without header", []string{"publish", "-csv", empty, "-dataset", "sz-taxi", "-dry-run"}, 1, "empty input, want a header row (ts,sensor,speed) (for sz-taxi)"},
@@ -88,5 +109,47 @@ func TestBadInvocations(t *testing.T) {
 				t.Fatalf("exit %d (want %d), stderr:\n%s\nwant it to contain %q", code, tc.code, errb.String(), tc.want)
 			}
 		})
+	}
+}
+
+// An interrupted publish (Ctrl-C) exits 130, saying what it did, so that
+// a script tells it from one that finished; here while it waits for
+// brokers that do not answer.
+func TestPublishInterruptedExitCode(t *testing.T) {
+	var out bytes.Buffer
+	errb := &lockedBuffer{}
+	code := make(chan int, 1)
+	go func() {
+		code <- run([]string{"publish", "-brokers", "127.0.0.1:1", "-wait-brokers", "1m", "-steps", "1"}, &out, errb)
+	}()
+	// The first refused attempt is reported after run has set its
+	// signal handler: only then is SIGINT sent.
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(errb.String(), "no broker reached yet") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no attempt reported: %s", errb.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := syscall.Kill(os.Getpid(), syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	if c := <-code; c != 130 || !strings.Contains(out.String(), "interrupted while waiting for the brokers: nothing published") {
+		t.Errorf("exit %d (want 130), stdout %q", c, out.String())
+	}
+}
+
+// publish -csv with a bundle and another dataset is refused, as a
+// dataset replay's is: the readings are checked against the bundle.
+func TestPublishCSVOtherDataset(t *testing.T) {
+	_, _, _, b := szTaxiBundle(t, 4, 4)
+	path := filepath.Join(t.TempDir(), "b.sdgnn")
+	if err := b.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	code := run([]string{"publish", "-csv", "-", "-model", path, "-dataset", "pems08", "-dry-run"}, &out, &errb)
+	if want := "-dataset pems08: the bundle is for sz-taxi"; code != 2 || !strings.Contains(errb.String(), want) {
+		t.Errorf("exit %d (want 2), stderr %q, want it to contain %q", code, errb.String(), want)
 	}
 }

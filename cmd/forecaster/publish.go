@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"time"
 
+	"github.com/pemsforecast/sdgnn/datasets/pems"
 	"github.com/pemsforecast/sdgnn/sdgnn"
 	"github.com/pemsforecast/sdgnn/snapshot"
 	"github.com/pemsforecast/sdgnn/stream"
@@ -51,13 +53,35 @@ type replayPlan struct {
 // spans the whole series: every reading is published, since the service
 // needs every window, and forecasts outside the part are made too (pems-train
 // report scores only the part's).
+// check refuses a request whose flags are out of range, before any data
+// is read or model trained.
+func (r replay) check() error {
+	if r.limit < 0 {
+		return usagef("-steps %d: want 0 (all) or more", r.limit)
+	}
+	if !(r.speedup >= 0) || math.IsInf(r.speedup, 0) {
+		return usagef("-speedup %g: want 0 (as fast as possible) or more", r.speedup)
+	}
+	if _, err := pems.Lookup(r.dataset); err != nil {
+		return usagef("-dataset: %v", err)
+	}
+	if r.part != "" {
+		if _, err := (snapshot.Split{}).Part(r.part); err != nil {
+			return usagef("-split-part %q: want train, val or test", r.part)
+		}
+	}
+	if r.start != "" {
+		if _, err := time.Parse(time.RFC3339, r.start); err != nil {
+			return usagef("-start %q: want RFC 3339 (2018-01-01T00:00:00Z): %v", r.start, err)
+		}
+	}
+	return nil
+}
+
 func (r replay) plan() (replayPlan, error) {
 	// The request is checked before any data is read.
-	if r.limit < 0 {
-		return replayPlan{}, usagef("-steps %d: want 0 (all) or more", r.limit)
-	}
-	if r.speedup < 0 {
-		return replayPlan{}, usagef("-speedup %g: want 0 (as fast as possible) or more", r.speedup)
+	if err := r.check(); err != nil {
+		return replayPlan{}, err
 	}
 	var (
 		p   *snapshot.Prepared

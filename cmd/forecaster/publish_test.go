@@ -75,7 +75,7 @@ func TestReplayPlan(t *testing.T) {
 		{name: "another dataset", bundle: with(T, chrono, func(m *sdgnn.BundleMeta) { m.Dataset = "pems08" }), part: "test", err: "is for pems08, not sz-taxi"},
 		{name: "no split recorded", bundle: with(T, snapshot.Split{}, nil), part: "test", err: "records no split"},
 		{name: "split the data no longer gives", bundle: with(T, shifted, nil), part: "test", err: "now split as"},
-		{name: "unknown part", part: "tests", err: `split part "tests"`},
+		{name: "unknown part", part: "tests", err: `-split-part "tests": want train, val or test`},
 		{name: "negative steps", part: "test", limit: -1, err: "-steps -1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -754,7 +754,7 @@ func TestPublishCSVSorted(t *testing.T) {
 	for _, tc := range []struct {
 		history string
 		behind  int
-	}{{"48", s.Nodes - 1}, {"49", 0}, {"0", (steps - 1) * (s.Nodes - 1)}} {
+	}{{"48", s.Nodes - 1}, {"49", 0}, {"1", (steps - 2) * (s.Nodes - 1)}} {
 		err := cmdPublish(ctx, []string{"-csv", path, "-dataset", "sz-taxi", "-dry-run", "-history", tc.history}, io.Discard, io.Discard)
 		if want := fmt.Sprintf(": %d rows out of time order", tc.behind); tc.behind > 0 && (err == nil || !strings.HasSuffix(err.Error(), want)) || tc.behind == 0 && err != nil {
 			t.Errorf("dry run with -history %s: %v, want %d rows out of order", tc.history, err, tc.behind)
