@@ -249,6 +249,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		state      = fs.String("state", "", "state snapshot file: kill -9 loses nothing when set")
 		rebuild    = fs.Bool("rebuild", true, "on taking the partitions (at start, or from a member that left), read the windows back from the readings topic and what was emitted from the forecasts topic, so that forecasts start from whole windows and none is emitted twice, even without -state")
 		lateness   = fs.Duration("lateness", 2*time.Minute, "how long after a slot ends a forecast waits for missing inputs")
+		maxFuture  = fs.Duration("max-future", 0, "dead-letter (too_new) readings stamped more than this after the current slot of this machine's clock, so that a reading from a clock gone wrong cannot move its sensor's window ahead, leaving its later readings late; 0: off (a rebuild then infers what was emitted, see -rebuild)")
 		group      = fs.String("group", "sdgnn-forecaster", "consumer group; a second serve in the group is a hot standby that takes every partition when the first leaves (whole windows at the hand-over: see -rebuild)")
 		history    = fs.Int("history", stream.DefaultHistory, "slots of readings kept beyond the window, so that inputs up to this far apart (catching up) still give exact forecasts")
 		jsonLogs   = fs.Bool("log-json", false, "JSON log lines")
@@ -303,6 +304,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintf(stderr, "serve: -lateness %v: want 0 or more\n", *lateness)
 		return errUsage
 	}
+	if *maxFuture < 0 {
+		return usagef("-max-future %v: want 0 (off) or more", *maxFuture)
+	}
 	if strings.TrimSpace(*group) == "" {
 		fmt.Fprintln(stderr, "serve: -group is empty: want a consumer group name")
 		return errUsage
@@ -352,7 +356,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	defer closeBroker()
 	rl := &reloader{path: *model, scored: scope != nil, log: log}
-	cfg := stream.Config{Brokers: brokers, Security: sec, GroupID: *group, StepMs: step, Lateness: *lateness,
+	cfg := stream.Config{Brokers: brokers, Security: sec, GroupID: *group, StepMs: step, Lateness: *lateness, MaxFutureSlots: futureSlots(*maxFuture, step),
 		History: *history, StateFile: *state, NoRebuild: !*rebuild, HTTPAddr: *httpAddr, ReadyMaxLag: *maxLag, Log: log, LivePart: scope,
 		WaitBrokers: *bf.wait}
 	if *httpReload {
@@ -590,6 +594,16 @@ func cmdPublish(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	fmt.Fprintf(stdout, "published %d readings of %s (%s) to %s\n", n, job.dataset, plan.what, *topic)
 	return nil
+}
+
+// futureSlots returns d in slots of stepMs, rounded up, so that a reading
+// up to d ahead of the clock is taken (0 stays 0: no limit).
+func futureSlots(d time.Duration, stepMs int64) int64 {
+	ms := d.Milliseconds()
+	if d%time.Millisecond != 0 {
+		ms++
+	}
+	return (ms + stepMs - 1) / stepMs
 }
 
 // writableDir reports why a file cannot be written at path, checked by

@@ -58,6 +58,7 @@ func TestBadInvocations(t *testing.T) {
 		{"NaN speed-up", []string{"publish", "-brokers", "127.0.0.1:1", "-speedup", "NaN"}, 2, "-speedup NaN: want 0"},
 		{"demo with negative steps", []string{"demo", "-model", missing, "-steps", "-1"}, 2, "-steps -1: want 0"},
 		{"demo with a negative speed-up", []string{"demo", "-speedup", "-1"}, 2, "-speedup -1: want 0"},
+		{"negative max-future", []string{"serve", "-model", missing, "-max-future", "-1h"}, 2, "-max-future -1h0m0s: want 0 (off) or more"},
 		{"negative lateness", []string{"serve", "-model", missing, "-lateness", "-5m"}, 2, "-lateness -5m0s: want 0 or more"},
 		{"empty group", []string{"serve", "-model", missing, "-group", " "}, 2, "-group is empty"},
 		{"unknown scored part", []string{"serve", "-model", missing, "-score-part", "bogus"}, 2, `-score-part "bogus": want train, val or test`},
@@ -151,5 +152,17 @@ func TestPublishCSVOtherDataset(t *testing.T) {
 	code := run([]string{"publish", "-csv", "-", "-model", path, "-dataset", "pems08", "-dry-run"}, &out, &errb)
 	if want := "-dataset pems08: the bundle is for sz-taxi"; code != 2 || !strings.Contains(errb.String(), want) {
 		t.Errorf("exit %d (want 2), stderr %q, want it to contain %q", code, errb.String(), want)
+	}
+}
+
+func TestFutureSlots(t *testing.T) {
+	const step = 5 * 60 * 1000
+	for _, tc := range []struct {
+		d    time.Duration
+		want int64
+	}{{0, 0}, {time.Nanosecond, 1}, {5 * time.Minute, 1}, {5*time.Minute + time.Millisecond, 2}, {time.Hour, 12}, {24 * time.Hour, 288}} {
+		if got := futureSlots(tc.d, step); got != tc.want {
+			t.Errorf("futureSlots(%v) = %d, want %d", tc.d, got, tc.want)
+		}
 	}
 }
