@@ -86,6 +86,34 @@ func (e *Emitter) Rescan() {
 	}
 }
 
+// Inherit takes over old's deadlines where both wait for the same target
+// of a node, keeping the later one: an emitter made anew (Rescan) counts
+// deadlines from the slots alone, so that, while a consumer catches up on
+// a backlog, the targets old had just begun to wait for would be emitted
+// stale at once rather than Lateness after they began to wait. For an
+// emitter replacing old on a state moved to another model (Service.Reload).
+func (e *Emitter) Inherit(old *Emitter) {
+	if old == nil || len(old.pending) != len(e.pending) {
+		return
+	}
+	moved := false
+	for z, t := range e.pending {
+		if t != noSlot && old.pending[z] == t && old.pendingAt[z] > e.pendingAt[z] {
+			e.pendingAt[z] = old.pendingAt[z]
+			moved = true
+		}
+	}
+	if !moved {
+		return
+	}
+	e.heap = e.heap[:0]
+	for z, t := range e.pending {
+		if t != noSlot {
+			e.push(deadline{at: e.pendingAt[z], target: t, z: z})
+		}
+	}
+}
+
 // OnApply updates the pending forecasts after st.Apply returned res at
 // now: a reading that advanced or filled a node's window may make the
 // node's dependents due.

@@ -483,3 +483,66 @@ func TestEmitterNonFinite(t *testing.T) {
 		t.Errorf("msDuration(-1500) = %v", got)
 	}
 }
+
+// An emitter made anew on a state (a reload) counts deadlines from the
+// slots alone: while catching up, the targets the old one had just begun
+// to wait for would be due at once, stale. Inherit keeps the old
+// deadlines; the control without it shows the difference.
+func TestEmitterInherit(t *testing.T) {
+	const n, lateness = 5, time.Hour
+	b := testBundle(t, n, 3, 2, 4, 31)
+	st, err := NewState(b, testStep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := NewEmitter(st, lateness)
+	now := slotEnd(100, 0) // catching up: slots 1–6 are long past
+	for s := int64(1); s <= 6; s++ {
+		for z := range n {
+			if z == 3 && s == 6 {
+				continue // on its way
+			}
+			res, err := st.Apply(Reading{Sensor: z, TS: s * testStep, Values: []float64{1, 2}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			old.OnApply(res, now)
+		}
+		for {
+			fs, err := old.EmitMany(old.Due(now), now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(fs) == 0 {
+				break
+			}
+		}
+	}
+	waiting := 0
+	for z := range n {
+		if old.pending[z] != noSlot {
+			waiting++
+		}
+	}
+	if waiting == 0 {
+		t.Fatal("no target waits for sensor 3: the test does not test")
+	}
+	for _, inherit := range []bool{false, true} {
+		e := NewEmitter(st, lateness)
+		if inherit {
+			e.Inherit(old)
+		}
+		due := len(e.Due(now))
+		if inherit && due != 0 || !inherit && due != waiting {
+			t.Errorf("inherit %v: %d due at once, want %d", inherit, due, map[bool]int{false: waiting, true: 0}[inherit])
+		}
+		if inherit {
+			if got := len(e.Due(now.Add(lateness))); got != waiting {
+				t.Errorf("inherit: %d due after the lateness, want %d", got, waiting)
+			}
+			if at, ok := e.NextDeadline(); ok && at.Before(now.Add(lateness)) {
+				t.Errorf("next deadline %v, before the old one", at)
+			}
+		}
+	}
+}

@@ -1374,7 +1374,9 @@ func (s *Service) replaceState(b *sdgnn.Bundle, snapshot []byte) error {
 	}
 	st.Counters = s.counters
 	s.mu.Lock()
-	s.bundle, s.state, s.emitter = b, st, NewEmitter(st, s.cfg.Lateness)
+	em := NewEmitter(st, s.cfg.Lateness)
+	em.Inherit(s.emitter)
+	s.bundle, s.state, s.emitter = b, st, em
 	s.mu.Unlock()
 	return nil
 }
