@@ -494,9 +494,18 @@ func (s *Service) Run(ctx context.Context) error {
 		s.health.started = false
 		s.mu.Unlock()
 	}()
+	// The probe has ended before the transport closes, and writes nothing
+	// after Run returns.
 	pctx, stopProbe := context.WithCancel(ctx)
-	defer stopProbe()
-	go s.probe(pctx, transport)
+	probed := make(chan struct{})
+	go func() {
+		defer close(probed)
+		s.probe(pctx, transport)
+	}()
+	defer func() {
+		stopProbe()
+		<-probed
+	}()
 	cfg.Log.Info().Strs("brokers", cfg.Brokers).Str("readings", cfg.ReadingsTopic).Str("forecasts", cfg.ForecastsTopic).
 		Str("group", cfg.GroupID).Str("client_id", s.clientID).Stringer("security", cfg.Security).Str("model", s.Bundle().Meta.Version).Msg("consuming")
 
@@ -712,7 +721,6 @@ func (s *Service) Run(ctx context.Context) error {
 					s.state.Counters.TxnAborted.Add(1)
 					continue
 				}
-				arrived = append(arrived, h.Arrived)
 				// Decoded when fetched; what was not is decoded again
 				// for its error (r is scratch: h.Reading's values are
 				// not written to).
@@ -727,6 +735,9 @@ func (s *Service) Run(ctx context.Context) error {
 				if err == nil {
 					var res ApplyResult
 					if res, err = s.state.Apply(*rd); err == nil {
+						if res.Changed() { // it may make forecasts due
+							arrived = append(arrived, h.Arrived)
+						}
 						s.emitter.OnApply(res, now)
 						if res.Changed() || res.Kind == Duplicate { // the values the state holds
 							s.live.Reading(rd.Sensor, rd.TS, rd.Values)

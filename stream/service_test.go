@@ -277,4 +277,8 @@ func TestServiceDeadLettersBadInput(t *testing.T) {
 			t.Errorf("rejected %s counted %d times, want 1", reason, got)
 		}
 	}
+	// The latency from arrival to forecast counts applied readings only.
+	if got := svc.Counters().ForecastLatency.Count(); got > uint64(want) {
+		t.Errorf("forecast latency observed for %d readings, more than the %d applied", got, want)
+	}
 }
