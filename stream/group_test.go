@@ -5,7 +5,9 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -290,4 +292,95 @@ func testStandbyTakesOver(t *testing.T, shared, noRebuild, exact bool) {
 		r := third.Readiness()
 		return second.Readiness().Ready && !r.Ready && strings.Contains(r.Checks[2].Detail, "standby in group sdgnn-forecaster: "+second.clientID)
 	})
+}
+
+// TestHolderIgnoresForeignStateWrites writes an older snapshot into the
+// holder's state file while it holds the partitions, as a former holder
+// that lost its session would before its commit failed: the holder does
+// not go back to it (its windows stay whole), and its next forecasts are
+// those of a State that saw every reading.
+func TestHolderIgnoresForeignStateWrites(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a broker")
+	}
+	const n, T, C, d, steps, base = 4, 3, 2, 4, 21, 2000
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	emb := testBroker(ctx, t, 2, "readings", "forecasts", "readings-dead-letter")
+	state := filepath.Join(t.TempDir(), "state")
+	var log lockedLog
+	svc, err := NewService(testBundle(t, n, T, C, d, 1), Config{Brokers: []string{emb.Addr}, StepMs: testStep, Lateness: time.Hour,
+		StateFile: state, ProbeEvery: 50 * time.Millisecond, Log: zerolog.New(&log)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	serveInTest(ctx, t, svc)
+	data := make([]float64, steps*n*C)
+	for i := range data {
+		data[i] = 40 + float64(i%17)
+	}
+	readings := streamOf(data, steps, n, C, base)
+	publish := func(from, to int) {
+		t.Helper()
+		var msgs []kafka.Message
+		for _, r := range readings {
+			if s := int(r.TS/testStep - base); s >= from && s < to {
+				msgs = append(msgs, kafka.Message{Key: []byte(strconv.Itoa(r.Sensor)), Value: EncodeReading(nil, &r)})
+			}
+		}
+		w := &kafka.Writer{Addr: kafka.TCP(emb.Addr), Topic: "readings", Balancer: &kafka.Hash{}, RequiredAcks: kafka.RequireAll}
+		defer w.Close()
+		if err := w.WriteMessages(ctx, msgs...); err != nil {
+			t.Fatal(err)
+		}
+		for svc.Counters().Applied.Load() < uint64(to*n) || svc.Counters().Batches.Load() == 0 {
+			if ctx.Err() != nil {
+				t.Fatalf("slots up to %d not applied", to)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	publish(0, 10)
+	time.Sleep(200 * time.Millisecond) // the batch's state saved
+	older, err := os.ReadFile(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	publish(10, 20)
+	time.Sleep(200 * time.Millisecond)
+	if err := os.WriteFile(state, older, 0o644); err != nil { // the former holder's late save
+		t.Fatal(err)
+	}
+	publish(20, steps)
+	ref, err := NewState(testBundle(t, n, T, C, d, 1), testStep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustApply(t, ref, readings)
+	next := readings[len(readings)-1].TS + testStep
+	h := svc.Handler()
+	for z := range n {
+		var f Forecast
+		for {
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/forecast/"+strconv.Itoa(z), nil))
+			if f, err = DecodeForecast(rec.Body.Bytes()); rec.Code == http.StatusOK && err == nil && f.TS == next {
+				break
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("no forecast of sensor %d for slot %d", z, next)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		var want Forecast
+		if err := ref.ForecastSlot(z, next, &want); err != nil {
+			t.Fatal(err)
+		}
+		if f.StaleSlots != 0 || !slices.Equal(f.Values, want.Values) {
+			t.Errorf("sensor %d: forecast %v (stale %d), a State with every reading %v", z, f.Values, f.StaleSlots, want.Values)
+		}
+	}
+	if strings.Contains(log.String(), "took over") {
+		t.Errorf("the holder restored the state file another member wrote:\n%s", log.String())
+	}
 }

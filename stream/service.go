@@ -678,8 +678,12 @@ func (s *Service) Run(ctx context.Context) error {
 					if err := s.finishFlush(); err != nil {
 						return false, err
 					}
+					// Only now: a write of the file while this service
+					// holds the partitions is a former holder's that lost
+					// its session (its commit fails, and what it applied
+					// is read again here), not one to go back to.
+					s.adoptState()
 				}
-				s.adoptState()
 				if !s.holding && !cfg.NoRebuild {
 					s.rebuildLogged(ctx, transport)
 				}
@@ -1397,7 +1401,8 @@ func (s *Service) replaceState(b *sdgnn.Bundle, snapshot []byte) error {
 // standby and has just been handed the partitions, so it continues from
 // the state the previous holder saved before its last commit, its windows
 // whole. A file that cannot be restored is logged and this service's own
-// state kept. Called by Run, before a batch of readings is applied.
+// state kept. Called by Run as it begins to hold the partitions, before
+// the batch of readings is applied.
 func (s *Service) adoptState() {
 	path := s.cfg.StateFile
 	if path == "" {
