@@ -10,6 +10,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"regexp"
 	"strings"
 
 	"github.com/sbinet/npyio/npy"
@@ -119,7 +120,7 @@ func readNPZ(path string) (*Series, error) {
 	defer rc.Close()
 	br := bufio.NewReaderSize(rc, 1<<16)
 
-	hdr, err := readNPYHeader(br)
+	hdr, err := readNPYHeader(py2Shape(br))
 	if err != nil {
 		return nil, fmt.Errorf("array %q: %w", SeriesKey, err)
 	}
@@ -173,6 +174,45 @@ func arrayNames(keys []string) []string {
 		names = []string{"none"}
 	}
 	return names
+}
+
+// py2Long is a dimension of a shape as Python 2 wrote it where it was a
+// long: 16992L.
+var py2Long = regexp.MustCompile(`(\d)L`)
+
+// py2Shape returns what to read br's npy header from: br itself, or, for
+// a header that Python 2 wrote with long dimensions ((16992L, 307L, 3L),
+// which NumPy reads and npyio does not), that header without the L
+// suffixes, padded to its length, and br after it. Anything it does not
+// recognise is left to readNPYHeader to report.
+func py2Shape(br *bufio.Reader) io.Reader {
+	pre, err := br.Peek(12)
+	if err != nil || !bytes.Equal(pre[:6], npy.Magic[:]) {
+		return br
+	}
+	var off, n int
+	switch pre[6] {
+	case 1:
+		off, n = 10, int(binary.LittleEndian.Uint16(pre[8:10]))
+	case 2, 3:
+		off, n = 12, int(binary.LittleEndian.Uint32(pre[8:12]))
+	default:
+		return br
+	}
+	full, err := br.Peek(off + n)
+	if err != nil || !py2Long.Match(full[off:]) {
+		return br
+	}
+	fixed := bytes.TrimRight(py2Long.ReplaceAll(full[off:], []byte("$1")), "\n")
+	hdr := make([]byte, 0, off+n)
+	hdr = append(hdr, full[:off]...)
+	hdr = append(hdr, fixed...)
+	for len(hdr) < off+n-1 {
+		hdr = append(hdr, ' ')
+	}
+	hdr = append(hdr, '\n')
+	br.Discard(off + n) // peeked: cannot fail
+	return io.MultiReader(bytes.NewReader(hdr), br)
 }
 
 // readNPYHeader parses an npy header with npyio. npyio slices the header

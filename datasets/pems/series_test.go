@@ -3,12 +3,15 @@ package pems
 import (
 	"archive/zip"
 	"bytes"
+	"encoding/binary"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/sbinet/npyio/npy"
 	"github.com/sbinet/npyio/npz"
 	"gonum.org/v1/gonum/mat"
 )
@@ -315,5 +318,48 @@ func TestDtypeValue(t *testing.T) {
 		if _, err := parseDtype(descr); err == nil {
 			t.Errorf("parseDtype(%q) accepted", descr)
 		}
+	}
+}
+
+// A header that Python 2 wrote with long dimensions, (T L, N L, C L),
+// which NumPy reads, reads as the same series; in format 2.0 too.
+func TestReadNPZPython2Shape(t *testing.T) {
+	want := testSeries(7, 4, 3)
+	dir := t.TempDir()
+	for _, version := range []byte{1, 2} {
+		path := filepath.Join(dir, fmt.Sprintf("py2-v%d.npz", version))
+		dict := "{'descr': '<f8', 'fortran_order': False, 'shape': (7L, 4L, 3L), }"
+		var hdr bytes.Buffer
+		hdr.Write(npy.Magic[:])
+		hdr.Write([]byte{version, 0})
+		size := len(dict) + 1 + 5 // some padding, as NumPy leaves
+		if version == 1 {
+			binary.Write(&hdr, binary.LittleEndian, uint16(size))
+		} else {
+			binary.Write(&hdr, binary.LittleEndian, uint32(size))
+		}
+		hdr.WriteString(dict + "     \n")
+		for _, v := range want.Data {
+			binary.Write(&hdr, binary.LittleEndian, v)
+		}
+		f, err := os.Create(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		zw := zip.NewWriter(f)
+		w, err := zw.Create("data.npy")
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Write(hdr.Bytes())
+		if err := zw.Close(); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		got, err := ReadNPZ(path)
+		if err != nil {
+			t.Fatalf("format %d: %v", version, err)
+		}
+		checkSeries(t, got, want)
 	}
 }
