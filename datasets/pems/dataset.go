@@ -125,7 +125,12 @@ func Load(dir, name string) (*Dataset, error) {
 	seriesPath := filepath.Join(dir, filepath.FromSlash(info.SeriesFile))
 	if _, err := os.Stat(seriesPath); errors.Is(err, fs.ErrNotExist) {
 		note := ""
-		if strings.HasPrefix(info.Name, "pems") {
+		if others, _ := filepath.Glob(filepath.Join(filepath.Dir(seriesPath), "*.npz")); len(others) > 0 {
+			for i := range others {
+				others[i] = filepath.Base(others[i])
+			}
+			note = fmt.Sprintf(" (its directory holds %s: rename the series file to %s)", strings.Join(others, ", "), filepath.Base(seriesPath))
+		} else if strings.HasPrefix(info.Name, "pems") {
 			note = "; the PeMS04 and PeMS08 series are not yet in shared/datasets (see its README.md): develop on sz-taxi or on small files of the same layout"
 		}
 		return nil, fmt.Errorf("load %s: series file %s not found under %s%s: %w", info.Name, info.SeriesFile, dir, note, fs.ErrNotExist)

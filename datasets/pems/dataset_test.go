@@ -187,6 +187,11 @@ func TestLoadMissingSeries(t *testing.T) {
 	if _, err := Load(dir, "nope"); err == nil || !strings.Contains(err.Error(), "sz-taxi") {
 		t.Errorf("Load(nope) error = %v", err)
 	}
+	// A series under another name (case) is named.
+	writeFile(t, sub, "pems04.npz", "x")
+	if _, err := Load(dir, "pems04"); err == nil || !strings.Contains(err.Error(), "its directory holds pems04.npz: rename the series file to PEMS04.npz") || !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("Load with pems04.npz: %v", err)
+	}
 }
 
 func TestResolveDataDir(t *testing.T) {
