@@ -166,15 +166,16 @@ func LARSPositive(g, c []float64, lambdaMin float64, maxActive, maxIter int) (La
 	}
 
 	// One allocation for the float workspace, one for the integer one.
-	fw := make([]float64, m*m+2*m+2*p)
+	fw := make([]float64, m*m+3*m+2*p)
 	chol := cholFactor{l: fw[:m*m], stride: m}
-	w := fw[m*m : m*m+m]          // equiangular direction on the active set
-	z := fw[m*m+m : m*m+2*m]      // scratch for the triangular solves
-	a := fw[m*m+2*m : m*m+2*m+p]  // a_j = (G_{:,A} w)_j
-	corr := fw[m*m+2*m+p:]        // current correlations c − Gθ
-	active := make([]int, 0, m)   // active set in order of entry = Cholesky order
-	state := make([]int8, p)      // varFree, varActive, …
-	scratch := make([]float64, m) // G_{A,j} for the Cholesky extension
+	w := fw[m*m : m*m+m]                // equiangular direction on the active set
+	z := fw[m*m+m : m*m+2*m]            // scratch for the triangular solves
+	a := fw[m*m+2*m : m*m+2*m+p]        // a_j = (G_{:,A} w)_j
+	corr := fw[m*m+2*m+p : m*m+2*m+2*p] // current correlations c − Gθ
+	probe := fw[m*m+2*m+2*p:]           // L⁻¹G_{A,j} of a candidate at the budget
+	active := make([]int, 0, m)         // active set in order of entry = Cholesky order
+	state := make([]int8, p)            // varFree, varActive, …
+	scratch := make([]float64, m)       // G_{A,j} for the Cholesky extension
 
 	maxDiag := 0.0
 	for j := 0; j < p; j++ {
@@ -211,11 +212,24 @@ func LARSPositive(g, c []float64, lambdaMin float64, maxActive, maxIter int) (La
 	steps := 0
 	for {
 		justEntered := -1
-		if enter >= 0 {
-			if len(active) >= maxActive {
+		if enter >= 0 && len(active) >= maxActive {
+			// The budget is spent: the path ends here, unless the
+			// candidate is collinear with the active set (a duplicated
+			// column: its correlation ties with theirs, and rounding
+			// let it in with a step of zero), which is passed over as
+			// below the budget, so that it does not end the path with a
+			// variable that has just entered at zero.
+			for i, j := range active {
+				scratch[i] = g[j*p+enter]
+			}
+			if _, ok := chol.residual(len(active), scratch[:len(active)], g[enter*p+enter], probe); ok {
 				path.Stop = StopMaxActive
 				break
 			}
+			state[enter] = varCollinear
+			enter = -1
+		}
+		if enter >= 0 {
 			if steps >= maxIter {
 				path.Stop = StopMaxIter
 				break
@@ -385,6 +399,20 @@ type cholFactor struct {
 func (f *cholFactor) extend(k int, gA []float64, gjj float64) bool {
 	s := f.stride
 	row := f.l[k*s : k*s+k+1]
+	d2, ok := f.residual(k, gA, gjj, row[:k])
+	if !ok {
+		return false
+	}
+	row[k] = math.Sqrt(d2)
+	return true
+}
+
+// residual solves L·row = gA for the first k rows of the factor and
+// returns d2 = gjj − ‖row‖², the squared residual of the candidate's
+// column against the active ones, and whether it is independent of them
+// (d2 > collinearTol·gjj), without changing the factor.
+func (f *cholFactor) residual(k int, gA []float64, gjj float64, row []float64) (float64, bool) {
+	s := f.stride
 	sq := 0.0
 	for i := 0; i < k; i++ {
 		v := gA[i]
@@ -397,11 +425,7 @@ func (f *cholFactor) extend(k int, gA []float64, gjj float64) bool {
 		sq += float64(v * v)
 	}
 	d2 := gjj - sq
-	if !(d2 > collinearTol*gjj) {
-		return false
-	}
-	row[k] = math.Sqrt(d2)
-	return true
+	return d2, d2 > collinearTol*gjj
 }
 
 // remove deletes variable r from the k×k factor, restoring the triangular

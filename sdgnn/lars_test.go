@@ -648,3 +648,68 @@ func TestLARSPositiveDropPath(t *testing.T) {
 	}
 	t.Logf("%d paths with drops", withDrops)
 }
+
+// A candidate whose column duplicates another's (two sensors whose
+// embeddings are equal on every snapshot, such as two that never read)
+// does not end the path at the budget: it ties with the active level, and
+// rounding could let it in with a step of zero, which used to stop the
+// path with the duplicate at weight zero, the budget one short (with a
+// budget of 1, an empty set). The path is the one without the duplicate.
+func TestLARSPositiveDuplicateAtBudget(t *testing.T) {
+	x1 := []float64{1, 2, 0, -1, 3}
+	x2 := []float64{0, 1, 1, 2, -1}
+	y := []float64{2, 3, 1, 0, 4}
+	dup := withColumns([][]float64{x1, x1, x2}, y)
+	one := withColumns([][]float64{x1, x2}, y)
+	a, err := LARSPositive(dup.g, dup.c, 0, 1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := LARSPositive(one.g, one.c, 0, 1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if nonzeros(a.Coef) != 1 || math.Abs(a.Lambda-b.Lambda) > 1e-12*maxAbs(one.c) || math.Abs(a.Coef[0]+a.Coef[1]-b.Coef[0]) > 1e-12 {
+		t.Errorf("budget 1 with x1 twice: coef %v, λ %g, stop %v; without the twin coef %v, λ %g", a.Coef, a.Lambda, a.Stop, b.Coef, b.Lambda)
+	}
+
+	short, moved, trials := 0, 0, 0
+	for seed := uint64(0); seed < 400; seed++ {
+		rng := rand.New(rand.NewPCG(seed, 1))
+		const n, p = 30, 4
+		cols := make([][]float64, p)
+		for j := range cols {
+			cols[j] = make([]float64, n)
+			for i := range cols[j] {
+				cols[j][i] = rng.NormFloat64()
+			}
+		}
+		y := make([]float64, n)
+		for i := range y {
+			y[i] = 2*cols[0][i] + cols[1][i] + 0.5*cols[2][i] + 0.1*rng.NormFloat64()
+		}
+		without := withColumns(cols, y)
+		with := withColumns(append(cols, cols[rng.IntN(3)]), y)
+		for _, budget := range []int{1, 2, 3} {
+			trials++
+			a, err := LARSPositive(with.g, with.c, 0, budget, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := LARSPositive(without.g, without.c, 0, budget, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a.Stop == StopMaxActive && nonzeros(a.Coef) < budget {
+				short++
+			}
+			if math.Abs(a.Lambda-b.Lambda) > 1e-9*maxAbs(without.c) {
+				moved++
+			}
+			checkPath(t, with.g, with.c, budget, a, 1e-9)
+		}
+	}
+	if short > 0 || moved > 0 {
+		t.Errorf("of %d paths with a duplicated column, %d stopped at the budget with fewer nonzeros, %d ended at another λ than without it", trials, short, moved)
+	}
+}
