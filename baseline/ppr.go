@@ -20,27 +20,31 @@ const pprMaxIter = 100000
 
 // PPR returns, for every node z of the undirected graph given by its
 // adjacency lists, the personalised PageRank weights of PPRGo (Bojchevski et
-// al., KDD 2020): the topK nodes with the largest PageRank scores from z,
-// weighted by their scores renormalised to sum to one.
+// al., KDD 2020): the topK nodes a random walk with restart from z is most
+// likely at, weighted by their "sym" scores renormalised to sum to one.
 //
-// The scores are those of the random walk with restart on the symmetric
-// normalised adjacency Â = D^-1/2 A D^-1/2 (A binary, without self loops;
-// D its degrees), teleporting back to z with probability alpha:
+// As PPRGo's code does (topk_ppr_matrix), the nodes are chosen by the
+// random walk's PageRank p_z[k] = [α (I − (1−α) P)^-1]_zk on the
+// row-stochastic P = D^-1 A (A binary, without self loops; D its degrees;
+// teleporting back to z with probability alpha), and weighted by PPRGo's
+// default "sym" normalisation of it, √d_z p_z[k] / √d_k, which is the
+// PageRank on the symmetric normalised adjacency Â = D^-1/2 A D^-1/2:
 //
-//	π_z = α (I − (1−α) Â)^-1 e_z,
+//	π_z = α (I − (1−α) Â)^-1 e_z,    p_z[k] = π_z[k] √(d_k/d_z).
 //
-// PPRGo's default "sym" normalisation. They are related to the row-stochastic
-// walk P = D^-1 A by π_z[k] = √(d_k/d_z) · [α (I − (1−α) P)^-1]_kz, and since
-// Â is symmetric the row and column conventions agree. π_z is computed by
-// power iteration, x ← α e_z + (1−α) Â x from x = α e_z, to within 1e-8 in
-// Euclidean norm (‖Â‖₂ ≤ 1 makes the iteration contract by 1−α).
+// (Â is symmetric, so the row and column conventions agree.) The choice by
+// p_z favours, against π_z, nodes of larger degree. PPRGo does not
+// renormalise the k weights; here they sum to one, as SDGNN's Θ is
+// compared with. π_z is computed by power iteration, x ← α e_z + (1−α) Â x
+// from x = α e_z, to within 1e-8 in Euclidean norm (‖Â‖₂ ≤ 1 makes the
+// iteration contract by 1−α).
 //
 // Ties in the top-k selection are broken by the smaller node id, so the
 // result is deterministic; nodes with a zero score (outside z's connected
 // component) are never selected, so a node of a small component keeps fewer
 // than topK nodes. An isolated node keeps itself with weight one. z itself
-// usually, but not necessarily, has the largest score. Each node's receptive
-// nodes are returned sorted, as sdgnn.Theta requires.
+// usually, but not necessarily, is chosen. Each node's receptive nodes are
+// returned sorted, as sdgnn.Theta requires.
 //
 // Adjacency lists may repeat a neighbour or list the node itself (both are
 // ignored) but must be symmetric, with ids in [0, n); alpha must be in (0, 1]
@@ -65,7 +69,7 @@ func PPR(neighbors [][]int, alpha float64, topK int) (*sdgnn.Theta, error) {
 			errs[z] = err
 			return
 		}
-		theta.Nodes[z], theta.Weights[z] = topKNormalised(pi, topK)
+		theta.Nodes[z], theta.Weights[z] = topKNormalised(pi, walkScores(pi, adj), topK)
 	})
 	for _, err := range errs {
 		if err != nil {
@@ -143,9 +147,21 @@ func pprScores(adj [][]int, alpha float64, z int) ([]float64, error) {
 	return nil, fmt.Errorf("node %d: power iteration did not reach %g in %d steps (teleport probability %g)", z, pprTol, pprMaxIter, alpha)
 }
 
-// topKNormalised returns the ids (sorted) of the k largest positive scores,
-// ties going to the smaller id, with their scores divided by their sum.
-func topKNormalised(scores []float64, k int) ([]int, []float64) {
+// walkScores returns π_z[k] √d_k for every node k: the random walk's
+// PageRank p_z up to the factor √d_z, common to z's scores (see PPR). An
+// isolated node counts with a degree of 1e-12, as in PPRGo.
+func walkScores(pi []float64, adj [][]int) []float64 {
+	out := make([]float64, len(pi))
+	for k, v := range pi {
+		out[k] = v * math.Sqrt(math.Max(float64(len(adj[k])), 1e-12))
+	}
+	return out
+}
+
+// topKNormalised returns the ids (sorted) of the k nodes of positive score
+// with the largest rank, ties going to the smaller id, with their scores
+// divided by their sum.
+func topKNormalised(scores, rank []float64, k int) ([]int, []float64) {
 	ids := make([]int, 0, len(scores))
 	for i, s := range scores {
 		if s > 0 {
@@ -154,9 +170,9 @@ func topKNormalised(scores []float64, k int) ([]int, []float64) {
 	}
 	slices.SortStableFunc(ids, func(a, b int) int {
 		switch {
-		case scores[a] > scores[b]:
+		case rank[a] > rank[b]:
 			return -1
-		case scores[a] < scores[b]:
+		case rank[a] < rank[b]:
 			return 1
 		}
 		return a - b

@@ -49,6 +49,32 @@ func densePPR(t *testing.T, nb [][]int, alpha float64) *mat.Dense {
 	return &pi
 }
 
+// denseWalkPPR returns the matrix whose row z is the random walk's
+// PageRank p_z = α e_zᵀ (I − (1−α) D^-1 A)^-1, by a dense linear solve:
+// PPRGo chooses each node's top k by it.
+func denseWalkPPR(t *testing.T, nb [][]int, alpha float64) *mat.Dense {
+	t.Helper()
+	n := len(nb)
+	m := mat.NewDense(n, n, nil) // (I − (1−α) P)ᵀ, so that p_zᵀ solves m x = α e_z
+	for i := range nb {
+		m.Set(i, i, 1)
+		for _, j := range nb[i] {
+			m.Set(j, i, m.At(j, i)-(1-alpha)/float64(len(nb[i])))
+		}
+	}
+	rhs := mat.NewDense(n, n, nil)
+	for i := 0; i < n; i++ {
+		rhs.Set(i, i, alpha)
+	}
+	var p mat.Dense
+	if err := p.Solve(m, rhs); err != nil {
+		t.Fatal(err)
+	}
+	var out mat.Dense
+	out.CloneFrom(p.T()) // row z: p_z
+	return &out
+}
+
 func TestPPRMatchesDenseSolve(t *testing.T) {
 	for _, alpha := range []float64{0.15, 0.5, 1} {
 		want := densePPR(t, twoTriangles, alpha)
@@ -91,6 +117,7 @@ func TestPPRMatchesDenseSolve(t *testing.T) {
 func TestPPRTopK(t *testing.T) {
 	const alpha = 0.15
 	want := densePPR(t, twoTriangles, alpha)
+	walk := denseWalkPPR(t, twoTriangles, alpha)
 	for _, k := range []int{1, 2, 3, 6, 10} {
 		th, err := PPR(twoTriangles, alpha, k)
 		if err != nil {
@@ -111,14 +138,15 @@ func TestPPRTopK(t *testing.T) {
 			if math.Abs(sum-1) > 1e-12 {
 				t.Errorf("k %d node %d: weights sum to %.15g", k, z, sum)
 			}
-			// Every kept node scores at least as high as every dropped one.
+			// Every kept node the walk is at at least as likely as at
+			// every dropped one.
 			lowest := math.Inf(1)
 			for _, n := range ns {
-				lowest = math.Min(lowest, want.At(n, z))
+				lowest = math.Min(lowest, walk.At(z, n))
 			}
 			for n := range twoTriangles {
-				if !slices.Contains(ns, n) && want.At(n, z) > lowest+1e-9 {
-					t.Errorf("k %d node %d: dropped %d (score %.6g) over a kept score %.6g", k, z, n, want.At(n, z), lowest)
+				if !slices.Contains(ns, n) && walk.At(z, n) > lowest+1e-9 {
+					t.Errorf("k %d node %d: dropped %d (walk score %.6g) over a kept walk score %.6g", k, z, n, walk.At(z, n), lowest)
 				}
 			}
 			// Kept weights are the kept scores renormalised.
@@ -235,5 +263,33 @@ func TestEqualWeights(t *testing.T) {
 				t.Errorf("%s: result shares node lists with the input", tc.name)
 			}
 		}
+	}
+}
+
+// PPRGo chooses a node's top k by the random walk's PageRank, not by its
+// "sym" weights, which favour nodes of smaller degree: from z on the path
+// a–z–b with b a hub of ten leaves, the walk is more likely at b, the
+// sym score higher at a. PPR keeps b, weighted by its sym score.
+func TestPPRChoosesByTheWalk(t *testing.T) {
+	const alpha, z, a, b = 0.15, 0, 1, 2
+	edges := [][2]int{{z, a}, {z, b}}
+	for leaf := 3; leaf < 13; leaf++ {
+		edges = append(edges, [2]int{b, leaf})
+	}
+	nb := adjacency(13, edges)
+	walk, sym := denseWalkPPR(t, nb, alpha), densePPR(t, nb, alpha)
+	if !(walk.At(z, b) > walk.At(z, a) && sym.At(b, z) < sym.At(a, z)) {
+		t.Fatalf("the graph does not tell the two apart: walk %.4g, %.4g; sym %.4g, %.4g", walk.At(z, a), walk.At(z, b), sym.At(a, z), sym.At(b, z))
+	}
+	th, err := PPR(nb, alpha, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(th.Nodes[z], []int{z, b}) {
+		t.Fatalf("top 2 of node %d: %v, want [%d %d]", z, th.Nodes[z], z, b)
+	}
+	sum := sym.At(z, z) + sym.At(b, z)
+	if d := math.Abs(th.Weights[z][1] - sym.At(b, z)/sum); d > 1e-7 {
+		t.Errorf("weight of %d: %.8g, its sym score renormalised %.8g", b, th.Weights[z][1], sym.At(b, z)/sum)
 	}
 }
