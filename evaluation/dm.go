@@ -2,6 +2,7 @@ package evaluation
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 
@@ -77,6 +78,11 @@ func DMTerms(n int) int {
 	return max(1, int(math.Ceil(0.4*portable.Pow(float64(n), 2.0/3))))
 }
 
+// ErrTooFewPairs is returned (wrapped) by DieboldMariano when the series
+// have too few finite pairs for the test: a test period of a handful of
+// snapshots.
+var ErrTooFewPairs = errors.New("too few pairs for the test")
+
 // DieboldMariano tests whether two forecasts of the same targets are
 // equally accurate from their losses at each time, in time order (for
 // example SnapshotMAE). Models trained on one seed are compared on the test
@@ -115,7 +121,7 @@ func DieboldMariano(a, b []float64, terms int) (DM, error) {
 		terms = DMTerms(n)
 	}
 	if n < 2 || terms >= n {
-		return DM{}, fmt.Errorf("diebold-mariano: %d finite pairs, too few for %d cosine terms", n, terms)
+		return DM{}, fmt.Errorf("diebold-mariano: %d finite pairs, too few for %d cosine terms: %w", n, terms, ErrTooFewPairs)
 	}
 	var mean float64
 	for _, x := range d {

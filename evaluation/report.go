@@ -308,8 +308,12 @@ func (e *errWriter) printf(format string, args ...any) {
 
 // Build returns the report of forecasts laid out row-major (snapshot, node,
 // channel), as models' Predict functions return them, with truths below
-// mapeFloor left out of MAPE.
+// mapeFloor left out of MAPE. More chunks than snapshots are cut to one
+// chunk a snapshot.
 func Build(pred, truth []float64, snapshots, nodes, channels, chunks int, mapeFloor float64) (Report, error) {
+	if snapshots > 0 {
+		chunks = min(chunks, snapshots)
+	}
 	b, err := NewReportBuilder(snapshots, nodes, channels, chunks)
 	if err != nil {
 		return Report{}, err

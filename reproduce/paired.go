@@ -99,7 +99,7 @@ func (t *Table) pairedMarkdown(w io.Writer) error {
 func (t *Table) dmMarkdown(w io.Writer) error {
 	var runs []Run
 	for _, r := range t.Runs {
-		if r.DM != nil {
+		if len(r.DM) > 0 {
 			runs = append(runs, r)
 		}
 	}

@@ -87,15 +87,19 @@ func (c Config) Validate() error {
 		return fmt.Errorf("sdgnn config: budget %d → %d: need start ≥ end ≥ 1", c.BudgetStart, c.BudgetEnd)
 	case c.FineTuneEpochs < 0:
 		return fmt.Errorf("sdgnn config: fine-tune epochs %d: must be ≥ 0", c.FineTuneEpochs)
-	case c.Lambda1 < 0 || c.Lambda2 < 0 || !(c.LR > 0) || (c.FineTuneEpochs > 0 && !(c.FineTuneLR > 0)):
-		return fmt.Errorf("sdgnn config: λ1 %g, λ2 %g, lr %g, fine-tune lr %g: need λ ≥ 0 and positive learning rates", c.Lambda1, c.Lambda2, c.LR, c.FineTuneLR)
-	case c.MAPEFloor < 0 || math.IsNaN(c.MAPEFloor):
-		return fmt.Errorf("sdgnn config: MAPE floor %g: must be ≥ 0", c.MAPEFloor)
+	case !finiteAtLeast(c.Lambda1, 0) || !finiteAtLeast(c.Lambda2, 0) || !finiteAtLeast(c.LR, 0) || c.LR == 0 ||
+		(c.FineTuneEpochs > 0 && (!finiteAtLeast(c.FineTuneLR, 0) || c.FineTuneLR == 0)):
+		return fmt.Errorf("sdgnn config: λ1 %g, λ2 %g, lr %g, fine-tune lr %g: need finite λ ≥ 0 and finite positive learning rates", c.Lambda1, c.Lambda2, c.LR, c.FineTuneLR)
+	case !finiteAtLeast(c.MAPEFloor, 0):
+		return fmt.Errorf("sdgnn config: MAPE floor %g: must be finite and ≥ 0", c.MAPEFloor)
 	case c.Select != "mape" && c.Select != "mae":
 		return fmt.Errorf("sdgnn config: select %q: want mape or mae", c.Select)
 	}
 	return nil
 }
+
+// finiteAtLeast reports whether x is finite and at least lo.
+func finiteAtLeast(x, lo float64) bool { return x >= lo && !math.IsInf(x, 1) }
 
 // Budget returns the receptive-field budget in force at epoch e.
 func (c Config) Budget(e int) int { return max(c.BudgetEnd, c.BudgetStart-e/c.BudgetEvery) }

@@ -81,8 +81,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("channels %d: must be at least 1", c.Channels)
 	case c.Hidden < 1:
 		return fmt.Errorf("hidden %d: must be at least 1", c.Hidden)
-	case c.NoiseStd < 0 || math.IsNaN(c.NoiseStd):
-		return fmt.Errorf("noise std %g: must be ≥ 0", c.NoiseStd)
+	case !(c.NoiseStd >= 0) || math.IsInf(c.NoiseStd, 1):
+		return fmt.Errorf("noise std %g: must be finite and ≥ 0", c.NoiseStd)
 	case c.TimeInputs != 0 && c.TimeInputs != snapshot.TimeInputCount:
 		return fmt.Errorf("time inputs %d: want 0 or %d", c.TimeInputs, snapshot.TimeInputCount)
 	case c.Kind == KindGRUGCN && (c.Layers < 0 || c.Layers > 2):

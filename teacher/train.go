@@ -45,10 +45,12 @@ func (c TrainConfig) Validate() error {
 		return fmt.Errorf("max epochs %d: must be at least 1", c.MaxEpochs)
 	case c.BatchSize < 1:
 		return fmt.Errorf("batch size %d: must be at least 1", c.BatchSize)
-	case !(c.LR > 0):
-		return fmt.Errorf("learning rate %g: must be > 0", c.LR)
-	case c.WeightDecay < 0:
-		return fmt.Errorf("weight decay %g: must be ≥ 0", c.WeightDecay)
+	case !(c.LR > 0) || math.IsInf(c.LR, 1):
+		return fmt.Errorf("learning rate %g: must be finite and > 0", c.LR)
+	case !(c.WeightDecay >= 0) || math.IsInf(c.WeightDecay, 1):
+		return fmt.Errorf("weight decay %g: must be finite and ≥ 0", c.WeightDecay)
+	case !(c.ClipNorm >= 0) || math.IsInf(c.ClipNorm, 1):
+		return fmt.Errorf("gradient clip %g: must be finite and ≥ 0 (0: off)", c.ClipNorm)
 	case c.Patience < 1:
 		return fmt.Errorf("patience %d: must be at least 1", c.Patience)
 	case c.Loss != LossMAE && c.Loss != LossMSE:

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -14,6 +15,8 @@ import (
 // (the reference values for PeMS; SZ-taxi uses PeMS04's).
 var defaultNoise = map[string]float64{"pems04": 0.01, "pems08": 0.05, "sz-taxi": 0.01}
 
+// noiseFor returns the -noise σ for dataset name: flagValue, or the
+// dataset's default for -1 (checkNoise refuses other negatives).
 func noiseFor(name string, flagValue float64) float64 {
 	if flagValue >= 0 {
 		return flagValue
@@ -22,6 +25,15 @@ func noiseFor(name string, flagValue float64) float64 {
 		return v
 	}
 	return 0.01
+}
+
+// checkNoise refuses a -noise that is neither -1 (the dataset's default)
+// nor a finite σ ≥ 0.
+func checkNoise(v float64) error {
+	if v != -1 && (!(v >= 0) || math.IsInf(v, 1)) {
+		return badFlags(fmt.Errorf("-noise %g: want a finite σ ≥ 0, or -1 for the dataset's default", v))
+	}
+	return nil
 }
 
 // checkDataset refuses a -dataset value that names no known dataset as a
@@ -70,12 +82,21 @@ func parseRatios(s string) ([3]float64, error) {
 	}
 	for i, p := range parts {
 		v, err := strconv.ParseFloat(strings.TrimSpace(p), 64)
-		if err != nil || v <= 0 {
+		if err != nil || !(v > 0) || math.IsInf(v, 1) {
 			return r, fmt.Errorf("-split %q: ratio %q is not a positive number", s, p)
 		}
 		r[i] = v
 	}
 	return r, nil
+}
+
+// checkPart refuses a -split-part that names no part, before any data are
+// read.
+func checkPart(name string) error {
+	if _, err := (snapshot.Split{}).Part(name); err != nil {
+		return badFlags(fmt.Errorf("-split-part %q: want train, val or test", name))
+	}
+	return nil
 }
 
 // partOf returns the named part of a split.

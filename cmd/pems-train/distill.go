@@ -53,8 +53,19 @@ func cmdDistill(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return errUsage
 	}
 	if *tpath == "" || fs.NArg() > 0 {
-		fmt.Fprintln(stderr, "distill: -teacher FILE is required and takes no other arguments")
+		fmt.Fprintf(stderr, "distill: -teacher FILE is required and takes no other arguments (got %q)\n", fs.Args())
 		return errUsage
+	}
+	if *scale < 1 {
+		return badFlags(fmt.Errorf("-schedule-scale %d: want 1 (the paper's schedule) or more", *scale))
+	}
+	if err := checkReportFlags(*chunks, cfg.MAPEFloor); err != nil {
+		return err
+	}
+	if *out != "" {
+		if err := checkOut("out", *out, *tpath); err != nil {
+			return err
+		}
 	}
 	if *scale > 1 {
 		set := map[string]bool{}
@@ -82,6 +93,9 @@ func cmdDistill(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err := cfg.Validate(); err != nil {
 		return badFlags(err)
 	}
+	if cfg.Candidates.K1 < 0 || cfg.Candidates.K2 < 0 || cfg.Candidates.K2 > 0 && cfg.Candidates.Sample < 1 {
+		return badFlags(fmt.Errorf("-k1 %d, -k2 %d, -sample %d: want hops ≥ 0, and at least one sample for further hops", cfg.Candidates.K1, cfg.Candidates.K2, cfg.Candidates.Sample))
+	}
 	log := newLogger(stderr, *jsonLogs)
 	saved, err := teacher.LoadModel(*tpath)
 	if err != nil {
@@ -94,6 +108,9 @@ func cmdDistill(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	if *out == "" {
 		*out = strings.TrimSuffix(*tpath, filepath.Ext(*tpath)) + ".sdgnn"
+		if err := checkOut("out", *out, *tpath); err != nil {
+			return err
+		}
 	}
 	start := time.Now()
 	tg, err := sdgnn.PartTargets(ctx, saved.Model, p.Set, p.Adj, p.Split.Train, p.Split.Val)

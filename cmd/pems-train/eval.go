@@ -75,8 +75,14 @@ func cmdEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return errUsage
 	}
 	if *model == "" || fs.NArg() > 0 {
-		fmt.Fprintln(stderr, "eval: -model FILE is required and takes no other arguments")
+		fmt.Fprintf(stderr, "eval: -model FILE is required and takes no other arguments (got %q)\n", fs.Args())
 		return errUsage
+	}
+	if err := checkReportFlags(*chunks, *mapeFloor); err != nil {
+		return err
+	}
+	if err := checkPart(*part); err != nil {
+		return err
 	}
 	lm, err := loadAny(*model)
 	if err != nil {
@@ -97,6 +103,9 @@ func cmdEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	pred, truth, err := lm.predict(p, r)
 	if err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil { // interrupted while forecasting
 		return err
 	}
 	rep, err := evaluation.Build(pred, truth, r.Len(), p.Set.Nodes, p.Set.Channels, *chunks, *mapeFloor)

@@ -31,7 +31,7 @@ func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return errUsage
 	}
 	if *out == "" || fs.NArg() > 0 {
-		fmt.Fprintln(stderr, "export: -out FILE is required and takes no other arguments")
+		fmt.Fprintf(stderr, "export: -out FILE is required and takes no other arguments (got %q)\n", fs.Args())
 		return errUsage
 	}
 	switch *what {
@@ -39,6 +39,26 @@ func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	default:
 		fmt.Fprintf(stderr, "export: -what %q: want snapshots, embeddings or predictions\n", *what)
 		return errUsage
+	}
+	if *what != "snapshots" && *model == "" {
+		return badFlags(fmt.Errorf("-what %s needs -model FILE", *what))
+	}
+	if *model != "" {
+		// The model fixes them: given too, they would be ignored.
+		for _, f := range []string{"dataset", "window", "split", "split-by"} {
+			if flagSet(fs, f) {
+				return badFlags(fmt.Errorf("-%s is fixed by -model (its dataset, window and split)", f))
+			}
+		}
+	}
+	if *window < 1 || *window > snapshot.MaxWindow {
+		return badFlags(fmt.Errorf("-window %d: want 1 to %d steps", *window, snapshot.MaxWindow))
+	}
+	if err := checkPart(*part); err != nil {
+		return err
+	}
+	if err := checkOut("out", *out, *model); err != nil {
+		return err
 	}
 	var (
 		p     *snapshot.Prepared
@@ -83,6 +103,9 @@ func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		pred, truth, perr := teacher.Predict(saved.Model, p.Set, r, p.Adj, 64)
 		if perr != nil {
 			return perr
+		}
+		if err := ctx.Err(); err != nil { // interrupted while forecasting
+			return err
 		}
 		err = writePredictions(*out, p, r, saved.Meta.Channels, pred, truth)
 	case "embeddings":
@@ -136,6 +159,10 @@ func cmdDatasets(args []string, stdout, stderr io.Writer) error {
 	dataDir := fs.String("data", "", "data directory (default $PEMS_DATA, then ../shared/datasets)")
 	verify := fs.Bool("verify", true, "verify SHA-256 checksums listed in the directory's SHA256SUMS")
 	if err := fs.Parse(args); err != nil {
+		return errUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "datasets: takes no arguments (got %q)\n", fs.Args())
 		return errUsage
 	}
 	dir, derr := pems.ResolveDataDir(*dataDir)

@@ -69,6 +69,8 @@ func TestInterruptSavesResumableState(t *testing.T) {
 	}{
 		{[]string{"-dataset", "pems04"}, "-dataset pems04, but " + state + " was trained on pems08"},
 		{[]string{"-hidden", "8", "-noise", "0.1"}, "[-hidden -noise] cannot change on -resume"},
+		{[]string{"-epochs", "-1"}, "max epochs -1: must be at least 1"},
+		{[]string{"-patience", "0"}, "patience 0: must be at least 1"},
 	} {
 		args := append([]string{"teacher", "-data", dir, "-resume", state, "-out", model}, bad.args...)
 		if code, _, stderr := runCmd(t, args...); code != 2 || !strings.Contains(stderr, bad.want) {
@@ -81,7 +83,8 @@ func TestInterruptSavesResumableState(t *testing.T) {
 
 	// Resume with a short limit so that it finishes.
 	done := make(chan error, 1)
-	resume := exec.Command(bin, "teacher", "-data", dir, "-resume", state, "-epochs", "3", "-out", model)
+	// Without -out, the model file whose state it is.
+	resume := exec.Command(bin, "teacher", "-data", dir, "-resume", state, "-epochs", "3")
 	go func() {
 		out, err := resume.CombinedOutput()
 		if err != nil {

@@ -24,8 +24,10 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
 	"syscall"
@@ -122,6 +124,37 @@ func badFlags(err error) error {
 	return &flagError{err}
 }
 
+// checkReportFlags refuses a -chunks or -mape-floor that the report cannot use,
+// before any data are read or model trained.
+func checkReportFlags(chunks int, mapeFloor float64) error {
+	if chunks < 1 {
+		return badFlags(fmt.Errorf("-chunks %d: want at least 1", chunks))
+	}
+	if !(mapeFloor >= 0) || math.IsInf(mapeFloor, 1) {
+		return badFlags(fmt.Errorf("-mape-floor %g: want a finite value ≥ 0", mapeFloor))
+	}
+	return nil
+}
+
+// checkOut refuses an output file path that is an existing directory, or
+// the same file as one of inputs (which the output would replace), before
+// any work; flag names it.
+func checkOut(flag, path string, inputs ...string) error {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil // to be made
+	}
+	if fi.IsDir() {
+		return badFlags(fmt.Errorf("-%s %s is a directory, want a file", flag, path))
+	}
+	for _, in := range inputs {
+		if ii, err := os.Stat(in); err == nil && os.SameFile(fi, ii) {
+			return badFlags(fmt.Errorf("-%s %s is the input %s, which it would replace", flag, path, in))
+		}
+	}
+	return nil
+}
+
 // newLogger returns a zerolog logger: human-readable on a terminal, JSON
 // lines otherwise or when jsonLogs is set.
 func newLogger(w io.Writer, jsonLogs bool) zerolog.Logger {
@@ -131,4 +164,11 @@ func newLogger(w io.Writer, jsonLogs bool) zerolog.Logger {
 		return zerolog.New(zerolog.ConsoleWriter{Out: w, NoColor: !tty, TimeFormat: "15:04:05"}).With().Timestamp().Logger()
 	}
 	return zerolog.New(w).With().Timestamp().Logger()
+}
+
+// flagSet reports whether the named flag was given on the command line.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }

@@ -151,6 +151,7 @@ func TestTeacherThenEvalOnPeMSLayout(t *testing.T) {
 
 func TestBadInvocations(t *testing.T) {
 	dir := writePeMS08Layout(t, 60)
+	nowhere := filepath.Join(dir, "nowhere")
 	bad := filepath.Join(t.TempDir(), "bad.model")
 	if err := os.WriteFile(bad, []byte("PEMSMODL\x01\x00"), 0o644); err != nil {
 		t.Fatal(err)
@@ -193,6 +194,44 @@ func TestBadInvocations(t *testing.T) {
 		{"eval without model", []string{"eval"}, 2, "-model FILE is required"},
 		{"unknown export", []string{"export", "-what", "graphs", "-model", bad, "-out", filepath.Join(dir, "x.arrow")}, 2, `-what "graphs": want snapshots, embeddings or predictions`},
 		{"bad data dir", []string{"teacher", "-data", filepath.Join(dir, "nowhere"), "-dataset", "pems08"}, 1, "nowhere"},
+		// Refused before any data are read or model trained (the data
+		// directory does not exist: reaching it would exit 1).
+		{"NaN teacher noise", []string{"teacher", "-data", nowhere, "-dataset", "pems08", "-noise", "NaN"}, 2, "-noise NaN: want a finite σ ≥ 0"},
+		{"negative teacher noise of teacher", []string{"teacher", "-data", nowhere, "-dataset", "pems08", "-noise", "-5"}, 2, "-noise -5"},
+		{"NaN reproduce noise", []string{"reproduce", "-data", nowhere, "-dataset", "pems08", "-noise", "NaN"}, 2, "-noise NaN"},
+		{"negative mape floor of teacher", []string{"teacher", "-data", nowhere, "-dataset", "pems08", "-mape-floor", "-1"}, 2, "-mape-floor -1: want a finite value ≥ 0"},
+		{"zero chunks of teacher", []string{"teacher", "-data", nowhere, "-dataset", "pems08", "-chunks", "0"}, 2, "-chunks 0: want at least 1"},
+		{"NaN weight decay", []string{"teacher", "-data", nowhere, "-dataset", "pems08", "-weight-decay", "NaN"}, 2, "weight decay NaN"},
+		{"negative clip", []string{"teacher", "-data", nowhere, "-dataset", "pems08", "-clip", "-1"}, 2, "gradient clip -1"},
+		{"NaN split ratio", []string{"teacher", "-data", nowhere, "-dataset", "pems08", "-split", "NaN,1,1"}, 2, `ratio "NaN" is not a positive number`},
+		{"infinite split ratio", []string{"teacher", "-data", nowhere, "-dataset", "pems08", "-split", "Inf,1,1"}, 2, `ratio "Inf" is not a positive number`},
+		{"resume of a state not named .state", []string{"teacher", "-resume", bad}, 2, "name the model file to write with -out"},
+		{"out is a directory", []string{"teacher", "-data", nowhere, "-dataset", "pems08", "-out", dir}, 2, "-out " + dir + " is a directory, want a file"},
+		{"distill onto its teacher", []string{"distill", "-teacher", bad, "-out", bad}, 2, "is the input " + bad + ", which it would replace"},
+		{"distill schedule scale", []string{"distill", "-teacher", bad, "-schedule-scale", "0"}, 2, "-schedule-scale 0: want 1"},
+		{"distill NaN lambda", []string{"distill", "-teacher", bad, "-lambda1", "NaN"}, 2, "λ1 NaN"},
+		{"distill infinite learning rate", []string{"distill", "-teacher", bad, "-lr", "Inf"}, 2, "lr +Inf"},
+		{"distill infinite mape floor", []string{"distill", "-teacher", bad, "-mape-floor", "Inf"}, 2, "-mape-floor +Inf"},
+		{"distill negative hops", []string{"distill", "-teacher", bad, "-k1", "-1"}, 2, "-k1 -1"},
+		{"distill zero chunks", []string{"distill", "-teacher", bad, "-chunks", "0"}, 2, "-chunks 0"},
+		{"eval unknown part", []string{"eval", "-model", bad, "-split-part", "bogus"}, 2, `-split-part "bogus": want train, val or test`},
+		{"eval NaN mape floor", []string{"eval", "-model", bad, "-mape-floor", "NaN"}, 2, "-mape-floor NaN"},
+		{"eval zero chunks", []string{"eval", "-model", bad, "-chunks", "0"}, 2, "-chunks 0"},
+		{"export predictions without model", []string{"export", "-data", nowhere, "-dataset", "pems08", "-what", "predictions", "-out", filepath.Join(dir, "x.arrow")}, 2, "-what predictions needs -model FILE"},
+		{"export zero window", []string{"export", "-data", nowhere, "-dataset", "pems08", "-window", "0", "-out", filepath.Join(dir, "x.arrow")}, 2, "-window 0: want 1 to"},
+		{"export dataset beside a model", []string{"export", "-model", bad, "-dataset", "pems08", "-out", filepath.Join(dir, "x.arrow")}, 2, "-dataset is fixed by -model"},
+		{"export unknown part", []string{"export", "-data", nowhere, "-dataset", "pems08", "-split-part", "dev", "-out", filepath.Join(dir, "x.arrow")}, 2, `-split-part "dev"`},
+		{"datasets with a stray word", []string{"datasets", "extra", "-data", nowhere}, 2, `takes no arguments (got ["extra" "-data"`},
+		{"report out is a file", []string{"report", "-model", bad, "-out", bad}, 2, "-out " + bad + " is a file, want a directory"},
+		{"report NaN mape floor", []string{"report", "-model", bad, "-out", filepath.Join(dir, "r"), "-mape-floor", "NaN"}, 2, "-mape-floor NaN"},
+		{"report negative sensor", []string{"report", "-model", bad, "-out", filepath.Join(dir, "r"), "-sensor", "-5"}, 2, "-sensor -5"},
+		{"reproduce huge seeds", []string{"reproduce", "-data", nowhere, "-dataset", "pems08", "-seeds", "1-100000000000"}, 2, "more than 10000 seeds"},
+		{"reproduce largest seed", []string{"reproduce", "-data", nowhere, "-dataset", "pems08", "-seeds", "18446744073709551615"}, 2, "more than 10000 seeds"},
+		{"reproduce NaN mape floor", []string{"reproduce", "-data", nowhere, "-dataset", "pems08", "-mape-floor", "NaN"}, 2, "-mape-floor NaN"},
+		{"reproduce schedule scale", []string{"reproduce", "-data", nowhere, "-dataset", "pems08", "-schedule-scale", "0"}, 2, "-schedule-scale 0"},
+		{"reproduce schedule scale with quick", []string{"reproduce", "-data", nowhere, "-dataset", "pems08", "-quick", "-schedule-scale", "10"}, 2, "-quick has its own"},
+		{"reproduce negative sdgnn epochs", []string{"reproduce", "-data", nowhere, "-dataset", "pems08", "-sdgnn-epochs", "-3"}, 2, "-sdgnn-epochs -3"},
+		{"reproduce zero baseline epochs", []string{"reproduce", "-data", nowhere, "-dataset", "pems08", "-baseline-epochs", "0"}, 2, "-baseline-epochs 0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, _, stderr := runCmd(t, tc.args...)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -62,14 +63,23 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	case *scale < 1:
 		fmt.Fprintf(stderr, "report: -sweep-scale %d: must be at least 1\n", *scale)
 		return errUsage
-	case *mapeFloor < 0:
-		fmt.Fprintf(stderr, "report: -mape-floor %g: must be ≥ 0\n", *mapeFloor)
+	case !(*mapeFloor >= 0) || math.IsInf(*mapeFloor, 1):
+		fmt.Fprintf(stderr, "report: -mape-floor %g: must be finite and ≥ 0\n", *mapeFloor)
+		return errUsage
+	case *sensor < -1:
+		fmt.Fprintf(stderr, "report: -sensor %d: want a sensor id, or -1 for the one with the largest receptive set\n", *sensor)
 		return errUsage
 	case *progress != "auto" && *progress != "always" && *progress != "never":
 		fmt.Fprintf(stderr, "report: -progress %q: want auto, always or never\n", *progress)
 		return errUsage
 	}
 
+	if err := checkPart(*part); err != nil {
+		return err
+	}
+	if fi, err := os.Stat(*out); err == nil && !fi.IsDir() {
+		return badFlags(fmt.Errorf("-out %s is a file, want a directory", *out))
+	}
 	if *dataset != "" {
 		if err := checkDataset(*dataset); err != nil {
 			return err
@@ -78,6 +88,9 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	b, err := sdgnn.LoadBundle(*model)
 	if err != nil {
 		return err
+	}
+	if *sensor >= b.Meta.Nodes {
+		return badFlags(fmt.Errorf("-sensor %d: the bundle has sensors 0..%d", *sensor, b.Meta.Nodes-1))
 	}
 	if *dataset != "" && *dataset != b.Meta.Dataset {
 		return fmt.Errorf("the bundle %s was distilled on %s, not %s", *model, b.Meta.Dataset, *dataset)

@@ -196,7 +196,8 @@ func TestReportOnPeMSLayout(t *testing.T) {
 	if code, _, stderr := runCmd(t, "report", "-data", dir, "-model", bundle, "-out", out, "-dataset", "pems04"); code != 1 || !strings.Contains(stderr, "pems04") {
 		t.Errorf("wrong dataset: exit %d, %q", code, stderr)
 	}
-	if code, _, stderr := runCmd(t, "report", "-data", dir, "-model", bundle, "-out", out, "-sensor", "170"); code != 1 || !strings.Contains(stderr, "sensor 170") {
+	// Refused before the report is built, as a usage error.
+	if code, _, stderr := runCmd(t, "report", "-data", dir, "-model", bundle, "-out", out, "-sensor", "170"); code != 2 || !strings.Contains(stderr, "-sensor 170: the bundle has sensors 0..169") {
 		t.Errorf("unknown sensor: exit %d, %q", code, stderr)
 	}
 }

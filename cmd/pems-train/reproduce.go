@@ -71,9 +71,25 @@ func cmdReproduce(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		fmt.Fprintf(stderr, "reproduce: %v\n", err)
 		return errUsage
 	}
-	if *noise < 0 && *noise != -1 {
-		fmt.Fprintf(stderr, "reproduce: -noise %g: want a standard deviation ≥ 0, or -1 for the dataset's default\n", *noise)
-		return errUsage
+	if err := checkNoise(*noise); err != nil {
+		return err
+	}
+	if err := checkReportFlags(1, *floor); err != nil {
+		return err
+	}
+	if *scale < 1 {
+		return badFlags(fmt.Errorf("-schedule-scale %d: want 1 (the paper's schedule) or more", *scale))
+	}
+	if *quick && flagSet(fs, "schedule-scale") {
+		return badFlags(fmt.Errorf("-schedule-scale is for the full schedule: -quick has its own (set -sdgnn-epochs, -theta-every, -budget-every)"))
+	}
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"sdgnn-epochs", *sEpochs}, {"theta-every", *thEvery}, {"budget-every", *bEvery}, {"baseline-epochs", *blEpochs}} {
+		if f.v < 0 || f.v == 0 && flagSet(fs, f.name) {
+			return badFlags(fmt.Errorf("-%s %d: want at least 1 (leave it out for the schedule's)", f.name, f.v))
+		}
 	}
 	if *steps < 0 {
 		fmt.Fprintf(stderr, "reproduce: -steps %d: want a number of steps, or 0 for the whole series\n", *steps)
@@ -260,12 +276,22 @@ func parseSeeds(v string) ([]uint64, error) {
 		if b < a {
 			return nil, fmt.Errorf("%q: range ends before it starts", v)
 		}
-		for s := a; s <= b; s++ {
+		if b-a >= maxSeeds {
+			return nil, fmt.Errorf("%q: more than %d seeds in one run", v, maxSeeds)
+		}
+		for s := a; ; s++ {
 			seeds = append(seeds, s)
+			if s == b {
+				break
+			}
 		}
 	case strings.Contains(v, ","):
 		seen := map[uint64]bool{}
-		for _, f := range strings.Split(v, ",") {
+		fields := strings.Split(v, ",")
+		if len(fields) > maxSeeds {
+			return nil, fmt.Errorf("%q: more than %d seeds in one run", v, maxSeeds)
+		}
+		for _, f := range fields {
 			s, err := num(f)
 			if err != nil {
 				return nil, err
@@ -281,12 +307,19 @@ func parseSeeds(v string) ([]uint64, error) {
 		if err != nil {
 			return nil, err
 		}
+		if n > maxSeeds {
+			return nil, fmt.Errorf("%q: more than %d seeds in one run", v, maxSeeds)
+		}
 		for s := uint64(1); s <= n; s++ {
 			seeds = append(seeds, s)
 		}
 	}
 	return seeds, nil
 }
+
+// maxSeeds is the most seeds one reproduce run takes (a PeMS seed is
+// hours): a larger -seeds is a typo, refused before a list of it is made.
+const maxSeeds = 10000
 
 // mergeTables reads the table files written by reproduce runs of one
 // comparison over different seeds, merges them per dataset (in the order
@@ -308,7 +341,10 @@ func mergeTables(paths []string, out string, stdout io.Writer) error {
 		if len(tables) == 0 {
 			return fmt.Errorf("merge %s: no tables in the file", p)
 		}
-		for _, t := range tables {
+		for i, t := range tables {
+			if t == nil || t.Dataset == "" || len(t.Runs) == 0 {
+				return fmt.Errorf("merge %s: table %d is not a reproduce table (no dataset or no seeds)", p, i+1)
+			}
 			if _, ok := byDataset[t.Dataset]; !ok {
 				order = append(order, t.Dataset)
 			}

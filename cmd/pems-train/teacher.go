@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/pemsforecast/sdgnn/evaluation"
@@ -57,6 +58,24 @@ func cmdTeacher(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		fmt.Fprintf(stderr, "teacher: -layers %d: want 1 or 2\n", *layers)
 		return errUsage
 	}
+	if err := checkReportFlags(*evalChunk, *mapeFloor); err != nil {
+		return err
+	}
+	if err := checkNoise(*noise); err != nil {
+		return err
+	}
+	if *resume != "" && *out == "" {
+		// Where the interrupted run was writing: its state is OUT.state.
+		*out = strings.TrimSuffix(*resume, ".state")
+		if *out == *resume {
+			return badFlags(fmt.Errorf("-resume %s: name the model file to write with -out (the state's name does not end in .state)", *resume))
+		}
+	}
+	if *out != "" {
+		if err := checkOut("out", *out, *resume); err != nil {
+			return err
+		}
+	}
 	log := newLogger(stderr, *jsonLogs)
 
 	var (
@@ -90,6 +109,9 @@ func cmdTeacher(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		})
 		if len(fixed) > 0 {
 			return badFlags(fmt.Errorf("%v cannot change on -resume: the state fixes them (only -epochs and -patience can)", fixed))
+		}
+		if err := tr.Config.Validate(); err != nil {
+			return badFlags(err)
 		}
 		log.Info().Str("state", *resume).Int("epoch", tr.Epoch).Int("best_epoch", tr.BestEpoch).Msg("resuming")
 	} else {
