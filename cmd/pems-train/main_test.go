@@ -152,6 +152,12 @@ func TestTeacherThenEvalOnPeMSLayout(t *testing.T) {
 func TestBadInvocations(t *testing.T) {
 	dir := writePeMS08Layout(t, 60)
 	nowhere := filepath.Join(dir, "nowhere")
+	nullTable, foreignTable := filepath.Join(dir, "null.json"), filepath.Join(dir, "foreign.json")
+	for path, text := range map[string]string{nullTable: "[null]", foreignTable: `[{"foo":1}]`} {
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	bad := filepath.Join(t.TempDir(), "bad.model")
 	if err := os.WriteFile(bad, []byte("PEMSMODL\x01\x00"), 0o644); err != nil {
 		t.Fatal(err)
@@ -225,6 +231,8 @@ func TestBadInvocations(t *testing.T) {
 		{"report out is a file", []string{"report", "-model", bad, "-out", bad}, 2, "-out " + bad + " is a file, want a directory"},
 		{"report NaN mape floor", []string{"report", "-model", bad, "-out", filepath.Join(dir, "r"), "-mape-floor", "NaN"}, 2, "-mape-floor NaN"},
 		{"report negative sensor", []string{"report", "-model", bad, "-out", filepath.Join(dir, "r"), "-sensor", "-5"}, 2, "-sensor -5"},
+		{"merge of a null table", []string{"reproduce", "-merge", nullTable, "-out", t.TempDir()}, 1, nullTable + ": table 1 is not a reproduce table"},
+		{"merge of foreign JSON", []string{"reproduce", "-merge", foreignTable, "-out", t.TempDir()}, 1, foreignTable + ": table 1 is not a reproduce table"},
 		{"reproduce huge seeds", []string{"reproduce", "-data", nowhere, "-dataset", "pems08", "-seeds", "1-100000000000"}, 2, "more than 10000 seeds"},
 		{"reproduce largest seed", []string{"reproduce", "-data", nowhere, "-dataset", "pems08", "-seeds", "18446744073709551615"}, 2, "more than 10000 seeds"},
 		{"reproduce NaN mape floor", []string{"reproduce", "-data", nowhere, "-dataset", "pems08", "-mape-floor", "NaN"}, 2, "-mape-floor NaN"},
