@@ -36,8 +36,8 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		floor    = fs.Float64("mape-floor", 1, "readings below this value are left out of the live MAPE (SZ-taxi has near-zero speeds)")
 		jsonLogs = fs.Bool("log-json", false, "JSON log lines")
 	)
-	if err := fs.Parse(args); err != nil {
-		return errUsage
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 	if err := noArgs(fs); err != nil {
 		return err

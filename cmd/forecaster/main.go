@@ -104,6 +104,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	switch {
+	case errors.Is(err, errHelp):
+		return 0
 	case errors.Is(err, context.Canceled) && args[0] == "publish":
 		// Stopped before every reading was sent (its message, if any,
 		// names where to take it up): not a success.
@@ -258,8 +260,8 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		dataDir   = fs.String("data", "", "with -score-part: data directory (default $PEMS_DATA, then ../shared/datasets)")
 		start     = fs.String("start", "", "with -score-part: the time of the dataset's first step, as publish -start was given it (default the dataset's real start)")
 	)
-	if err := fs.Parse(args); err != nil {
-		return errUsage
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 	if err := noArgs(fs); err != nil {
 		return err
@@ -503,8 +505,8 @@ func cmdPublish(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		wait    = addWaitFlag(fs)
 		secf    = addSecurityFlags(fs)
 	)
-	if err := fs.Parse(args); err != nil {
-		return errUsage
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 	if err := noArgs(fs); err != nil {
 		return err
@@ -627,4 +629,20 @@ func flagSet(fs *flag.FlagSet, name string) bool {
 	set := false
 	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
 	return set
+}
+
+// errHelp is what parseFlags returns for -h: the flags are printed, and
+// the command exits 0.
+var errHelp = errors.New("help asked")
+
+// parseFlags parses args into fs: errHelp for -h or -help, errUsage (the
+// flag package has said what is wrong) for any other error.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return errHelp
+		}
+		return errUsage
+	}
+	return nil
 }

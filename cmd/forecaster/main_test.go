@@ -36,6 +36,8 @@ func TestBadInvocations(t *testing.T) {
 		want string
 	}{
 		{"no command", nil, 2, "commands:"},
+		{"help of a command", []string{"serve", "-h"}, 0, "-max-future"},
+		{"help of publish", []string{"publish", "-help"}, 0, "-retry-for"},
 		{"unknown command", []string{"fly"}, 2, `unknown command "fly"`},
 		{"unknown flag", []string{"serve", "-bogus"}, 2, "flag provided but not defined: -bogus"},
 		{"serve without model", []string{"serve"}, 2, "-model B.sdgnn is required"},

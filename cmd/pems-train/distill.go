@@ -49,8 +49,8 @@ func cmdDistill(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	mapeFloor := &cfg.MAPEFloor
 	fs.StringVar(&cfg.Select, "select", cfg.Select, "validation metric for the best checkpoint: mape or mae")
 	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed of φ's initialisation, sampling and shuffling")
-	if err := fs.Parse(args); err != nil {
-		return errUsage
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 	if *tpath == "" || fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "distill: -teacher FILE is required and takes no other arguments (got %q)\n", fs.Args())

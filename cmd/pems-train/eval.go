@@ -71,8 +71,8 @@ func cmdEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		preds     = fs.String("predictions", "", "also write per-snapshot, per-node predictions to this Arrow IPC file")
 		against   = fs.String("against", "", "a second model or bundle of the same data, split and window: compare the two on the same snapshots with a Diebold–Mariano test")
 	)
-	if err := fs.Parse(args); err != nil {
-		return errUsage
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 	if *model == "" || fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "eval: -model FILE is required and takes no other arguments (got %q)\n", fs.Args())

@@ -27,8 +27,8 @@ func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		splitBy = fs.String("split-by", snapshot.ByTime, "what the split divides when no -model is given: time (chronological), nodes or windows (Gao & Ribeiro's transductive and inductive splits)")
 		out     = fs.String("out", "", "output Arrow IPC file (required); embeddings write OUT with -H and -Z before the extension")
 	)
-	if err := fs.Parse(args); err != nil {
-		return errUsage
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 	if *out == "" || fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "export: -out FILE is required and takes no other arguments (got %q)\n", fs.Args())
@@ -158,8 +158,8 @@ func cmdDatasets(args []string, stdout, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	dataDir := fs.String("data", "", "data directory (default $PEMS_DATA, then ../shared/datasets)")
 	verify := fs.Bool("verify", true, "verify SHA-256 checksums listed in the directory's SHA256SUMS")
-	if err := fs.Parse(args); err != nil {
-		return errUsage
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "datasets: takes no arguments (got %q)\n", fs.Args())

@@ -89,7 +89,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	switch {
-	case err == nil:
+	case err == nil || errors.Is(err, errHelp):
 		return 0
 	case errors.Is(err, errUsage):
 		if err != errUsage { // a badFlags error: not reported yet
@@ -171,4 +171,20 @@ func flagSet(fs *flag.FlagSet, name string) bool {
 	set := false
 	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
 	return set
+}
+
+// errHelp is what parseFlags returns for -h: the flags are printed, and
+// the command exits 0.
+var errHelp = errors.New("help asked")
+
+// parseFlags parses args into fs: errHelp for -h or -help, errUsage (the
+// flag package has said what is wrong) for any other error.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return errHelp
+		}
+		return errUsage
+	}
+	return nil
 }

@@ -169,6 +169,8 @@ func TestBadInvocations(t *testing.T) {
 		want string
 	}{
 		{"no command", nil, 2, "commands:"},
+		{"help of a command", []string{"eval", "-h"}, 0, "-mape-floor"},
+		{"help of datasets", []string{"datasets", "-help"}, 0, "-verify"},
 		{"unknown command", []string{"fly"}, 2, `unknown command "fly"`},
 		{"unknown flag", []string{"teacher", "-bogus"}, 2, "flag provided but not defined: -bogus"},
 		{"no dataset", []string{"teacher", "-data", dir}, 2, "-dataset is required"},

@@ -44,8 +44,8 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		baselines = flags.Bool("baselines", false, "also train GLNN, NOSMOG and PPRGo against the teacher")
 		progress  = flags.String("progress", "auto", "progress on stderr: auto (bars on a terminal, else a line per finished stage), always (bars) or never")
 	)
-	if err := flags.Parse(args); err != nil {
-		return errUsage
+	if err := parseFlags(flags, args); err != nil {
+		return err
 	}
 	if *model == "" || *out == "" || flags.NArg() > 0 {
 		fmt.Fprintln(stderr, "report: -model BUNDLE and -out DIR are required and it takes no other arguments")

@@ -46,8 +46,8 @@ func cmdReproduce(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		prepName = fs.String("prep", string(snapshot.PrepStandard), "input preprocessing of every model: standard or paper (Gao & Ribeiro's min-max inputs with minute-of-day and day-of-week inputs); paper tables are written as table-paper*")
 		steps    = fs.Int("steps", 0, fmt.Sprintf("use only the first N steps of each series (0: all; default %d with -quick, two weeks of PeMS); tables and models of a run with -steps are written as table*-stepsN and models*-stepsN", reproduce.QuickSteps))
 	)
-	if err := fs.Parse(args); err != nil {
-		return errUsage
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 	if fs.NArg() > 0 || (*datasets == "") == (*merge == "") {
 		fmt.Fprintln(stderr, "reproduce: one of -dataset NAME[,NAME...] or -merge FILE,FILE[,...] is required, and no other arguments")

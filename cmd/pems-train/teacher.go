@@ -47,8 +47,8 @@ func cmdTeacher(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.Float64Var(&tc.ClipNorm, "clip", tc.ClipNorm, "gradient-norm clipping threshold (0: off)")
 	fs.StringVar(&tc.Loss, "loss", tc.Loss, "training loss: mae or mse (masked, normalised scale)")
 	fs.IntVar(&tc.MaxBatches, "max-batches", 0, "cap on training batches per epoch (0: all; for quick runs)")
-	if err := fs.Parse(args); err != nil {
-		return errUsage
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "teacher: unexpected arguments %q\n", fs.Args())
