@@ -12,7 +12,10 @@ import (
 // SnapshotMAE returns the masked mean absolute error of each snapshot of
 // forecasts laid out row-major (snapshot, value), width values per
 // snapshot: the loss series that DieboldMariano compares. A snapshot whose
-// truths are all masked (Masked) gets NaN.
+// truths are all masked (Masked) gets NaN, and so does one with a NaN
+// forecast; DieboldMariano leaves both out of the test, so a model's
+// broken forecasts do not count against it there (its Report's metrics
+// show them).
 func SnapshotMAE(pred, truth []float64, snapshots, width int) ([]float64, error) {
 	if snapshots < 0 || width < 1 || len(pred) != snapshots*width || len(truth) != snapshots*width {
 		return nil, fmt.Errorf("evaluation: %d predictions and %d truths for %d snapshots of %d values", len(pred), len(truth), snapshots, width)
