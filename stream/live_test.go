@@ -533,6 +533,13 @@ func TestLiveHandler(t *testing.T) {
 	if msg := string(get("/forecasts?since=yesterday", 400, "text/plain")); !strings.Contains(msg, `since: "yesterday" is neither Unix milliseconds nor RFC 3339`) {
 		t.Errorf("GET /forecasts?since=yesterday: %q", msg)
 	}
+	// A query that does not parse is refused, not read in part (which
+	// answered for every sensor).
+	for _, bad := range []string{"sensors=1;3", "sensors=%zz", "since=%zz", "format=csv;", "sensors=1,3;format=csv"} {
+		if msg := string(get("/forecasts?"+bad, 400, "text/plain")); !strings.Contains(msg, "query") {
+			t.Errorf("GET /forecasts?%s: %q should name the query", bad, msg)
+		}
+	}
 	metrics := string(get("/metrics", 200, "text/plain"))
 	// Sensor 3's slot 10: errors 10 and 44.5; only 100 is at or above the
 	// floor (relative error 0.1); the NaN forecast has no reading yet.

@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 )
@@ -144,6 +145,11 @@ func (h *Histogram) Quantile(q float64) time.Duration {
 }
 
 const metricPrefix = "sdgnn_stream_"
+
+// promLabel escapes v as a label value of the Prometheus text format,
+// which knows only \\, \" and \n (Go's %q would write \t or \u00a0, and
+// the whole scrape would fail to parse).
+var promLabel = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`).Replace
 
 // WritePrometheus writes the counters in the Prometheus text exposition
 // format (version 0.0.4); histograms are in seconds, as Prometheus

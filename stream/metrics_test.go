@@ -63,3 +63,20 @@ func TestHistogramObserveAllocs(t *testing.T) {
 		t.Errorf("Observe allocates %v times", n)
 	}
 }
+
+// Label values are escaped as the Prometheus text format wants: only
+// backslash, double quote and newline; a tab or any other rune is written
+// as it is (Go's %q would write \t, which fails the whole scrape).
+func TestPromLabel(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"sdgnn-pems04-3f9a1c0e7b2d", "sdgnn-pems04-3f9a1c0e7b2d"},
+		{"v\t1\u00a0x", "v\t1\u00a0x"},
+		{`a"b\c`, `a\"b\\c`},
+		{"two\nlines", `two\nlines`},
+		{"é,=}", "é,=}"},
+	} {
+		if got := promLabel(tc.in); got != tc.want {
+			t.Errorf("promLabel(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}

@@ -191,6 +191,14 @@ func (s *Service) rebuild(ctx context.Context, t *kafka.Transport) (out rebuilt,
 			}
 		}
 	}
+	// Served as they are (/forecast/{sensor}, /forecasts): a message the
+	// reading decoder took but that is not a whole forecast (another
+	// writer's) is checked once here, per sensor, and left out.
+	for z, l := range latest {
+		if _, err := DecodeForecast(l.msg); err != nil {
+			delete(latest, z)
+		}
+	}
 	s.mu.Lock()
 	for z, l := range latest {
 		if old, ok := s.latest[z]; !ok || tsOf(old) < l.ts {

@@ -13,6 +13,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"slices"
 	"strconv"
@@ -1518,7 +1519,7 @@ func (s *Service) Handler() http.Handler {
 				fmt.Fprintf(w, "sdgnn_partition_lag{partition=\"%d\"} %d\n", p, n)
 			}
 		}
-		fmt.Fprintf(w, "# HELP sdgnn_model_info The model being served (1), by version and dataset.\n# TYPE sdgnn_model_info gauge\nsdgnn_model_info{version=%q,dataset=%q} 1\n", meta.Version, meta.Dataset)
+		fmt.Fprintf(w, "# HELP sdgnn_model_info The model being served (1), by version and dataset.\n# TYPE sdgnn_model_info gauge\nsdgnn_model_info{version=\"%s\",dataset=\"%s\"} 1\n", promLabel(meta.Version), promLabel(meta.Dataset))
 		fmt.Fprintf(w, "# HELP sdgnn_ready Whether the readiness check passes (1) or not (0), overall (check=\"all\") and by check, as /readyz.\n# TYPE sdgnn_ready gauge\n")
 		rd := s.Readiness()
 		fmt.Fprintf(w, "sdgnn_ready{check=\"all\"} %d\n", b2i(rd.Ready))
@@ -1562,19 +1563,27 @@ func (s *Service) Handler() http.Handler {
 		w.Write(v)
 	})
 	mux.HandleFunc("GET /forecasts", func(w http.ResponseWriter, r *http.Request) {
-		ids, err := sensorList(r.URL.Query().Get("sensors"), s.live.Nodes())
+		// A query that does not parse is refused, not read in part:
+		// URL.Query would drop the pair it cannot read (sensors=12;3),
+		// and answer for every sensor.
+		q, err := url.ParseQuery(r.URL.RawQuery)
+		if err != nil {
+			http.Error(w, fmt.Sprintf("query %q: %v", r.URL.RawQuery, err), http.StatusBadRequest)
+			return
+		}
+		ids, err := sensorList(q.Get("sensors"), s.live.Nodes())
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
 		since := int64(math.MinInt64)
-		if v := r.URL.Query().Get("since"); v != "" {
+		if v := q.Get("since"); v != "" {
 			if since, err = ParseTS(v); err != nil {
 				http.Error(w, fmt.Sprintf("since: %v", err), http.StatusBadRequest)
 				return
 			}
 		}
-		asCSV, err := wantsCSV(r)
+		asCSV, err := wantsCSV(q, r.Header)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
@@ -1679,14 +1688,14 @@ func bearer(r *http.Request, token string) bool {
 // wantsCSV reports whether a request for forecasts asks for CSV:
 // ?format=csv, or, without format, an Accept header that names text/csv
 // and not application/json (a spreadsheet's or BI tool's fetch).
-func wantsCSV(r *http.Request) (bool, error) {
-	switch f := r.URL.Query().Get("format"); f {
+func wantsCSV(q url.Values, h http.Header) (bool, error) {
+	switch f := q.Get("format"); f {
 	case "csv":
 		return true, nil
 	case "json":
 		return false, nil
 	case "":
-		accept := r.Header.Get("Accept")
+		accept := strings.ToLower(h.Get("Accept"))
 		return strings.Contains(accept, "text/csv") && !strings.Contains(accept, "application/json"), nil
 	default:
 		return false, fmt.Errorf("format %q: want json or csv", f)
