@@ -412,7 +412,8 @@ func readToken(path string) (string, error) {
 // part scored stays the first model's, which the new one may have trained
 // on.
 type reloader struct {
-	mu     sync.Mutex
+	once   sync.Once
+	turn   chan struct{} // holds a token while a reload runs (see reload)
 	svc    *stream.Service
 	path   string
 	scored bool
@@ -424,8 +425,22 @@ type reloader struct {
 // it waits for the batch in hand until ctx ends (see
 // stream.Service.ReloadContext).
 func (r *reloader) reload(ctx context.Context, trigger string) (string, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	// One reload at a time, waited for only until ctx ends: a SIGHUP or a
+	// poll that waits for the batch in hand (the broker away) must not
+	// hold POST /-/reload past its own deadline.
+	r.once.Do(func() { r.turn = make(chan struct{}, 1) })
+	start := time.Now()
+	select {
+	case r.turn <- struct{}{}:
+	case <-ctx.Done():
+		r.svc.Counters().ReloadFailures.Add(1)
+		old := r.svc.Bundle().Meta.Version
+		err := fmt.Errorf("reload model: %w: another reload has waited for it %s (is the broker reachable? see /readyz): %w",
+			stream.ErrReloadBusy, time.Since(start).Round(time.Millisecond), ctx.Err())
+		r.log.Error().Err(err).Str("model", r.path).Str("serving", old).Str("by", trigger).Msg("reload refused: the model served is kept")
+		return old, err
+	}
+	defer func() { <-r.turn }()
 	r.log.Info().Str("model", r.path).Str("by", trigger).Msg("reloading the model")
 	old := r.svc.Bundle().Meta
 	b, err := sdgnn.LoadBundle(r.path)

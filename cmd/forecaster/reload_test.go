@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"os"
@@ -279,6 +280,41 @@ func TestReloadModel(t *testing.T) {
 				t.Errorf("%d failures counted, want %d", got, tc.failures)
 			}
 		})
+	}
+}
+
+// A reload waits for one in progress (a SIGHUP's, waiting for a broker
+// that is away) only until its own context ends, and then says the model
+// is busy (ErrReloadBusy: POST /-/reload's 503) rather than blocking.
+func TestReloadWaitsForAnotherOnlyUntilItsDeadline(t *testing.T) {
+	_, _, _, first := szTaxiBundle(t, 4, 8)
+	first.Meta.Version = "first"
+	path := filepath.Join(t.TempDir(), "m.sdgnn")
+	if err := first.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	svc := unstartedService(t, first, zerolog.Nop())
+	r := &reloader{svc: svc, path: path, log: zerolog.Nop()}
+	r.once.Do(func() { r.turn = make(chan struct{}, 1) })
+	r.turn <- struct{}{} // another reload in progress
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := r.reload(ctx, "POST /-/reload")
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, stream.ErrReloadBusy) || !errors.Is(err, context.DeadlineExceeded) || svc.Counters().ReloadFailures.Load() != 1 {
+			t.Errorf("reload behind another: %v (failures %d), want ErrReloadBusy and the deadline", err, svc.Counters().ReloadFailures.Load())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("reload behind another did not give up at its deadline")
+	}
+	<-r.turn // the other ends: the next reload goes through
+	if v, err := r.reload(context.Background(), "test"); err != nil || v != "first" {
+		t.Errorf("reload after: %q, %v", v, err)
 	}
 }
 
