@@ -290,6 +290,8 @@ func TestReloadEndpoint(t *testing.T) {
 		{"no token", http.MethodPost, taken, "s3cret", "", http.StatusUnauthorized, "reload refused: missing or wrong bearer token\n"},
 		{"wrong token", http.MethodPost, taken, "s3cret", "Bearer s3cre", http.StatusUnauthorized, "reload refused: missing or wrong bearer token\n"},
 		{"not bearer", http.MethodPost, taken, "s3cret", "Basic s3cret", http.StatusUnauthorized, "reload refused: missing or wrong bearer token\n"},
+		{"scheme in lower case", http.MethodPost, taken, "s3cret", "bearer s3cret", http.StatusOK, "serving v2\n"},
+		{"no space", http.MethodPost, taken, "s3cret", "Bearers3cret", http.StatusUnauthorized, "reload refused: missing or wrong bearer token\n"},
 		{"token not asked", http.MethodPost, taken, "", "Bearer anything", http.StatusOK, "serving v2\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1677,14 +1677,14 @@ func sensorList(list string, n int) ([]int, error) {
 	return ids, nil
 }
 
-// bearer reports whether r carries "Authorization: Bearer token", compared
-// in constant time.
+// bearer reports whether r carries "Authorization: Bearer token" (the
+// scheme's name in any case, as RFC 9110 has it), the token compared in
+// constant time.
 func bearer(r *http.Request, token string) bool {
-	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	return ok && subtle.ConstantTimeCompare([]byte(got), []byte(token)) == 1
+	scheme, got, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	return ok && strings.EqualFold(scheme, "Bearer") && subtle.ConstantTimeCompare([]byte(got), []byte(token)) == 1
 }
 
-// writeJSON writes v as a JSON response that is never cached.
 // wantsCSV reports whether a request for forecasts asks for CSV:
 // ?format=csv, or, without format, an Accept header that names text/csv
 // and not application/json (a spreadsheet's or BI tool's fetch).
@@ -1744,6 +1744,7 @@ func (s *Service) writeForecastsCSV(w http.ResponseWriter, msgs [][]byte, since 
 	w.Write(buf.Bytes())
 }
 
+// writeJSON writes v as a JSON response that is never cached.
 func writeJSON(w http.ResponseWriter, v any) {
 	b, err := json.Marshal(v)
 	if err != nil {
