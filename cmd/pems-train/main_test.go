@@ -516,4 +516,11 @@ func TestDatasetsCommand(t *testing.T) {
 	if code, _, stderr := runCmd(t, "datasets", "-data", dir); code != 1 || !strings.Contains(stderr, "checksum mismatch for pems/pems08/distance.csv") {
 		t.Errorf("mismatch: exit %d, stderr %q", code, stderr)
 	}
+	// A directory without the list (one's own data) is listed, unverified.
+	if err := os.Remove(list); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, stderr := runCmd(t, "datasets", "-data", dir); code != 0 || !strings.Contains(out, "no SHA256SUMS in "+dir+": nothing verified") {
+		t.Errorf("without SHA256SUMS: exit %d, stdout %q, stderr %q", code, out, stderr)
+	}
 }
