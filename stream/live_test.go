@@ -525,6 +525,16 @@ func TestLiveHandler(t *testing.T) {
 	if body := string(get("/forecasts", 200, "application/json")); body != "[]\n" {
 		t.Errorf("GET /forecasts before any forecast: %q, want an empty list", body)
 	}
+	// JSON or CSV by Accept: caches must keep them apart, and keep
+	// neither.
+	if resp, err := http.Get(srv.URL + "/forecasts"); err != nil {
+		t.Fatal(err)
+	} else {
+		resp.Body.Close()
+		if resp.Header.Get("Vary") != "Accept" || resp.Header.Get("Cache-Control") != "no-store" {
+			t.Errorf("GET /forecasts: Vary %q, Cache-Control %q", resp.Header.Get("Vary"), resp.Header.Get("Cache-Control"))
+		}
+	}
 	for _, bad := range []string{"5", "1,abc", "-1", "2,,3"} {
 		if msg := string(get("/forecasts?sensors="+bad, 400, "text/plain")); !strings.Contains(msg, "0..4") {
 			t.Errorf("GET /forecasts?sensors=%s: %q should name the valid ids", bad, msg)

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -407,5 +408,31 @@ func TestServiceReadinessThroughBrokerRestart(t *testing.T) {
 	}
 	if code, body := get("/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "[-]started failed") {
 		t.Fatalf("/readyz after Run: %d\n%s", code, body)
+	}
+}
+
+func TestWantsCSV(t *testing.T) {
+	for _, tc := range []struct {
+		accept string
+		want   bool
+	}{
+		{"", false},
+		{"text/csv", true},
+		{"TEXT/CSV", true},
+		{"text/csv;q=0", false},
+		{"text/csv, application/json", false},
+		{"application/json;q=0.1, text/csv", true},
+		{"text/csv;q=0.5, application/json;q=0.9", false},
+		{"text/csv, */*;q=0.1", true},
+		{"text/html, application/xhtml+xml", false},
+		{"text/csv; charset=utf-8; q=0.8", true},
+	} {
+		h := http.Header{}
+		if tc.accept != "" {
+			h.Set("Accept", tc.accept)
+		}
+		if got, err := wantsCSV(url.Values{}, h); err != nil || got != tc.want {
+			t.Errorf("Accept %q: CSV %v (%v), want %v", tc.accept, got, err, tc.want)
+		}
 	}
 }

@@ -1560,9 +1560,13 @@ func (s *Service) Handler() http.Handler {
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "no-store") // the next slot replaces it
 		w.Write(v)
 	})
 	mux.HandleFunc("GET /forecasts", func(w http.ResponseWriter, r *http.Request) {
+		// JSON or CSV by Accept too: a cache must not answer one with
+		// the other.
+		w.Header().Add("Vary", "Accept")
 		// A query that does not parse is refused, not read in part:
 		// URL.Query would drop the pair it cannot read (sensors=12;3),
 		// and answer for every sensor.
@@ -1619,6 +1623,7 @@ func (s *Service) Handler() http.Handler {
 			body = append(body, v...)
 		}
 		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "no-store")
 		w.Write(append(body, ']', '\n'))
 	})
 	mux.HandleFunc("GET /live", func(w http.ResponseWriter, r *http.Request) {
@@ -1686,8 +1691,9 @@ func bearer(r *http.Request, token string) bool {
 }
 
 // wantsCSV reports whether a request for forecasts asks for CSV:
-// ?format=csv, or, without format, an Accept header that names text/csv
-// and not application/json (a spreadsheet's or BI tool's fetch).
+// ?format=csv, or, without format, an Accept header that gives text/csv
+// a quality above 0 and above application/json's (a spreadsheet's or BI
+// tool's fetch); on a tie, JSON.
 func wantsCSV(q url.Values, h http.Header) (bool, error) {
 	switch f := q.Get("format"); f {
 	case "csv":
@@ -1695,11 +1701,35 @@ func wantsCSV(q url.Values, h http.Header) (bool, error) {
 	case "json":
 		return false, nil
 	case "":
-		accept := strings.ToLower(h.Get("Accept"))
-		return strings.Contains(accept, "text/csv") && !strings.Contains(accept, "application/json"), nil
+		accept := h.Get("Accept")
+		csv := acceptQ(accept, "text/csv")
+		return csv > 0 && csv > acceptQ(accept, "application/json"), nil
 	default:
 		return false, fmt.Errorf("format %q: want json or csv", f)
 	}
+}
+
+// acceptQ returns the quality an Accept header gives mediaType when it
+// names it (its largest q, 1 by default; the names compared without
+// regard to case), and −1 when it does not.
+func acceptQ(accept, mediaType string) float64 {
+	best := -1.0
+	for _, part := range strings.Split(accept, ",") {
+		name, params, _ := strings.Cut(part, ";")
+		if !strings.EqualFold(strings.TrimSpace(name), mediaType) {
+			continue
+		}
+		q := 1.0
+		for _, p := range strings.Split(params, ";") {
+			if k, v, ok := strings.Cut(p, "="); ok && strings.EqualFold(strings.TrimSpace(k), "q") {
+				if x, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil && x >= 0 && x <= 1 {
+					q = x
+				}
+			}
+		}
+		best = max(best, q)
+	}
+	return best
 }
 
 // writeForecastsCSV answers GET /forecasts?format=csv: a header ts, sensor,
