@@ -726,15 +726,16 @@ func (s *Service) Run(ctx context.Context) error {
 					s.state.Counters.TxnAborted.Add(1)
 					continue
 				}
-				// Decoded when fetched; what was not is decoded again
-				// for its error (r is scratch: h.Reading's values are
-				// not written to).
+				// Decoded and checked when fetched; what was not is
+				// decoded and checked again for its error (r is scratch:
+				// h.Reading's values are not written to). The fetcher's
+				// check stands unless a clock moved on since.
 				rd, err := &h.Reading, error(nil)
 				if !h.OK {
 					rd = &r
 					err = DecodeReadingInto(rd, m.Key, m.Value)
 				}
-				if err == nil {
+				if err == nil && (!h.OK || s.valid.Now != nil) {
 					err = s.valid.Check(*rd)
 				}
 				if err == nil {
@@ -1148,10 +1149,8 @@ type commitSet struct {
 // add counts the message at offset off of partition p.
 func (c *commitSet) add(p int, off int64) {
 	c.n++
-	if p >= len(c.last) {
-		for len(c.last) <= p {
-			c.last = append(c.last, -1)
-		}
+	for len(c.last) <= p {
+		c.last = append(c.last, -1)
 	}
 	if c.last[p] < 0 {
 		c.parts = append(c.parts, p)

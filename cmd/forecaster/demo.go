@@ -39,9 +39,6 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if err := noArgs(fs); err != nil {
-		return err
-	}
 	if err := bf.check(); err != nil {
 		return err
 	}

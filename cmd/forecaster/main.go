@@ -204,15 +204,6 @@ func (b brokerFlags) check() error {
 	return nil
 }
 
-// noArgs refuses words left after the flags: the flag package stops at
-// the first, and would silently ignore every flag after it.
-func noArgs(fs *flag.FlagSet) error {
-	if fs.NArg() > 0 {
-		return usagef("unexpected argument %q: %s takes flags only (any flags after it would be ignored)", fs.Arg(0), fs.Name())
-	}
-	return nil
-}
-
 // connect returns the broker addresses and, for the embedded broker, a stop
 // function.
 func (b brokerFlags) connect(log zerolog.Logger) ([]string, func(), error) {
@@ -261,9 +252,6 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		start     = fs.String("start", "", "with -score-part: the time of the dataset's first step, as publish -start was given it (default the dataset's real start)")
 	)
 	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	if err := noArgs(fs); err != nil {
 		return err
 	}
 	if err := bf.check(); err != nil {
@@ -523,9 +511,6 @@ func cmdPublish(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if err := noArgs(fs); err != nil {
-		return err
-	}
 	if *retry < 0 {
 		return usagef("-retry-for %s: want 0 or more", *retry)
 	}
@@ -651,13 +636,18 @@ func flagSet(fs *flag.FlagSet, name string) bool {
 var errHelp = errors.New("help asked")
 
 // parseFlags parses args into fs: errHelp for -h or -help, errUsage (the
-// flag package has said what is wrong) for any other error.
+// flag package has said what is wrong) for any other error, and a usage
+// error naming a word left after the flags: the flag package stops at the
+// first, and would silently ignore every flag after it.
 func parseFlags(fs *flag.FlagSet, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return errHelp
 		}
 		return errUsage
+	}
+	if fs.NArg() > 0 {
+		return usagef("unexpected argument %q: %s takes flags only (any flags after it would be ignored)", fs.Arg(0), fs.Name())
 	}
 	return nil
 }

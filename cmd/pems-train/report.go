@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -56,15 +55,12 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		fmt.Fprintf(stderr, "report: -sweep %q: %v\n", *sweep, err)
 		return errUsage
 	}
+	if err := checkReportFlags(*chunks, *mapeFloor); err != nil {
+		return err
+	}
 	switch {
-	case *chunks < 1:
-		fmt.Fprintf(stderr, "report: -chunks %d: must be at least 1\n", *chunks)
-		return errUsage
 	case *scale < 1:
 		fmt.Fprintf(stderr, "report: -sweep-scale %d: must be at least 1\n", *scale)
-		return errUsage
-	case !(*mapeFloor >= 0) || math.IsInf(*mapeFloor, 1):
-		fmt.Fprintf(stderr, "report: -mape-floor %g: must be finite and ≥ 0\n", *mapeFloor)
 		return errUsage
 	case *sensor < -1:
 		fmt.Fprintf(stderr, "report: -sensor %d: want a sensor id, or -1 for the one with the largest receptive set\n", *sensor)
