@@ -285,7 +285,7 @@ func Build(ctx context.Context, in Input) (*Document, error) {
 		}
 		start := time.Now()
 		in.progress("predict "+tc.name, 0, 1)
-		pred, truth, err := teacher.Predict(tc.m.Model, set, in.part(), p.Adj, 64)
+		pred, truth, err := teacher.Predict(ctx, tc.m.Model, set, in.part(), p.Adj, 64)
 		if err != nil {
 			return nil, fmt.Errorf("report: %s: %w", tc.name, err)
 		}

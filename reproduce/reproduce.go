@@ -369,7 +369,7 @@ func runSeed(ctx context.Context, cfg Config, p *snapshot.Prepared, seed uint64,
 				continue
 			}
 		}
-		pred, truth, err := teacher.Predict(m, set, split.Test, p.Adj, 64)
+		pred, truth, err := teacher.Predict(ctx, m, set, split.Test, p.Adj, 64)
 		if err != nil {
 			return nil, "", err
 		}
@@ -417,7 +417,7 @@ func runSeed(ctx context.Context, cfg Config, p *snapshot.Prepared, seed uint64,
 		}
 		theta = b.Theta
 		if !done(SDGNN) {
-			pred, truth, err := sdgnn.Predict(b, set, split.Test, 64)
+			pred, truth, err := sdgnn.Predict(ctx, b, set, split.Test, 64)
 			if err != nil {
 				return nil, "", err
 			}

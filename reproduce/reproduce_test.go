@@ -139,7 +139,7 @@ func TestQuickOnRealData(t *testing.T) {
 	if out := b.Theta.WithoutSelf(); len(out) > 0 {
 		t.Errorf("nodes %v are outside their own receptive sets", out)
 	}
-	pred, truth, err := sdgnn.Predict(b, prep.Set, prep.Split.Test, 64)
+	pred, truth, err := sdgnn.Predict(context.Background(), b, prep.Set, prep.Split.Test, 64)
 	if err != nil {
 		t.Fatal(err)
 	}

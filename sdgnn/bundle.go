@@ -1,6 +1,7 @@
 package sdgnn
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -401,8 +402,9 @@ func (b *Bundle) Fits(set *snapshot.Set) error {
 // Predict returns the bundle's forecasts for the snapshots of part p on
 // the original scale, row-major (snapshot, node, channel), with the raw
 // targets in the same layout (NaN, not scored, for nodes outside p),
-// through the batched path.
-func Predict(b *Bundle, set *snapshot.Set, p snapshot.Part, batchSize int) (pred, truth []float64, err error) {
+// through the batched path. When ctx is cancelled it stops between batches
+// and returns ctx.Err().
+func Predict(ctx context.Context, b *Bundle, set *snapshot.Set, p snapshot.Part, batchSize int) (pred, truth []float64, err error) {
 	if err := b.Fits(set); err != nil {
 		return nil, nil, fmt.Errorf("predict: %w", err)
 	}
@@ -411,6 +413,9 @@ func Predict(b *Bundle, set *snapshot.Set, p snapshot.Part, batchSize int) (pred
 	}
 	var batch snapshot.Batch
 	for _, idx := range snapshot.BatchesOf(p.Snapshots(), batchSize, nil) {
+		if err := ctx.Err(); err != nil {
+			return nil, nil, err
+		}
 		if err := set.Fill(&batch, idx); err != nil {
 			return nil, nil, err
 		}

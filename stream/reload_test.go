@@ -226,11 +226,11 @@ func TestServiceReloadMidStream(t *testing.T) {
 	}
 
 	whole := snapshot.Part{Range: snapshot.Range{Start: from, End: to - T + 1}}
-	first, _, err := sdgnn.Predict(bundle(false, 3, "first"), set, whole, 64)
+	first, _, err := sdgnn.Predict(context.Background(), bundle(false, 3, "first"), set, whole, 64)
 	if err != nil {
 		t.Fatal(err)
 	}
-	second, _, err := sdgnn.Predict(bundle(true, 4, "second"), paperSet, whole, 64)
+	second, _, err := sdgnn.Predict(context.Background(), bundle(true, 4, "second"), paperSet, whole, 64)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"context"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -23,7 +24,7 @@ func TestReplayMatchesPredict(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, r := range []snapshot.Range{{Start: 0, End: set.Len()}, {Start: 7, End: 19}, {Start: set.Len() - 1, End: set.Len()}} {
-		want, _, err := sdgnn.Predict(b, set, snapshot.Part{Range: r}, 8)
+		want, _, err := sdgnn.Predict(context.Background(), b, set, snapshot.Part{Range: r}, 8)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -82,7 +83,7 @@ func TestReplayMatchesPredictPaperPrep(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := snapshot.Range{Start: 280, End: 292} // windows spanning midnight of day 1
-	want, _, err := sdgnn.Predict(b, set, snapshot.Part{Range: r}, 5)
+	want, _, err := sdgnn.Predict(context.Background(), b, set, snapshot.Part{Range: r}, 5)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -98,7 +98,7 @@ func TestEndToEndMatchesOffline(t *testing.T) {
 	}
 	// The part's offline metrics; the live view has them once it has
 	// scored as many values (every reading of the part has arrived).
-	partPred, partTruth, err := sdgnn.Predict(b, set, part, 64)
+	partPred, partTruth, err := sdgnn.Predict(context.Background(), b, set, part, 64)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +119,7 @@ func TestEndToEndMatchesOffline(t *testing.T) {
 	}
 
 	// Offline: snapshot slot-T predicts slot.
-	offline, truth, err := sdgnn.Predict(b, set, snapshot.Part{Range: snapshot.Range{Start: from, End: to - T + 1}}, 64)
+	offline, truth, err := sdgnn.Predict(context.Background(), b, set, snapshot.Part{Range: snapshot.Range{Start: from, End: to - T + 1}}, 64)
 	if err != nil {
 		t.Fatal(err)
 	}

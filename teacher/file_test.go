@@ -2,6 +2,7 @@ package teacher
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"math/rand/v2"
@@ -248,7 +249,7 @@ func TestModelFileTimeInputs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := Predict(m, set, snapshot.Part{Range: snapshot.Range{Start: 0, End: 2}}, ringAdjacency(5), 4); err == nil || !strings.Contains(err.Error(), "standard preprocessing") {
+	if _, _, err := Predict(context.Background(), m, set, snapshot.Part{Range: snapshot.Range{Start: 0, End: 2}}, ringAdjacency(5), 4); err == nil || !strings.Contains(err.Error(), "standard preprocessing") {
 		t.Errorf("standard data for a paper model: %v", err)
 	}
 }

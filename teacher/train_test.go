@@ -34,7 +34,7 @@ func TestShortTrainingOnRealDataLowersValidationError(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	before, err := Evaluate(m, set, split.Val, adj, 1, 64)
+	before, err := Evaluate(context.Background(), m, set, split.Val, adj, 1, 64)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func TestShortTrainingOnRealDataLowersValidationError(t *testing.T) {
 		t.Errorf("training loss did not fall: %v", tr.History)
 	}
 	// The kept model is the best epoch's, and evaluates to the recorded MAE.
-	rep, err := Evaluate(tr.Best, set, split.Val, adj, 1, 64)
+	rep, err := Evaluate(context.Background(), tr.Best, set, split.Val, adj, 1, 64)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,11 +234,11 @@ func TestPredictPartMatchesPredict(t *testing.T) {
 		}
 		for _, p := range []snapshot.Part{split.Val, split.Test, chrono.Val} {
 			p.Range = snapshot.Range{Start: 30, End: 100} // a stretch, in batches of 32 with a short last one
-			want, wantTruth, err := Predict(m, set, p, adj, 32)
+			want, wantTruth, err := Predict(context.Background(), m, set, p, adj, 32)
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, truth, err := PredictPart(m, set, p, adj, 32)
+			got, truth, err := PredictPart(context.Background(), m, set, p, adj, 32)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -266,9 +266,56 @@ func TestPredictPartMatchesPredict(t *testing.T) {
 	}
 	bad := split.Val
 	bad.Nodes = []int{0, adj.N}
-	if _, _, err := PredictPart(m, set, bad, adj, 32); err == nil {
+	if _, _, err := PredictPart(context.Background(), m, set, bad, adj, 32); err == nil {
 		t.Error("a part with a node outside the graph accepted")
 	}
 }
 
 func sameFloat(a, b float64) bool { return a == b || (math.IsNaN(a) && math.IsNaN(b)) }
+
+// stopAfter is a context that is cancelled once its Err has been asked n
+// times: a Ctrl-C that arrives in the middle of a long pass.
+type stopAfter struct {
+	context.Context
+	n int
+}
+
+func (c *stopAfter) Err() error {
+	if c.n--; c.n < 0 {
+		return context.Canceled
+	}
+	return nil
+}
+
+// TestPredictStopsWhenCancelled checks that the forecasting passes return
+// the context's error between batches instead of forecasting every snapshot
+// of the part first.
+func TestPredictStopsWhenCancelled(t *testing.T) {
+	set, split, adj := realData(t, 200)
+	m, err := New(Config{Kind: KindGRUGCN, Window: 12, Channels: set.Channels, Hidden: 8, Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := split.Train // several batches of 8
+	for name, predict := range map[string]func(context.Context) error{
+		"Predict": func(ctx context.Context) error {
+			_, _, err := Predict(ctx, m, set, p, adj, 8)
+			return err
+		},
+		"PredictPart": func(ctx context.Context) error {
+			_, _, err := PredictPart(ctx, m, set, p, adj, 8)
+			return err
+		},
+		"Evaluate": func(ctx context.Context) error {
+			_, err := Evaluate(ctx, m, set, p, adj, 1, 8)
+			return err
+		},
+	} {
+		if err := predict(&stopAfter{Context: context.Background(), n: 2}); !errors.Is(err, context.Canceled) {
+			t.Errorf("%s cancelled after two batches: %v, want %v", name, err, context.Canceled)
+		}
+		if err := predict(context.Background()); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}

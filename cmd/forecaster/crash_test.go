@@ -165,7 +165,7 @@ func testKill9LosesNothing(t *testing.T, bin forecasterBin, bundlePath string, d
 	if err != nil {
 		t.Fatal(err)
 	}
-	offline, _, err := sdgnn.Predict(b, set, snapshot.Part{Range: snapshot.Range{Start: from, End: to - T + 1}}, 64)
+	offline, _, err := sdgnn.Predict(context.Background(), b, set, snapshot.Part{Range: snapshot.Range{Start: from, End: to - T + 1}}, 64)
 	if err != nil {
 		t.Fatal(err)
 	}

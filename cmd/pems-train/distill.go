@@ -150,7 +150,7 @@ func cmdDistill(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err := b.Save(*out); err != nil {
 		return err
 	}
-	pred, truth, err := sdgnn.Predict(b, p.Set, p.Split.Test, 64)
+	pred, truth, err := sdgnn.Predict(ctx, b, p.Set, p.Split.Test, 64)
 	if err != nil {
 		return err
 	}

@@ -101,11 +101,8 @@ func cmdEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			return err
 		}
 	}
-	pred, truth, err := lm.predict(p, r)
+	pred, truth, err := lm.predict(ctx, p, r)
 	if err != nil {
-		return err
-	}
-	if err := ctx.Err(); err != nil { // interrupted while forecasting
 		return err
 	}
 	rep, err := evaluation.Build(pred, truth, r.Len(), p.Set.Nodes, p.Set.Channels, *chunks, *mapeFloor)
@@ -130,7 +127,7 @@ func cmdEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	var cmp *comparison
 	if *against != "" {
-		if cmp, err = compareWith(*against, *dataDir, *part, lm, pred, truth, p.Set.Nodes*p.Set.Channels, *mapeFloor); err != nil {
+		if cmp, err = compareWith(ctx, *against, *dataDir, *part, lm, pred, truth, p.Set.Nodes*p.Set.Channels, *mapeFloor); err != nil {
 			return err
 		}
 	}
@@ -172,7 +169,7 @@ func cmdEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 // forecasts pred against it (truth and the layout, width values per
 // snapshot, are lm's). The second model is prepared with its own
 // normaliser; the truths must come out the same.
-func compareWith(path, dataDir, part string, lm *loaded, pred, truth []float64, width int, mapeFloor float64) (*comparison, error) {
+func compareWith(ctx context.Context, path, dataDir, part string, lm *loaded, pred, truth []float64, width int, mapeFloor float64) (*comparison, error) {
 	o, err := loadAny(path)
 	if err != nil {
 		return nil, fmt.Errorf("-against: %w", err)
@@ -189,7 +186,7 @@ func compareWith(path, dataDir, part string, lm *loaded, pred, truth []float64, 
 	if err != nil {
 		return nil, err
 	}
-	opred, otruth, err := o.predict(p, r)
+	opred, otruth, err := o.predict(ctx, p, r)
 	if err != nil {
 		return nil, fmt.Errorf("-against %s: %w", path, err)
 	}
@@ -287,7 +284,7 @@ type loaded struct {
 	split         snapshot.Split
 	receptive     float64
 	trained       provenance
-	predict       func(p *snapshot.Prepared, r snapshot.Part) (pred, truth []float64, err error)
+	predict       func(ctx context.Context, p *snapshot.Prepared, r snapshot.Part) (pred, truth []float64, err error)
 }
 
 // loadAny loads a teacher model or an SDGNN bundle.
@@ -305,8 +302,8 @@ func loadAny(path string) (*loaded, error) {
 		m := s.Meta
 		return &loaded{kind: m.Config.Kind, dataset: m.Dataset, window: m.Config.Window, layers: m.Config.GCNLayers(), channels: m.Channels, norm: m.Norm, split: m.Split,
 			trained: provenance{Created: m.Created, Digest: f.Digest(), Epochs: m.Epochs, BestEpoch: m.BestEpoch, BestValMAE: m.BestValMAE, NoiseStd: m.Config.NoiseStd},
-			predict: func(p *snapshot.Prepared, r snapshot.Part) ([]float64, []float64, error) {
-				return teacher.Predict(s.Model, p.Set, r, p.Adj, 64)
+			predict: func(ctx context.Context, p *snapshot.Prepared, r snapshot.Part) ([]float64, []float64, error) {
+				return teacher.Predict(ctx, s.Model, p.Set, r, p.Adj, 64)
 			}}, nil
 	case sdgnn.FileKindBundle:
 		b, err := sdgnn.LoadBundle(path)
@@ -316,8 +313,8 @@ func loadAny(path string) (*loaded, error) {
 		m := b.Meta
 		return &loaded{kind: "sdgnn", dataset: m.Dataset, window: m.Window, channels: m.Channels, norm: m.Norm, split: m.Split, receptive: b.Theta.MeanReceptive(),
 			trained: provenance{Created: m.Created, Digest: f.Digest(), Teacher: m.Teacher, Version: m.Version, Rounds: len(m.Rounds), Budget: m.Config.BudgetEnd},
-			predict: func(p *snapshot.Prepared, r snapshot.Part) ([]float64, []float64, error) {
-				return sdgnn.Predict(b, p.Set, r, 64)
+			predict: func(ctx context.Context, p *snapshot.Prepared, r snapshot.Part) ([]float64, []float64, error) {
+				return sdgnn.Predict(ctx, b, p.Set, r, 64)
 			}}, nil
 	}
 	return nil, fmt.Errorf("load model %s: file holds a %q, which eval does not know", path, f.Kind)

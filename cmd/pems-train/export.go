@@ -102,12 +102,9 @@ func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if saved == nil {
 			return fmt.Errorf("-what predictions needs -model")
 		}
-		pred, truth, perr := teacher.Predict(saved.Model, p.Set, r, p.Adj, 64)
+		pred, truth, perr := teacher.Predict(ctx, saved.Model, p.Set, r, p.Adj, 64)
 		if perr != nil {
 			return perr
-		}
-		if err := ctx.Err(); err != nil { // interrupted while forecasting
-			return err
 		}
 		err = writePredictions(*out, p, r, saved.Meta.Channels, pred, truth)
 	case "embeddings":

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -125,7 +126,7 @@ func TestTeacherThenEvalOnPeMSLayout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := teacher.Evaluate(saved.Model, p.Set, p.Split.Test, p.Adj, 10, 64)
+	rep, err := teacher.Evaluate(context.Background(), saved.Model, p.Set, p.Split.Test, p.Adj, 10, 64)
 	if err != nil {
 		t.Fatal(err)
 	}

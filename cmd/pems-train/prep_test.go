@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"math"
 	"os"
@@ -82,7 +83,7 @@ func TestPaperPrepOnPeMSLayout(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := snapshot.Range{Start: p.Split.Test.Start, End: p.Split.Test.Start + 6}
-	want, _, err := sdgnn.Predict(b, p.Set, snapshot.Part{Range: r}, 4)
+	want, _, err := sdgnn.Predict(context.Background(), b, p.Set, snapshot.Part{Range: r}, 4)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"math"
 	"os"
@@ -86,7 +87,7 @@ func inProcess(t *testing.T, dir string, saved *teacher.Saved, res evalResult) (
 	if err != nil {
 		t.Fatal(err)
 	}
-	if pred, truth, err = teacher.Predict(saved.Model, p.Set, p.Split.Test, p.Adj, 64); err != nil {
+	if pred, truth, err = teacher.Predict(context.Background(), saved.Model, p.Set, p.Split.Test, p.Adj, 64); err != nil {
 		t.Fatal(err)
 	}
 	if want, err = evaluation.Compute(pred, truth); err != nil {
@@ -199,7 +200,7 @@ func TestSplitByWindows(t *testing.T) {
 	}
 	// Predict's rows are the test snapshots' in order: check one against a
 	// batch of that snapshot alone.
-	one, oneTruth, err := teacher.Predict(saved.Model, p.Set, snapshot.Part{Range: snapshot.Range{Start: 18, End: 19}}, p.Adj, 64)
+	one, oneTruth, err := teacher.Predict(context.Background(), saved.Model, p.Set, snapshot.Part{Range: snapshot.Range{Start: 18, End: 19}}, p.Adj, 64)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -204,7 +204,7 @@ func cmdTeacher(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err := teacher.SaveModel(*out, tr.Best, meta); err != nil {
 		return err
 	}
-	pred, truth, err := teacher.Predict(tr.Best, p.Set, p.Split.Test, p.Adj, 64)
+	pred, truth, err := teacher.Predict(ctx, tr.Best, p.Set, p.Split.Test, p.Adj, 64)
 	if err != nil {
 		return err
 	}
