@@ -190,3 +190,19 @@ func equalSlices(a, b []float64) bool {
 	}
 	return true
 }
+
+// TestFromSDGNNSeedsEverything checks that a baseline configuration taken
+// from an SDGNN run of seed s draws everything random from s, NOSMOG's
+// DeepWalk included: with the walks left at seed 1, every seed of a
+// comparison read the same positional encodings, and the spread of NOSMOG
+// over seeds left out theirs.
+func TestFromSDGNNSeedsEverything(t *testing.T) {
+	for _, seed := range []uint64{1, 2, 7} {
+		c := sdgnn.DefaultConfig()
+		c.Seed = seed
+		b := FromSDGNN(c)
+		if b.Seed != seed || b.Walk.Seed != seed {
+			t.Errorf("FromSDGNN of seed %d: seed %d, walk seed %d; want both %d", seed, b.Seed, b.Walk.Seed, seed)
+		}
+	}
+}

@@ -127,12 +127,15 @@ func (c Config) Validate() error {
 
 // FromSDGNN returns DefaultConfig with the settings that an SDGNN run shares
 // with the baselines taken from c: φ's width, Adam's step and weight decay,
-// the batch, the fine-tuning, the selection metric, the seed and the final
-// budget as PPRGo's top-k, so that a comparison differs only in the student.
+// the batch, the fine-tuning, the selection metric, the seed (also that of
+// NOSMOG's random walks, so that every seed draws its own positional
+// encodings) and the final budget as PPRGo's top-k, so that a comparison
+// differs only in the student.
 func FromSDGNN(c sdgnn.Config) Config {
 	b := DefaultConfig()
 	b.Hidden, b.LR, b.WeightDecay, b.Batch = c.PhiHidden, c.LR, c.Lambda2, c.PhiBatch
 	b.FineTuneEpochs, b.FineTuneLR, b.Select, b.Seed = c.FineTuneEpochs, c.FineTuneLR, c.Select, c.Seed
+	b.Walk.Seed = c.Seed
 	b.MAPEFloor = c.MAPEFloor
 	b.TopK = c.BudgetEnd
 	return b

@@ -429,7 +429,7 @@ func runSeed(ctx context.Context, cfg Config, p *snapshot.Prepared, seed uint64,
 
 	// Distilled baselines on the same targets.
 	bc := cfg.Baseline
-	bc.Seed, bc.MAPEFloor = seed, cfg.MAPEFloor
+	bc.Seed, bc.Walk.Seed, bc.MAPEFloor = seed, seed, cfg.MAPEFloor // NOSMOG's walks too: each seed its own encodings
 	for _, name := range []string{GLNN, NOSMOG, PPRGo, SDGNNEqual} {
 		if done(name) {
 			continue
