@@ -93,9 +93,11 @@ type Config struct {
 // DefaultConfig returns the settings of SDGNN's DefaultConfig where they
 // apply (φ of width 16, Adam at 1e-3 with weight decay 1e-5, batches of 32
 // snapshots, 30 fine-tuning epochs at 1e-3, selection by MAPE, the final
-// budget 6 as PPRGo's top-k), 100 student epochs, PPRGo's teleport
-// probability 0.15, and NOSMOG's similarity weight 0.1 over 64 nodes per
-// snapshot with DefaultWalkConfig's positional encodings.
+// budget 6 as PPRGo's top-k), 100 student epochs, a teleport probability
+// of 0.15 for PPRGo (PageRank's usual damping; PPRGo's own experiments used
+// 0.25, and 0.5 on Reddit), and a weight of 0.1 for NOSMOG's similarity
+// loss over 64 nodes per snapshot with DefaultWalkConfig's positional
+// encodings.
 func DefaultConfig() Config {
 	return Config{
 		Epochs: 100, Batch: 32, LR: 1e-3, WeightDecay: 1e-5, Hidden: 16,

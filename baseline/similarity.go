@@ -23,6 +23,12 @@ const simEps = 1e-8
 // asks the student to reproduce how the teacher relates nodes to each other
 // and not only each node's embedding. Norms are smoothed as √(‖x‖² + 10⁻¹⁶).
 //
+// Two departures from NOSMOG's code (train_and_eval.py), which compares
+// plain dot products, of the teacher's embeddings with those of the MLP's
+// hidden layer passed through a learnt projection σ(W·h): the student's
+// output Ẑ is compared directly, being already in the teacher's Z space, so
+// no projection is learnt; and the similarities are cosines.
+//
 // When dzhat is not nil (m×d) it is set to ∂L/∂zhat: with u_i = ẑ_i/r_i,
 // r_i = √(‖ẑ_i‖² + ε²), G = (2/m²)(Ŝ − S) and g_i = 2 (G U)_i,
 //

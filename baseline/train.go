@@ -425,7 +425,9 @@ func TrainGLNN(ctx context.Context, dec *nn.MLP, norm snapshot.Normalizer, train
 // encoding appended (PositionalEncodings of the road graph with cfg.Walk),
 // trained on the mean squared error against Z plus cfg.SimWeight times the
 // representation-similarity loss (SimilarityLoss) over cfg.SimNodes nodes
-// drawn per snapshot. NOSMOG's adversarial feature augmentation is left out.
+// drawn per snapshot. NOSMOG's adversarial feature augmentation (0.1 times
+// the loss on inputs perturbed by 5 steps of PGD within an ε-ball, added to
+// its training loss) is left out.
 // dec is not modified.
 func TrainNOSMOG(ctx context.Context, dec *nn.MLP, norm snapshot.Normalizer, neighbors [][]int, train, val *sdgnn.Targets, cfg Config) (*Graphless, error) {
 	if err := cfg.Validate(); err != nil {
