@@ -1,7 +1,7 @@
 // Package nn holds the small neural-network pieces shared by the teacher and
 // the student: trainable parameters, dense (linear) layers, activations, a
-// two-layer MLP, the Adam optimiser with decoupled weight decay, gradient
-// clipping and a finite-difference gradient checker.
+// two-layer MLP, the Adam optimiser with L2 weight decay (as PyTorch's
+// Adam), gradient clipping and a finite-difference gradient checker.
 //
 // All layers work on a whole batch at once: a batch is a gonum *mat.Dense whose
 // rows are independent samples (for traffic models, one row per node per
