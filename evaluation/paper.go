@@ -1,6 +1,7 @@
 package evaluation
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 )
@@ -59,11 +60,34 @@ func (a *PaperAccumulator) AddRow(pred, truth []float64) error {
 	return nil
 }
 
-// PaperMetrics are the errors of PaperAccumulator.
+// PaperMetrics are the errors of PaperAccumulator. A NaN forecast in a
+// scored row makes MAPE and RMSE NaN, which JSON writes as null.
 type PaperMetrics struct {
 	MAPE float64 `json:"mape"` // percent
 	RMSE float64 `json:"rmse"` // on the [0, 1] scale
 	Rows int     `json:"rows"`
+}
+
+// paperJSON is the wire form of PaperMetrics.
+type paperJSON struct {
+	MAPE jsonFloat `json:"mape"`
+	RMSE jsonFloat `json:"rmse"`
+	Rows int       `json:"rows"`
+}
+
+// MarshalJSON implements json.Marshaler, writing NaN and ±Inf as null.
+func (m PaperMetrics) MarshalJSON() ([]byte, error) {
+	return json.Marshal(paperJSON{jsonFloat(m.MAPE), jsonFloat(m.RMSE), m.Rows})
+}
+
+// UnmarshalJSON implements json.Unmarshaler, reading null as NaN.
+func (m *PaperMetrics) UnmarshalJSON(data []byte) error {
+	var v paperJSON
+	if err := json.Unmarshal(data, &v); err != nil {
+		return fmt.Errorf("evaluation: decoding paper metrics: %w", err)
+	}
+	*m = PaperMetrics{MAPE: float64(v.MAPE), RMSE: float64(v.RMSE), Rows: v.Rows}
+	return nil
 }
 
 // Metrics returns the averages over the rows recorded.

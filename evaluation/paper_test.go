@@ -1,6 +1,7 @@
 package evaluation
 
 import (
+	"encoding/json"
 	"math"
 	"testing"
 )
@@ -33,5 +34,38 @@ func TestPaperMetrics(t *testing.T) {
 	}
 	if _, err := Paper(pred[:3], truth[:3], min, max); err == nil {
 		t.Error("ragged rows accepted")
+	}
+}
+
+// TestPaperMetricsJSON checks that a broken forecast (NaN) gives NaN paper
+// metrics that encode, as Metrics do, as null, and decode back as NaN: the
+// reproduce table, its kept scores, eval -json and the report's
+// metrics.json all hold PaperMetrics, and a NaN must not stop them being
+// written.
+func TestPaperMetricsJSON(t *testing.T) {
+	got, err := Paper([]float64{math.NaN(), 1}, []float64{2, 3}, []float64{0, 0}, []float64{10, 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !math.IsNaN(got.MAPE) || !math.IsNaN(got.RMSE) || got.Rows != 1 {
+		t.Fatalf("NaN forecast: %+v, want NaN MAPE and RMSE over 1 row", got)
+	}
+	b, err := json.Marshal(got)
+	if err != nil {
+		t.Fatalf("marshal %+v: %v", got, err)
+	}
+	if string(b) != `{"mape":null,"rmse":null,"rows":1}` {
+		t.Errorf("JSON %s", b)
+	}
+	var back PaperMetrics
+	if err := json.Unmarshal(b, &back); err != nil || !math.IsNaN(back.MAPE) || !math.IsNaN(back.RMSE) || back.Rows != 1 {
+		t.Errorf("round trip: %+v, %v", back, err)
+	}
+	ok := PaperMetrics{MAPE: 3.5, RMSE: 0.25, Rows: 7}
+	if b, err := json.Marshal(ok); err != nil || string(b) != `{"mape":3.5,"rmse":0.25,"rows":7}` {
+		t.Errorf("finite metrics: %s, %v", b, err)
+	}
+	if err := json.Unmarshal([]byte(`{"mape":3.5,"rmse":0.25,"rows":7}`), &back); err != nil || back != ok {
+		t.Errorf("finite round trip: %+v, %v", back, err)
 	}
 }
