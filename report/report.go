@@ -14,6 +14,7 @@ package report
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -123,12 +124,29 @@ type SweepPoint struct {
 }
 
 // NodeReduction is one node's MAE reduction relative to the GRU baseline,
-// in percent of the GRU's MAE: 100·(MAE_GRU − MAE_model)/MAE_GRU.
+// in percent of the GRU's MAE: 100·(MAE_GRU − MAE_model)/MAE_GRU. It is
+// NaN, written as JSON null, where the model's MAE is (a NaN forecast).
 type NodeReduction struct {
 	Node   int     `json:"node"`
 	GRUMAE float64 `json:"gru_mae"`
 	SDGNN  float64 `json:"sdgnn"`
 	GRUGCN float64 `json:"gru_gcn"`
+}
+
+// MarshalJSON implements json.Marshaler, writing NaN and ±Inf as null.
+func (r NodeReduction) MarshalJSON() ([]byte, error) {
+	f := func(v float64) *float64 {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return nil
+		}
+		return &v
+	}
+	return json.Marshal(struct {
+		Node   int      `json:"node"`
+		GRUMAE *float64 `json:"gru_mae"`
+		SDGNN  *float64 `json:"sdgnn"`
+		GRUGCN *float64 `json:"gru_gcn"`
+	}{r.Node, f(r.GRUMAE), f(r.SDGNN), f(r.GRUGCN)})
 }
 
 // Field is a sensor's receptive field on the road graph.

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"slices"
@@ -124,6 +125,36 @@ func TestReductions(t *testing.T) {
 	got := reductions(d)
 	if len(got) != 1 || got[0] != (NodeReduction{Node: 0, GRUMAE: 2, SDGNN: 50, GRUGCN: 75}) {
 		t.Fatalf("reductions %+v", got)
+	}
+}
+
+// TestReductionsJSON checks that a node whose MAE is NaN under SDGNN (a
+// broken forecast) keeps its NaN reduction, which metrics.json writes as
+// null: the figure leaves such nodes out and the Markdown's average shows
+// NaN, but the report must still be written.
+func TestReductionsJSON(t *testing.T) {
+	mk := func(name string, maes ...float64) Model {
+		m := Model{Name: name}
+		m.Report.PerNode = make([]metricsT, len(maes))
+		for i, v := range maes {
+			m.Report.PerNode[i].MAE = v
+		}
+		return m
+	}
+	d := &Document{Models: []Model{mk(SDGNN, 1, math.NaN()), mk(GRUGCN, 1, 1), mk(GRU, 2, 2)}}
+	d.Reductions = reductions(d)
+	if len(d.Reductions) != 2 || !math.IsNaN(d.Reductions[1].SDGNN) {
+		t.Fatalf("reductions %+v, want node 1's SDGNN reduction NaN", d.Reductions)
+	}
+	b, err := json.Marshal(d.Reductions)
+	if err != nil {
+		t.Fatalf("marshal %+v: %v", d.Reductions, err)
+	}
+	if want := `[{"node":0,"gru_mae":2,"sdgnn":50,"gru_gcn":50},{"node":1,"gru_mae":2,"sdgnn":null,"gru_gcn":50}]`; string(b) != want {
+		t.Errorf("JSON %s, want %s", b, want)
+	}
+	if _, err := json.Marshal(d); err != nil {
+		t.Errorf("the document: %v", err)
 	}
 }
 
