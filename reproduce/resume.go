@@ -84,14 +84,16 @@ type scores struct {
 }
 
 // losses is a per-snapshot error series whose NaN (a snapshot without a
-// truth to score) is written as JSON null, JSON having no NaN.
+// truth to score, or with a NaN forecast) and +Inf (an infinite forecast)
+// are written as JSON null, JSON having neither; null reads back as NaN,
+// which DieboldMariano leaves out as it does +Inf.
 type losses []float64
 
-// MarshalJSON writes l with null for NaN.
+// MarshalJSON writes l with null for NaN and ±Inf.
 func (l losses) MarshalJSON() ([]byte, error) {
 	v := make([]*float64, len(l))
 	for i := range l {
-		if !math.IsNaN(l[i]) {
+		if !math.IsNaN(l[i]) && !math.IsInf(l[i], 0) {
 			v[i] = &l[i]
 		}
 	}

@@ -177,3 +177,57 @@ func TestScoresRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// TestScoresInfiniteForecast checks that a seed whose model forecast ±Inf
+// somewhere (a diverged student) still keeps its scores: the snapshot's
+// loss is +Inf, which JSON cannot hold either, and the Diebold–Mariano
+// test of the reloaded losses is the one of the original (it leaves
+// non-finite losses out).
+func TestScoresInfiniteForecast(t *testing.T) {
+	cfg := Quick("sz-taxi")
+	fp, err := fingerprint(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const snaps, width = 6, 2
+	truth := []float64{10, 12, 11, 0, 9, 14, 10, 10, 12, 13, 11, 9}
+	good, bad := make([]float64, len(truth)), make([]float64, len(truth))
+	for k, y := range truth {
+		good[k], bad[k] = y+0.5+0.1*float64(k%3), y+1-0.05*float64(k%4)
+	}
+	bad[4] = math.Inf(1) // snapshot 2
+	lg, err := evaluation.SnapshotMAE(good, truth, snaps, width)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lb, err := evaluation.SnapshotMAE(bad, truth, snaps, width)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := evaluation.DieboldMariano(lg, lb, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := &scores{Config: fp, Run: Run{Seed: 1, Metrics: map[string]evaluation.Metrics{}, Seconds: map[string]float64{SDGNN: 1, GRU: 1},
+		MaxReceptive: map[string]int{SDGNN: 2, GRU: 1}, Receptive: map[string]float64{SDGNN: 2, GRU: 1}, Paper: map[string]evaluation.PaperMetrics{}},
+		Losses: map[string]losses{SDGNN: lg, GRU: lb}}
+	for name, pred := range map[string][]float64{SDGNN: good, GRU: bad} {
+		m, err := evaluation.Compute(pred, truth)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc.Run.Metrics[name] = m
+	}
+	path := filepath.Join(t.TempDir(), "scores.json")
+	if err := sc.save(path); err != nil {
+		t.Fatalf("save: %v", err)
+	}
+	got, err := loadScores(path, cfg, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dm, err := evaluation.DieboldMariano(got.Losses[SDGNN], got.Losses[GRU], 1)
+	if err != nil || dm != want {
+		t.Errorf("DM of the reloaded losses %+v (%v), want %+v", dm, err, want)
+	}
+}
