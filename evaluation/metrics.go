@@ -136,8 +136,10 @@ func (k kahan) value() float64 { return k.sum + k.c }
 type Accumulator struct {
 	// MAPEFloor leaves truths with |truth| < MAPEFloor out of MAPE (but not
 	// out of MAE and RMSE). Zero keeps every unmasked truth. Data with
-	// near-zero readings that are not missing (SZ-taxi has speeds down to
-	// 1e-17) need it: a single truth of 0.01 would otherwise dominate MAPE.
+	// near-zero readings that are not missing need it (SZ-taxi has speeds
+	// just above MaskEpsilon; the few at or below it, down to 1e-17, are
+	// masked as missing): a single truth of 0.01 would otherwise dominate
+	// MAPE.
 	MAPEFloor float64
 
 	abs, sq, pct kahan
