@@ -22,8 +22,9 @@ type Report struct {
 	PerNode      []Metrics `json:"per_node"` // index = node
 	Chunks       []Metrics `json:"chunks"`   // index = chunk, chronological
 	// ChunkMAEStd holds, per chunk, the population standard deviation over
-	// that chunk's snapshots of the per-snapshot MAE, for "MAE mean ± std"
-	// plots. Snapshots without any unmasked pair are left out; a chunk with
+	// that chunk's snapshots of the per-snapshot MAE: the spread about the
+	// chunk's MAE, which pools its readings (and so weighs a snapshot by its
+	// unmasked pairs), in staleness plots. Snapshots without any unmasked pair are left out; a chunk with
 	// no such snapshot has 0. It is NaN (JSON null) when a snapshot of the
 	// chunk had a non-finite prediction.
 	ChunkMAEStd []float64 `json:"chunk_mae_std"`

@@ -169,3 +169,39 @@ func ExampleSlug() {
 }
 
 type metricsT = evaluation.Metrics
+
+// TestStalenessEmptyChunk checks that a chunk without a reading to score
+// (Count 0, whose metrics are zero by convention) is shown as a gap, not
+// as a perfect MAE of 0 ± 0.
+func TestStalenessEmptyChunk(t *testing.T) {
+	m := Model{Name: SDGNN}
+	m.Report.Chunks = []metricsT{{MAE: 1, Count: 4}, {}}
+	m.Report.ChunkMAEStd = []float64{0.5, 0}
+	d := &Document{Models: []Model{m}}
+	var b strings.Builder
+	if err := d.Markdown(&b); err != nil {
+		t.Fatal(err)
+	}
+	if want := "| " + SDGNN + " | 1.0000 ± 0.5000 | — |"; !strings.Contains(b.String(), want) {
+		t.Errorf("staleness table without %q:\n%s", want, b.String())
+	}
+}
+
+func TestMedianOf(t *testing.T) {
+	for _, tc := range []struct {
+		v    []float64
+		want float64
+	}{
+		{[]float64{3}, 3},
+		{[]float64{4, 1, 3}, 3},
+		{[]float64{4, 1, 3, 2}, 2.5},
+		{[]float64{0.2, 0.8}, 0.5},
+	} {
+		if got := medianOf(tc.v); got != tc.want {
+			t.Errorf("medianOf(%v) = %v, want %v", tc.v, got, tc.want)
+		}
+	}
+	if got := medianOf(nil); !math.IsNaN(got) {
+		t.Errorf("medianOf(nil) = %v, want NaN", got)
+	}
+}

@@ -121,15 +121,19 @@ func (d *Document) drawFigures(dir string) error {
 
 	// Staleness.
 	err := add("staleness", "Model staleness",
-		fmt.Sprintf("MAE mean ± std over the snapshots of each chronological %s of the %s split, one line per model: a model trained on older data degrades as the split goes on.", chunkName(d), d.Part),
+		fmt.Sprintf("MAE of each chronological %s of the %s split (its readings pooled), with the standard deviation of its snapshots' MAEs as the bar, one line per model: a model trained on older data degrades as the split goes on.", chunkName(d), d.Part),
 		figureW, figureH, func() (*plot.Plot, error) {
 			var lines []figure.Line
 			for _, m := range d.Models {
 				l := figure.Line{Name: m.Name}
 				for k, c := range m.Report.Chunks {
+					y, e := c.MAE, m.Report.ChunkMAEStd[k]
+					if c.Count == 0 { // no reading to score: no point, rather than a perfect 0
+						y, e = nan, nan
+					}
 					l.X = append(l.X, float64(k+1))
-					l.Y = append(l.Y, c.MAE)
-					l.Err = append(l.Err, m.Report.ChunkMAEStd[k])
+					l.Y = append(l.Y, y)
+					l.Err = append(l.Err, e)
 				}
 				lines = append(lines, l)
 			}
@@ -319,7 +323,7 @@ func (d *Document) text(b *strings.Builder, img func(Figure) string) {
 		}
 	}
 	if len(d.Models) > 0 && len(d.Models[0].Report.Chunks) > 0 {
-		b.WriteString("\n### Staleness: MAE per chronological chunk\n\n| model |")
+		b.WriteString("\n### Staleness: MAE per chronological chunk\n\nEach chunk's MAE pools its readings; ± is the standard deviation of its snapshots' MAEs; — marks a chunk without a reading to score.\n\n| model |")
 		for k := range d.Models[0].Report.Chunks {
 			fmt.Fprintf(b, " %d |", k+1)
 		}
@@ -327,6 +331,10 @@ func (d *Document) text(b *strings.Builder, img func(Figure) string) {
 		for _, m := range d.Models {
 			fmt.Fprintf(b, "| %s |", m.Name)
 			for k, c := range m.Report.Chunks {
+				if c.Count == 0 {
+					b.WriteString(" — |")
+					continue
+				}
 				fmt.Fprintf(b, " %.4f ± %.4f |", c.MAE, m.Report.ChunkMAEStd[k])
 			}
 			b.WriteString("\n")
@@ -412,12 +420,17 @@ func meanOf(v []float64) float64 {
 	return s / float64(max(1, len(v)))
 }
 
+// medianOf returns the median of v: the middle value, or the mean of the
+// two middle values when there are an even number; NaN for none.
 func medianOf(v []float64) float64 {
 	if len(v) == 0 {
 		return nan
 	}
 	s := slices.Clone(v)
 	slices.Sort(s)
+	if h := len(s) / 2; len(s)%2 == 0 {
+		return (s[h-1] + s[h]) / 2
+	}
 	return s[len(s)/2]
 }
 
