@@ -396,7 +396,7 @@ func TestJSON(t *testing.T) {
 	}
 	s := string(data)
 	for _, want := range []string{
-		`"overall":{"mae":null,"rmse":null,"mape":null,"count":2,"mape_count":0}`,
+		`"overall":{"mae":null,"rmse":null,"mape":null,"count":2,"mape_count":1}`,
 		`"per_channel":[`, `"per_node":[`,
 		`"chunks":[{"mae":null,"rmse":null,"mape":null,"count":1,"mape_count":0},{"mae":2,"rmse":2,"mape":50,"count":1,"mape_count":1}]`,
 		`"chunk_mae_std":[null,0]`,
@@ -473,5 +473,26 @@ func TestMAPEFloor(t *testing.T) {
 	r := b.Report()
 	if r.Overall.MAPE != f.MAPE || r.PerNode[0].MAPECount != 0 || !math.IsNaN(r.PerNode[0].MAPE) || r.MAPEFloor != 1 {
 		t.Fatalf("report with floor: %+v", r)
+	}
+}
+
+// TestMetricsEdges covers two edges of Metrics: a non-finite forecast makes
+// the errors NaN but leaves MAPECount the number of finite pairs in MAPE,
+// as documented; and finite errors whose squares overflow give an infinite
+// RMSE, not NaN (which would read as a broken forecast).
+func TestMetricsEdges(t *testing.T) {
+	m, err := Compute([]float64{math.NaN(), 2, 3}, []float64{1, 2.5, 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !math.IsNaN(m.MAE) || m.Count != 3 || m.MAPECount != 2 {
+		t.Errorf("a NaN forecast: %+v, want NaN errors, Count 3, MAPECount 2", m)
+	}
+	m, err = Compute([]float64{1e200, 2}, []float64{1, 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !math.IsInf(m.RMSE, 1) || m.MAE != 5e199 || m.Count != 2 {
+		t.Errorf("an error of 1e200: %+v, want RMSE +Inf, MAE 5e199", m)
 	}
 }

@@ -127,7 +127,14 @@ func (k *kahan) merge(o kahan) {
 	k.add(o.c)
 }
 
-func (k kahan) value() float64 { return k.sum + k.c }
+// value returns the sum. A sum that overflowed is +Inf (or -Inf), not the
+// NaN that adding its compensation, Inf − Inf, would give.
+func (k kahan) value() float64 {
+	if math.IsInf(k.sum, 0) {
+		return k.sum
+	}
+	return k.sum + k.c
+}
 
 // Accumulator accumulates masked error sums one pair at a time, using
 // compensated float64 summation. The zero value is an empty accumulator ready
@@ -212,7 +219,7 @@ func (a Accumulator) Metrics() Metrics {
 		return Metrics{}
 	case a.invalid > 0:
 		nan := math.NaN()
-		return Metrics{MAE: nan, RMSE: nan, MAPE: nan, Count: count}
+		return Metrics{MAE: nan, RMSE: nan, MAPE: nan, Count: count, MAPECount: a.pctN}
 	}
 	n := float64(a.n)
 	mape := math.NaN()
