@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"math/rand/v2"
 
 	"gonum.org/v1/gonum/mat"
@@ -333,6 +334,11 @@ func decodeBundle(f *checkpoint.File) (*Bundle, error) {
 		r, c := p.W.Dims()
 		if len(t.Shape) != 2 || t.Shape[0] != r || t.Shape[1] != c {
 			return nil, fmt.Errorf("tensor %s has shape %v, want [%d %d]", name, t.Shape, r, c)
+		}
+		for i, v := range t.Data {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return nil, fmt.Errorf("tensor %s value %d (row %d, column %d) is %v, not finite", name, i, i/c, i%c, v)
+			}
 		}
 		copy(p.W.RawMatrix().Data, t.Data)
 	}

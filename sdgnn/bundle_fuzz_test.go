@@ -3,6 +3,7 @@ package sdgnn
 import (
 	"bytes"
 	"crypto/sha256"
+	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -145,6 +146,11 @@ func TestDecodeBundleRefuses(t *testing.T) {
 		// Sizes within the file's values, but not its tensors' shapes.
 		{"hidden 1", func(b *Bundle) { b.Meta.Hidden = 1 }, "has shape"},
 		{"φ hidden 2", func(b *Bundle) { b.Meta.Config.PhiHidden = 2 }, "has shape"},
+		// Weights no forecast can come from: each would make every
+		// forecast NaN, silently, rather than refuse the file.
+		{"NaN GRU weight", func(b *Bundle) { b.GRU.Wx.W.Set(0, 1, math.NaN()) }, "gru.Wx"},
+		{"+Inf φ weight", func(b *Bundle) { b.Phi.Params()[0].W.Set(1, 0, math.Inf(1)) }, "not finite"},
+		{"-Inf decoder bias", func(b *Bundle) { p := b.Dec.Params(); p[len(p)-1].W.Set(0, 1, math.Inf(-1)) }, "not finite"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			b, err := good.Clone()
