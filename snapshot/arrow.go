@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"strconv"
@@ -13,6 +14,8 @@ import (
 	"github.com/apache/arrow/go/v15/arrow/array"
 	"github.com/apache/arrow/go/v15/arrow/ipc"
 	"github.com/apache/arrow/go/v15/arrow/memory"
+
+	"github.com/pemsforecast/sdgnn/checkpoint"
 )
 
 // Arrow IPC files written by this package use the Arrow IPC file format,
@@ -59,7 +62,8 @@ const (
 // strings and the normaliser as JSON under "normalizer".
 //
 // WriteSnapshots returns an error if r is empty or not within [0, s.Len()).
-// On error the partially written file is removed.
+// The file is written atomically: on error, a file at path is left as it
+// was.
 func WriteSnapshots(path string, s *Set, r Range) error {
 	if s == nil {
 		return fmt.Errorf("snapshot: write snapshots %s: %w", path, errNilSet)
@@ -229,7 +233,8 @@ func ReadSnapshots(path string) (*SnapshotTable, error) {
 // snapshots[b]. The prefix and d are also stored in the schema metadata.
 //
 // WriteEmbeddings returns an error if nodes or d is not positive or the
-// length of data does not match. On error the partial file is removed.
+// length of data does not match. The file is written atomically: on error,
+// a file at path is left as it was.
 func WriteEmbeddings(path, prefix string, snapshots []int, nodes, d int, data []float64) error {
 	if nodes <= 0 || d <= 0 {
 		return fmt.Errorf("snapshot: write embeddings %s: non-positive size (nodes=%d d=%d)", path, nodes, d)
@@ -399,8 +404,8 @@ func (p *PredictionTable) validate() error {
 // the "channels" metadata.
 //
 // WritePredictions returns an error if the lengths of p's fields are
-// inconsistent or channel names are empty or repeated. On error the partial
-// file is removed.
+// inconsistent or channel names are empty or repeated. The file is written
+// atomically: on error, a file at path is left as it was.
 func WritePredictions(path string, p *PredictionTable) error {
 	if err := p.validate(); err != nil {
 		return fmt.Errorf("snapshot: write predictions %s: %w", path, err)
@@ -522,40 +527,38 @@ func ReadPredictions(path string) (*PredictionTable, error) {
 
 // writeTable writes rows rows to a new Arrow IPC file at path in record
 // batches of at most batchRows rows; fill appends rows [lo, hi) to the
-// builder. The file is removed if writing fails.
-func writeTable(path string, schema *arrow.Schema, rows int, fill func(b *array.RecordBuilder, lo, hi int)) (err error) {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if cerr := f.Close(); err == nil && cerr != nil {
-			err = cerr
+// builder. The file is written atomically (checkpoint.WriteAtomic): a
+// write that fails or is cut short leaves the file that was at path, if
+// any, as it was, and no partial file.
+func writeTable(path string, schema *arrow.Schema, rows int, fill func(b *array.RecordBuilder, lo, hi int)) error {
+	return checkpoint.WriteAtomic(path, func(f io.Writer) error {
+		// arrow's file writer asks where it is; WriteAtomic's temporary
+		// file can say.
+		ws, ok := f.(io.WriteSeeker)
+		if !ok {
+			return fmt.Errorf("%T cannot seek, as arrow's file writer needs", f)
 		}
+		mem := memory.NewGoAllocator()
+		w, err := ipc.NewFileWriter(ws, ipc.WithSchema(schema), ipc.WithAllocator(mem))
 		if err != nil {
-			os.Remove(path)
-		}
-	}()
-	mem := memory.NewGoAllocator()
-	w, err := ipc.NewFileWriter(f, ipc.WithSchema(schema), ipc.WithAllocator(mem))
-	if err != nil {
-		return err
-	}
-	b := array.NewRecordBuilder(mem, schema)
-	defer b.Release()
-	for lo := 0; lo < rows; lo += batchRows {
-		hi := min(lo+batchRows, rows)
-		b.Reserve(hi - lo)
-		fill(b, lo, hi)
-		rec := b.NewRecord()
-		err := w.Write(rec)
-		rec.Release()
-		if err != nil {
-			w.Close()
 			return err
 		}
-	}
-	return w.Close()
+		b := array.NewRecordBuilder(mem, schema)
+		defer b.Release()
+		for lo := 0; lo < rows; lo += batchRows {
+			hi := min(lo+batchRows, rows)
+			b.Reserve(hi - lo)
+			fill(b, lo, hi)
+			rec := b.NewRecord()
+			err := w.Write(rec)
+			rec.Release()
+			if err != nil {
+				w.Close()
+				return err
+			}
+		}
+		return w.Close()
+	})
 }
 
 // readTable opens the Arrow IPC file at path, validates its schema with
