@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/apache/arrow/go/v15/arrow/array"
 	"github.com/apache/arrow/go/v15/arrow/ipc"
 	"github.com/apache/arrow/go/v15/arrow/memory"
+	flatbuffers "github.com/google/flatbuffers/go"
 )
 
 // withBatchRows sets the record batch size for the duration of a test so
@@ -474,5 +476,63 @@ func TestReadMutatedFiles(t *testing.T) {
 			}
 		}
 		t.Logf("%s: %d bytes, %d of %d mutants refused", filepath.Base(path), len(raw), refused, 3*len(raw))
+	}
+}
+
+// TestReadBlockBeyondFile: the footer's record batch blocks give where
+// each batch's message lies in the file and how long its metadata and
+// body are (File.fbs); the IPC reader allocates both lengths before it
+// reads. A body length of a gigabyte in a 2 KB file was a gigabyte
+// allocated; a block beyond the file is now refused from the footer.
+func TestReadBlockBeyondFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "pred.arrow")
+	if err := WritePredictions(path, testPredictions()); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := int(binary.LittleEndian.Uint32(raw[len(raw)-10:]))
+	footer := raw[len(raw)-10-n : len(raw)-10]
+	tab := flatbuffers.Table{Bytes: footer, Pos: flatbuffers.GetUOffsetT(footer)}
+	o := flatbuffers.UOffsetT(tab.Offset(10)) // Footer.recordBatches: [Block]
+	if o == 0 || tab.VectorLen(o) != 1 {
+		t.Fatal("no record batch block in the footer: arrow's layout changed")
+	}
+	blk := len(raw) - 10 - n + int(tab.Vector(o)) // Block{offset int64, metaDataLength int32, pad, bodyLength int64}
+	for _, tc := range []struct {
+		name string
+		at   int
+		v    uint64
+		size int
+	}{
+		{"body of a gigabyte", 16, 1<<30 - 8, 8},
+		{"metadata of a gigabyte", 8, 1<<30 - 8, 4},
+		{"offset past the end", 0, uint64(len(raw)) &^ 7, 8},
+		{"negative body", 16, 1<<64 - 8, 8},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bad := append([]byte(nil), raw...)
+			if tc.size == 4 {
+				binary.LittleEndian.PutUint32(bad[blk+tc.at:], uint32(tc.v))
+			} else {
+				binary.LittleEndian.PutUint64(bad[blk+tc.at:], tc.v)
+			}
+			p := filepath.Join(t.TempDir(), "bad.arrow")
+			if err := os.WriteFile(p, bad, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			_, err := ReadPredictions(p)
+			runtime.ReadMemStats(&after)
+			if err == nil || !strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), "record batch 0") {
+				t.Errorf("error %v, want one naming %s and record batch 0", err, p)
+			}
+			if got := after.TotalAlloc - before.TotalAlloc; got > 64<<20 {
+				t.Errorf("reading a %d-byte file allocated %d MB", len(bad), got>>20)
+			}
+		})
 	}
 }

@@ -11,7 +11,8 @@ import (
 // checkFooter checks, before arrow's IPC reader sees the file, that every
 // vector length in its footer's schema fits in the footer: the number of
 // fields, of each field's children and of every list of key-value
-// metadata. arrow/go v15 reads the schema without verifying its
+// metadata; and that every dictionary and record batch block lies within
+// the file (checkBlocks). arrow/go v15 reads the schema without verifying its
 // flatbuffer and allocates a slice of each such length at once, so one
 // corrupt byte asked for tens of gigabytes, and an allocation the machine
 // cannot make ends the process whatever recovers. A file that is not an
@@ -43,6 +44,12 @@ func checkFooter(r io.ReaderAt, size int64) (err error) {
 		}
 	}()
 	footer := flatbuffers.Table{Bytes: buf, Pos: flatbuffers.GetUOffsetT(buf)}
+	if err := checkBlocks(footer, 2, "dictionary", size); err != nil {
+		return err
+	}
+	if err := checkBlocks(footer, 3, "record batch", size); err != nil {
+		return err
+	}
 	schema, ok := child(footer, 1)
 	if !ok {
 		return nil
@@ -81,6 +88,33 @@ func vectorOfTables(t flatbuffers.Table, i int) ([]flatbuffers.Table, error) {
 		out[j] = flatbuffers.Table{Bytes: t.Bytes, Pos: t.Indirect(start + flatbuffers.UOffsetT(j*flatbuffers.SizeUOffsetT))}
 	}
 	return out, nil
+}
+
+// blockSize is the size of the Block struct of File.fbs: offset int64,
+// metaDataLength int32, 4 bytes of padding, bodyLength int64.
+const blockSize = 24
+
+// checkBlocks checks the vector of Blocks in slot i of the footer (the
+// dictionaries or the record batches) and that each block's message,
+// metadata and body, lies within the file of size bytes: the reader
+// allocates both lengths before it reads a byte of them.
+func checkBlocks(footer flatbuffers.Table, i int, what string, size int64) error {
+	o := footer.Offset(slotOffset(i))
+	if o == 0 {
+		return nil
+	}
+	n, start := footer.VectorLen(flatbuffers.UOffsetT(o)), footer.Vector(flatbuffers.UOffsetT(o))
+	if int(start) > len(footer.Bytes) || n > (len(footer.Bytes)-int(start))/blockSize {
+		return fmt.Errorf("corrupt Arrow IPC footer: %d %s blocks in a footer of %d bytes", n, what, len(footer.Bytes))
+	}
+	for j := 0; j < n; j++ {
+		at := start + flatbuffers.UOffsetT(j*blockSize)
+		off, meta, body := footer.GetInt64(at), int64(footer.GetInt32(at+8)), footer.GetInt64(at+16)
+		if off < 0 || meta < 0 || body < 0 || off > size || meta > size-off || body > size-off-meta {
+			return fmt.Errorf("corrupt Arrow IPC footer: %s %d at byte %d, %d bytes of metadata and %d of body, is not within the file's %d bytes", what, j, off, meta, body, size)
+		}
+	}
+	return nil
 }
 
 // maxFieldDepth bounds the nesting of fields followed: far beyond any
