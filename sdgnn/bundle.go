@@ -376,6 +376,14 @@ func decodeTheta(f *checkpoint.File, n int) (*Theta, error) {
 	if len(ptr.Data) != n+1 || len(col.Data) != len(val.Data) || int(ptr.Data[n]) != len(col.Data) || ptr.Data[0] != 0 {
 		return nil, fmt.Errorf("theta: row pointers (%d) do not fit %d nodes and %d weights", len(ptr.Data), n, len(val.Data))
 	}
+	// Positions and node ids are stored as float64: one that is not a
+	// whole number in range would be truncated to another.
+	if err := wholeIn(ptr, len(col.Data)); err != nil {
+		return nil, err
+	}
+	if err := wholeIn(col, n-1); err != nil {
+		return nil, err
+	}
 	t := &Theta{Nodes: make([][]int, n), Weights: make([][]float64, n)}
 	for z := 0; z < n; z++ {
 		lo, hi := int(ptr.Data[z]), int(ptr.Data[z+1])
@@ -388,6 +396,17 @@ func decodeTheta(f *checkpoint.File, n int) (*Theta, error) {
 		}
 	}
 	return t, t.Validate(n)
+}
+
+// wholeIn reports the first value of t that is not a whole number in
+// [0, hi].
+func wholeIn(t *checkpoint.Tensor, hi int) error {
+	for i, v := range t.Data {
+		if !(v >= 0 && v <= float64(hi)) || v != math.Trunc(v) {
+			return fmt.Errorf("theta: tensor %s value %d is %v, want a whole number in [0, %d]", t.Name, i, v, hi)
+		}
+	}
+	return nil
 }
 
 func gruShape(in, hidden int) *gru.GRU { return gru.New(in, hidden, zeroRand()) }

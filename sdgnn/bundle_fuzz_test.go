@@ -3,8 +3,10 @@ package sdgnn
 import (
 	"bytes"
 	"crypto/sha256"
+	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -164,6 +166,43 @@ func TestDecodeBundleRefuses(t *testing.T) {
 			}
 			if _, err := decodeBundle(f); err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Errorf("got error %v, want one saying %q", err, c.want)
+			}
+		})
+	}
+}
+
+// TestDecodeThetaRefuses checks the decoder's answer to Θ tensors that the
+// checksum passes but that hold no sparse matrix: node ids and row
+// pointers are stored as float64, and one that is not a whole number must
+// be refused, not truncated to another node.
+func TestDecodeThetaRefuses(t *testing.T) {
+	good, _, err := tinyBundle(t).file()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		tensor string
+		at     int
+		v      float64
+	}{
+		{"theta.col", 0, 0.5},            // node 0 (of 0, 1) read as 0
+		{"theta.col", 4, 2.25},           // node 2 (of 0, 2, 3) read as 2
+		{"theta.rowptr", 1, 2.5},         // row 0 = [0, 2) read as [0, 2)
+		{"theta.rowptr", 4, 7.75},        // the end, 7, read as 7
+		{"theta.col", 1, math.NaN()},     // no node
+		{"theta.rowptr", 2, math.Inf(1)}, // no position
+	} {
+		t.Run(fmt.Sprintf("%s[%d]=%v", c.tensor, c.at, c.v), func(t *testing.T) {
+			f := *good
+			f.Tensors = slices.Clone(good.Tensors)
+			for i := range f.Tensors {
+				if f.Tensors[i].Name == c.tensor {
+					f.Tensors[i].Data = slices.Clone(f.Tensors[i].Data)
+					f.Tensors[i].Data[c.at] = c.v
+				}
+			}
+			if _, err := decodeBundle(&f); err == nil || !strings.Contains(err.Error(), c.tensor) {
+				t.Errorf("got error %v, want one naming %s", err, c.tensor)
 			}
 		})
 	}
