@@ -600,7 +600,8 @@ func readTable(path string, check func(*arrow.Schema) error, each func(arrow.Rec
 // NewFileReader returns arrow's IPC file reader for f, guarded against the
 // corrupt files that made it allocate more than the machine has, which
 // ends the process whatever recovers ("fatal error: out of memory"): the
-// footer's schema is checked first (checkFooter), and the reader's
+// footer's schema, its blocks and their batches' buffers are checked
+// first (checkFooter), and the reader's
 // allocator refuses any one buffer over 64 times the file or 1 GiB,
 // whichever is more, by a panic. arrow/go v15's reader panics on other
 // corrupt files too, so the caller must recover panics from it and from

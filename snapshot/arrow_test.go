@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -391,7 +392,9 @@ func TestReadForeignPredictions(t *testing.T) {
 // the record batch's metadata asked the IPC reader for a 4 GB (and, one
 // byte further, a 1 TB) buffer, which it allocates before checking
 // anything: "fatal error: out of memory", which no recover catches. The
-// reader's allocator now refuses it, and the read fails naming the file.
+// read now fails naming the file: checkMessage refuses a buffer outside
+// its body, and the reader's allocator any buffer over its bound
+// (TestReadAllocatorBound).
 func TestReadCorruptBufferLength(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "pred.arrow")
 	if err := WritePredictions(path, testPredictions()); err != nil {
@@ -422,9 +425,37 @@ func TestReadCorruptBufferLength(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err := ReadPredictions(p)
-		if err == nil || !strings.Contains(err.Error(), "a buffer of") || !strings.Contains(err.Error(), p) {
+		if err == nil || !strings.Contains(err.Error(), "buffer 1 at byte") || !strings.Contains(err.Error(), p) {
 			t.Errorf("byte %d of the length at %d set to 0xff: error %v", b, at, err)
 		}
+	}
+}
+
+// TestReadAllocatorBound: the reader's allocator, the bound on what
+// checkMessage cannot check (a compressed buffer's uncompressed length),
+// refuses one allocation over
+// 64 times the file or 1 GiB, whichever is more, by a panic that names
+// the sizes.
+func TestReadAllocatorBound(t *testing.T) {
+	for _, tc := range []struct {
+		file, n int64
+		refused bool
+	}{
+		{2578, 1 << 30, false},
+		{2578, 1<<30 + 1, true},
+		{1 << 30, 64 << 30, false},
+		{1 << 30, 64<<30 + 1, true},
+	} {
+		func() {
+			defer func() {
+				r := recover()
+				if got := r != nil; got != tc.refused || (got && !strings.Contains(fmt.Sprint(r), "a buffer of")) {
+					t.Errorf("allocating %d bytes for a file of %d: recovered %v, want refused %v", tc.n, tc.file, r, tc.refused)
+				}
+			}()
+			a := readAllocator(tc.file).(boundedAllocator)
+			a.check(int(tc.n)) // the bound alone: nothing is allocated
+		}()
 	}
 }
 
@@ -532,6 +563,124 @@ func TestReadBlockBeyondFile(t *testing.T) {
 			}
 			if got := after.TotalAlloc - before.TotalAlloc; got > 64<<20 {
 				t.Errorf("reading a %d-byte file allocated %d MB", len(bad), got>>20)
+			}
+		})
+	}
+}
+
+// TestReadBufferBeyondBody: a buffer's length in a record batch's
+// metadata is allocated by the IPC reader before it reads the buffer from
+// the batch's body. The reader's allocator refuses only more than 1 GiB
+// (TestReadCorruptBufferLength), so a length just under it cost a
+// gigabyte for a 2.5 KB file; a buffer outside its body is now refused
+// before the reader sees it.
+func TestReadBufferBeyondBody(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "pred.arrow")
+	if err := WritePredictions(path, testPredictions()); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// As in TestReadCorruptBufferLength: the first buffer, ten int64
+	// values, has the 8-byte length 80 after its 8-byte offset.
+	at := -1
+	for k := 8; k+8 <= len(raw); k += 8 {
+		if binary.LittleEndian.Uint64(raw[k:]) == 80 {
+			at = k
+			break
+		}
+	}
+	if at < 0 {
+		t.Fatal("no buffer length of 80 in the file: arrow's layout changed")
+	}
+	for _, tc := range []struct {
+		name  string
+		at    int
+		value uint64
+	}{
+		{"length just under a gigabyte", at, 1<<30 - 64},
+		{"length past the body", at, 4096},
+		{"negative length", at, 1<<64 - 8},
+		{"offset past the body", at - 8, 1 << 40},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bad := append([]byte(nil), raw...)
+			binary.LittleEndian.PutUint64(bad[tc.at:], tc.value)
+			p := filepath.Join(t.TempDir(), "bad.arrow")
+			if err := os.WriteFile(p, bad, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			_, err := ReadPredictions(p)
+			runtime.ReadMemStats(&after)
+			if err == nil || !strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), "record batch 0: buffer 1") {
+				t.Errorf("error %v, want one naming %s, record batch 0 and its buffer 1", err, p)
+			}
+			if got := after.TotalAlloc - before.TotalAlloc; got > 64<<20 {
+				t.Errorf("reading a %d-byte file allocated %d MB", len(bad), got>>20)
+			}
+		})
+	}
+}
+
+// TestReadCompressedForeign reads predictions written compressed, as
+// pyarrow's feather writer does by default (LZ4), with a dictionary
+// column the readers ignore, over several batches: the footer and message
+// checks must take every such valid file.
+func TestReadCompressedForeign(t *testing.T) {
+	f64 := arrow.PrimitiveTypes.Float64
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "snapshot", Type: arrow.PrimitiveTypes.Int64}, {Name: "step", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "node", Type: arrow.PrimitiveTypes.Int32}, {Name: "pred_speed", Type: f64}, {Name: "true_speed", Type: f64},
+		{Name: "road", Type: &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int8, ValueType: arrow.BinaryTypes.String}},
+	}, nil)
+	for _, tc := range []struct {
+		name  string
+		codec []ipc.Option
+	}{{"lz4", []ipc.Option{ipc.WithLZ4()}}, {"zstd", []ipc.Option{ipc.WithZstd()}}, {"uncompressed", nil}} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "foreign.arrow")
+			f, err := os.Create(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			mem := memory.NewGoAllocator()
+			w, err := ipc.NewFileWriter(f, append(tc.codec, ipc.WithSchema(schema), ipc.WithAllocator(mem))...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b := array.NewRecordBuilder(mem, schema)
+			defer b.Release()
+			const batches, rows = 3, 4000
+			for k := 0; k < batches; k++ {
+				for i := 0; i < rows; i++ {
+					b.Field(0).(*array.Int64Builder).Append(int64(k))
+					b.Field(1).(*array.Int64Builder).Append(int64(k + 12))
+					b.Field(2).(*array.Int32Builder).Append(int32(i))
+					b.Field(3).(*array.Float64Builder).Append(60)
+					b.Field(4).(*array.Float64Builder).Append(float64(i % 7))
+					b.Field(5).(*array.BinaryDictionaryBuilder).AppendString("I-80")
+				}
+				rec := b.NewRecord()
+				err := w.Write(rec)
+				rec.Release()
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
+			p, err := ReadPredictions(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.Rows() != batches*rows || p.Node[rows+5] != 5 || p.True[rows+5] != 5 || p.Pred[0] != 60 {
+				t.Errorf("read %d rows, node %d, true %v, pred %v", p.Rows(), p.Node[rows+5], p.True[rows+5], p.Pred[0])
 			}
 		})
 	}

@@ -11,14 +11,17 @@ import (
 // checkFooter checks, before arrow's IPC reader sees the file, that every
 // vector length in its footer's schema fits in the footer: the number of
 // fields, of each field's children and of every list of key-value
-// metadata; and that every dictionary and record batch block lies within
-// the file (checkBlocks). arrow/go v15 reads the schema without verifying its
-// flatbuffer and allocates a slice of each such length at once, so one
-// corrupt byte asked for tens of gigabytes, and an allocation the machine
-// cannot make ends the process whatever recovers. A file that is not an
-// Arrow file at all, or is too short, is left for the reader to refuse.
-// The offsets followed are those arrow's generated accessors follow
-// (File.fbs and Schema.fbs of the Arrow format).
+// metadata; that every dictionary and record batch block lies within the
+// file (checkBlocks); and that every buffer of those batches lies within
+// its batch's body (checkMessage). arrow/go v15 reads the schema without
+// verifying its flatbuffer and allocates a slice of each such length at
+// once, so one corrupt byte asked for tens of gigabytes, and an
+// allocation the machine cannot make ends the process whatever recovers;
+// it allocates each message and buffer at the length the file gives
+// before reading it. A file that is not an Arrow file at all, or is too
+// short, is left for the reader to refuse. The offsets followed are those
+// arrow's generated accessors follow (File.fbs, Schema.fbs and
+// Message.fbs of the Arrow format).
 func checkFooter(r io.ReaderAt, size int64) (err error) {
 	const magic = "ARROW1"
 	tail := make([]byte, 4+len(magic))
@@ -44,10 +47,10 @@ func checkFooter(r io.ReaderAt, size int64) (err error) {
 		}
 	}()
 	footer := flatbuffers.Table{Bytes: buf, Pos: flatbuffers.GetUOffsetT(buf)}
-	if err := checkBlocks(footer, 2, "dictionary", size); err != nil {
+	if err := checkBlocks(r, footer, 2, "dictionary", size); err != nil {
 		return err
 	}
-	if err := checkBlocks(footer, 3, "record batch", size); err != nil {
+	if err := checkBlocks(r, footer, 3, "record batch", size); err != nil {
 		return err
 	}
 	schema, ok := child(footer, 1)
@@ -98,7 +101,7 @@ const blockSize = 24
 // dictionaries or the record batches) and that each block's message,
 // metadata and body, lies within the file of size bytes: the reader
 // allocates both lengths before it reads a byte of them.
-func checkBlocks(footer flatbuffers.Table, i int, what string, size int64) error {
+func checkBlocks(r io.ReaderAt, footer flatbuffers.Table, i int, what string, size int64) error {
 	o := footer.Offset(slotOffset(i))
 	if o == 0 {
 		return nil
@@ -112,6 +115,72 @@ func checkBlocks(footer flatbuffers.Table, i int, what string, size int64) error
 		off, meta, body := footer.GetInt64(at), int64(footer.GetInt32(at+8)), footer.GetInt64(at+16)
 		if off < 0 || meta < 0 || body < 0 || off > size || meta > size-off || body > size-off-meta {
 			return fmt.Errorf("corrupt Arrow IPC footer: %s %d at byte %d, %d bytes of metadata and %d of body, is not within the file's %d bytes", what, j, off, meta, body, size)
+		}
+		if err := checkMessage(r, off, meta, body, i == 2); err != nil {
+			return fmt.Errorf("corrupt Arrow IPC %s %d: %w", what, j, err)
+		}
+	}
+	return nil
+}
+
+// checkMessage checks the record batch (or, for dict, dictionary batch)
+// message whose metadata, meta bytes at off, the block gives: that each
+// of its buffers lies within the body of body bytes that follows. The
+// reader allocates an uncompressed buffer at the length the message gives
+// before it reads it from the body. A compressed buffer's length is that
+// of its 8-byte uncompressed length and compressed bytes in the body
+// (BodyCompression), so it too lies within the body; the uncompressed
+// length is left to the reader's allocator (readAllocator). The
+// encapsulated message (Message.fbs, after the IPC format's continuation
+// prefix) is read as arrow's reader reads it; what it cannot make sense
+// of is left to the reader.
+func checkMessage(r io.ReaderAt, off, meta, body int64, dict bool) (err error) {
+	if meta < 8 {
+		return nil
+	}
+	buf := make([]byte, meta)
+	if _, err := r.ReadAt(buf, off); err != nil {
+		return nil
+	}
+	switch binary.LittleEndian.Uint32(buf) {
+	case 0:
+	case 0xFFFFFFFF: // continuation marker, then the metadata length
+		buf = buf[8:]
+	default: // before Arrow 0.15: the metadata length alone
+		buf = buf[4:]
+	}
+	if len(buf) < 4 {
+		return nil
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("metadata: %v", r)
+		}
+	}()
+	msg := flatbuffers.Table{Bytes: buf, Pos: flatbuffers.GetUOffsetT(buf)}
+	// The header is read as the block's kind says, whatever the message's
+	// header_type, as arrow's reader reads a dictionary's.
+	batch, ok := child(msg, 2)
+	if ok && dict { // DictionaryBatch{id, data: RecordBatch, isDelta}
+		batch, ok = child(batch, 1)
+	}
+	if !ok {
+		return nil
+	}
+	o := batch.Offset(slotOffset(2)) // buffers: [Buffer{offset, length int64}]
+	if o == 0 {
+		return nil
+	}
+	n, start := batch.VectorLen(flatbuffers.UOffsetT(o)), batch.Vector(flatbuffers.UOffsetT(o))
+	const bufferSize = 16
+	if int(start) > len(buf) || n > (len(buf)-int(start))/bufferSize {
+		return fmt.Errorf("%d buffers in %d bytes of metadata", n, len(buf))
+	}
+	for k := 0; k < n; k++ {
+		at := start + flatbuffers.UOffsetT(k*bufferSize)
+		bo, bl := batch.GetInt64(at), batch.GetInt64(at+8)
+		if bo < 0 || bl < 0 || bo > body || bl > body-bo {
+			return fmt.Errorf("buffer %d at byte %d, %d bytes long, is not within the body's %d bytes", k, bo, bl, body)
 		}
 	}
 	return nil
