@@ -103,6 +103,22 @@ type Tensor struct {
 	Data  []float64
 }
 
+// CheckFinite returns an error naming the first NaN or ±Inf value of t and
+// its position (row and column for a matrix): weights that load but make
+// every forecast NaN are a damaged or hostile file, not a model.
+func (t *Tensor) CheckFinite() error {
+	for i, v := range t.Data {
+		if !math.IsNaN(v) && !math.IsInf(v, 0) {
+			continue
+		}
+		if len(t.Shape) == 2 && t.Shape[1] > 0 {
+			return fmt.Errorf("tensor %s value %d (row %d, column %d) is %v, not finite", t.Name, i, i/t.Shape[1], i%t.Shape[1], v)
+		}
+		return fmt.Errorf("tensor %s value %d is %v, not finite", t.Name, i, v)
+	}
+	return nil
+}
+
 // Tensor returns the tensor with the given name. The error names the missing
 // tensor and the file kind, so that loading the wrong kind of model is easy
 // to diagnose.

@@ -335,10 +335,8 @@ func decodeBundle(f *checkpoint.File) (*Bundle, error) {
 		if len(t.Shape) != 2 || t.Shape[0] != r || t.Shape[1] != c {
 			return nil, fmt.Errorf("tensor %s has shape %v, want [%d %d]", name, t.Shape, r, c)
 		}
-		for i, v := range t.Data {
-			if math.IsNaN(v) || math.IsInf(v, 0) {
-				return nil, fmt.Errorf("tensor %s value %d (row %d, column %d) is %v, not finite", name, i, i/c, i%c, v)
-			}
+		if err := t.CheckFinite(); err != nil {
+			return nil, err
 		}
 		copy(p.W.RawMatrix().Data, t.Data)
 	}

@@ -84,6 +84,9 @@ func loadInto(f *checkpoint.File, prefix string, ps []*nn.Param, ms []*mat.Dense
 		if len(t.Shape) != 2 || t.Shape[0] != r || t.Shape[1] != c {
 			return fmt.Errorf("tensor %s has shape %v, the model needs [%d %d]", t.Name, t.Shape, r, c)
 		}
+		if err := t.CheckFinite(); err != nil {
+			return err
+		}
 		copy(ms[i].RawMatrix().Data, t.Data)
 	}
 	return nil

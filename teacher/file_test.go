@@ -5,6 +5,8 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"fmt"
+	"math"
 	"math/rand/v2"
 	"path/filepath"
 	"strings"
@@ -358,4 +360,27 @@ func FuzzDecodeModel(f *testing.F) {
 		}
 		forecast(t, s.Model)
 	})
+}
+
+// TestModelFileNonFinite checks that a model file whose weights hold NaN or
+// ±Inf is refused, naming the tensor: it would load and make every forecast
+// NaN.
+func TestModelFileNonFinite(t *testing.T) {
+	dir := t.TempDir()
+	for _, v := range []float64{math.NaN(), math.Inf(1), math.Inf(-1)} {
+		m, err := New(Config{Kind: KindGRUGCN, Window: 4, Channels: 3, Hidden: 4, Seed: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := m.Params()[1]
+		p.W.Set(0, 1, v)
+		path := filepath.Join(dir, "m.model")
+		if err := SaveModel(path, m, Meta{Norm: snapshot.Normalizer{Mean: []float64{1, 2, 3}, Std: []float64{4, 5, 6}}, Nodes: 5}); err != nil {
+			t.Fatal(err)
+		}
+		want := fmt.Sprintf("tensor %s value 1 (row 0, column 1) is %v, not finite", p.Name, v)
+		if _, err := LoadModel(path); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("weight %v: error %v, want one containing %q", v, err, want)
+		}
+	}
 }
