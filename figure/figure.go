@@ -20,15 +20,19 @@ import (
 	"errors"
 	"fmt"
 	"image/color"
+	"io"
 	"math"
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/pemsforecast/sdgnn/checkpoint"
 )
 
 // palette is the Okabe–Ito colour-blind safe palette without its yellow,
@@ -596,7 +600,8 @@ func ecdf(vs []float64, end float64) plotter.XYs {
 }
 
 // Save writes p as dir/name.png and dir/name.svg, w × h, for the report
-// and for print, and returns the two paths, png first. dir must exist.
+// and for print, and returns the two paths, png first. dir must exist. Each
+// file is written atomically (checkpoint.WriteAtomic).
 func Save(p *plot.Plot, dir, name string, w, h vg.Length) ([]string, error) {
 	if p == nil {
 		return nil, fmt.Errorf("figure: save %q: nil plot", name)
@@ -612,8 +617,17 @@ func Save(p *plot.Plot, dir, name string, w, h vg.Length) ([]string, error) {
 		filepath.Join(dir, name+".svg"),
 	}
 	for _, path := range paths {
-		if err := p.Save(w, h, path); err != nil {
+		wt, err := p.WriterTo(w, h, strings.TrimPrefix(filepath.Ext(path), "."))
+		if err != nil {
 			return nil, fmt.Errorf("figure: save %s: %w", path, err)
+		}
+		// Atomically, as every file a report writes: a figure redrawn over
+		// an old one is the old or the new, never a part.
+		if err := checkpoint.WriteAtomic(path, func(f io.Writer) error {
+			_, err := wt.WriteTo(f)
+			return err
+		}); err != nil {
+			return nil, fmt.Errorf("figure: save %q: %w", name, err)
 		}
 	}
 	return paths, nil

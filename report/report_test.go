@@ -2,8 +2,12 @@ package report
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"math"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -203,5 +207,31 @@ func TestMedianOf(t *testing.T) {
 	}
 	if got := medianOf(nil); !math.IsNaN(got) {
 		t.Errorf("medianOf(nil) = %v, want NaN", got)
+	}
+}
+
+// TestWriteFileKeepsOldOnFailure checks that a report file whose writing
+// fails halfway leaves the file that was there whole, and no partial file.
+func TestWriteFileKeepsOldOnFailure(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, FileMetrics)
+	if err := writeBytes(path, []byte("{\"old\": true}\n")); err != nil {
+		t.Fatal(err)
+	}
+	cut := errors.New("disk full")
+	err := writeFile(path, func(w io.WriteSeeker) error {
+		if _, err := w.Write([]byte("{\"new\":")); err != nil {
+			return err
+		}
+		return cut
+	})
+	if !errors.Is(err, cut) || !strings.Contains(err.Error(), path) {
+		t.Errorf("failed write: %v, want %v naming %s", err, cut, path)
+	}
+	if got, err := os.ReadFile(path); err != nil || string(got) != "{\"old\": true}\n" {
+		t.Errorf("after the failed write the file holds %q (%v)", got, err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Errorf("directory holds %d entries, want only %s", len(entries), FileMetrics)
 	}
 }

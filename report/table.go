@@ -3,6 +3,7 @@ package report
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/apache/arrow/go/v15/parquet/compress"
 	"github.com/apache/arrow/go/v15/parquet/pqarrow"
 
+	"github.com/pemsforecast/sdgnn/checkpoint"
 	"github.com/pemsforecast/sdgnn/evaluation"
 	"github.com/pemsforecast/sdgnn/snapshot"
 )
@@ -115,29 +117,32 @@ func (d *Document) records(batch int, each func(arrow.Record) error) error {
 	return nil
 }
 
-// writeFile creates path, lets write fill it and closes it; on error the
-// partial file is removed and the error names the path.
-func writeFile(path string, write func(*os.File) error) (err error) {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		// A writer may close f itself (pqarrow does).
-		if cerr := f.Close(); err == nil && !errors.Is(cerr, os.ErrClosed) {
-			err = cerr
+// writeFile writes path atomically (checkpoint.WriteAtomic) with write:
+// a write that fails or is cut short leaves the file that was at path, if
+// any, as it was. write gets the temporary file, which it must not close
+// (the error names path).
+func writeFile(path string, write func(io.WriteSeeker) error) error {
+	return checkpoint.WriteAtomic(path, func(w io.Writer) error {
+		f, ok := w.(*os.File)
+		if !ok {
+			return fmt.Errorf("report: %T is not a file", w)
 		}
-		if err != nil {
-			os.Remove(path)
-			err = fmt.Errorf("write %s: %w", path, err)
-		}
-	}()
-	return write(f)
+		return write(unclosed{f})
+	})
 }
+
+// unclosed is a file that its writer cannot close: pqarrow's writer closes
+// a sink that can be, and WriteAtomic must still sync and rename it.
+// Arrow's file writer asks where it is, so Seek stays.
+type unclosed struct{ f *os.File }
+
+func (u unclosed) Write(p []byte) (int, error) { return u.f.Write(p) }
+
+func (u unclosed) Seek(offset int64, whence int) (int64, error) { return u.f.Seek(offset, whence) }
 
 // writeArrow writes the predictions as an Arrow IPC file (Feather v2).
 func (d *Document) writeArrow(path string) error {
-	return writeFile(path, func(f *os.File) error {
+	return writeFile(path, func(f io.WriteSeeker) error {
 		w, err := ipc.NewFileWriter(f, ipc.WithSchema(d.schema()), ipc.WithAllocator(memory.DefaultAllocator))
 		if err != nil {
 			return err
@@ -152,7 +157,7 @@ func (d *Document) writeArrow(path string) error {
 
 // writeParquet writes the predictions as a Snappy-compressed Parquet file.
 func (d *Document) writeParquet(path string) error {
-	return writeFile(path, func(f *os.File) error {
+	return writeFile(path, func(f io.WriteSeeker) error {
 		props := parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Snappy))
 		w, err := pqarrow.NewFileWriter(d.schema(), f, props, pqarrow.DefaultWriterProps())
 		if err != nil {

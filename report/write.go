@@ -67,21 +67,21 @@ func (d *Document) Write(dir string) error {
 	if err != nil {
 		return fmt.Errorf("report: encode metrics: %w", err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, FileMetrics), append(js, '\n'), 0o644); err != nil {
+	if err := writeBytes(filepath.Join(dir, FileMetrics), append(js, '\n')); err != nil {
 		return fmt.Errorf("report: %w", err)
 	}
 	var md bytes.Buffer
 	if err := d.Markdown(&md); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(dir, FileMarkdown), md.Bytes(), 0o644); err != nil {
+	if err := writeBytes(filepath.Join(dir, FileMarkdown), md.Bytes()); err != nil {
 		return fmt.Errorf("report: %w", err)
 	}
 	var h bytes.Buffer
 	if err := d.HTML(&h); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(dir, FileHTML), h.Bytes(), 0o644); err != nil {
+	if err := writeBytes(filepath.Join(dir, FileHTML), h.Bytes()); err != nil {
 		return fmt.Errorf("report: %w", err)
 	}
 	return nil
@@ -549,4 +549,12 @@ func inline(s string) string {
 		b.WriteString(template.HTMLEscapeString(p))
 	}
 	return b.String()
+}
+
+// writeBytes writes data to path atomically, as writeFile does.
+func writeBytes(path string, data []byte) error {
+	return writeFile(path, func(w io.WriteSeeker) error {
+		_, err := w.Write(data)
+		return err
+	})
 }
