@@ -69,6 +69,28 @@ func ClipGradNorm(ps []*Param, max float64) float64 {
 		}
 	}
 	norm := math.Sqrt(ss)
+	if math.IsInf(ss, 1) {
+		// The squares overflowed: finite gradients may still have a
+		// finite norm (a component above 1.3e154), which the sum of the
+		// squares scaled by the largest gives. Only here, so that every
+		// other norm keeps its bits.
+		var top float64
+		for _, p := range ps {
+			for _, g := range p.G.RawMatrix().Data {
+				top = math.Max(top, math.Abs(g))
+			}
+		}
+		if !math.IsInf(top, 1) && !math.IsNaN(top) {
+			ss = 0
+			for _, p := range ps {
+				for _, g := range p.G.RawMatrix().Data {
+					v := g / top
+					ss += float64(v * v)
+				}
+			}
+			norm = top * math.Sqrt(ss)
+		}
+	}
 	if max > 0 && norm > max {
 		s := max / norm
 		for _, p := range ps {

@@ -218,6 +218,27 @@ func TestClipGradNorm(t *testing.T) {
 	}
 }
 
+// TestClipGradNormHuge clips finite gradients whose sum of squares
+// overflows (a component above 1.3e154): the norm is still finite, and
+// clipping must scale them down to it rather than return +Inf and zero
+// them, losing the step's direction.
+func TestClipGradNormHuge(t *testing.T) {
+	p := NewParam("p", 1, 2)
+	p.G.Set(0, 0, 3e200)
+	p.G.Set(0, 1, -4e200)
+	if n := ClipGradNorm([]*Param{p}, 1); math.Abs(n-5e200) > 1e-12*5e200 {
+		t.Fatalf("norm %g, want 5e200", n)
+	}
+	if g0, g1 := p.G.At(0, 0), p.G.At(0, 1); math.Abs(g0-0.6) > 1e-12 || math.Abs(g1+0.8) > 1e-12 {
+		t.Fatalf("clipped gradient (%g, %g), want (0.6, -0.8)", g0, g1)
+	}
+	// An infinite gradient has an infinite norm.
+	p.G.Set(0, 0, math.Inf(1))
+	if n := ClipGradNorm([]*Param{p}, 1); !math.IsInf(n, 1) {
+		t.Fatalf("norm %g with an infinite gradient, want +Inf", n)
+	}
+}
+
 func BenchmarkMLPForwardBackward(b *testing.B) {
 	rng := rand.New(rand.NewPCG(1, 1))
 	m := NewMLP("mlp", 16, 16, 3, rng)
