@@ -195,6 +195,9 @@ func resumeBundle(path string, m *teacher.Model, sc sdgnn.Config, p *snapshot.Pr
 	}
 	bp, tp := b.GRU.Params(), m.GRU.Params()
 	for i := range tp {
+		if i >= len(bp) || len(bp[i].W.RawMatrix().Data) != len(tp[i].W.RawMatrix().Data) {
+			return nil, fmt.Errorf("resume %s: distilled from another teacher (its GRU has other sizes; remove it to distil again)", path)
+		}
 		x, y := bp[i].W.RawMatrix().Data, tp[i].W.RawMatrix().Data
 		for j := range y {
 			if math.Float64bits(x[j]) != math.Float64bits(y[j]) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,9 @@ import (
 
 	"github.com/pemsforecast/sdgnn/datasets/pems"
 	"github.com/pemsforecast/sdgnn/evaluation"
+	"github.com/pemsforecast/sdgnn/gru"
+	"github.com/pemsforecast/sdgnn/nn"
+	"github.com/pemsforecast/sdgnn/sdgnn"
 	"github.com/pemsforecast/sdgnn/snapshot"
 	"github.com/pemsforecast/sdgnn/teacher"
 )
@@ -229,5 +233,42 @@ func TestScoresInfiniteForecast(t *testing.T) {
 	dm, err := evaluation.DieboldMariano(got.Losses[SDGNN], got.Losses[GRU], 1)
 	if err != nil || dm != want {
 		t.Errorf("DM of the reloaded losses %+v (%v), want %+v", dm, err, want)
+	}
+}
+
+// TestResumeBundleOtherTeacherSizes checks that a kept bundle distilled
+// from a teacher of another hidden width, with the same settings and split,
+// is refused as another teacher's, even where its GRU's weights begin as
+// the teacher's do (the same seed draws them): it was compared out of range
+// (a narrower bundle) or accepted on its first values (a wider one).
+func TestResumeBundleOtherTeacherSizes(t *testing.T) {
+	const nodes, channels, window = 3, 1, 2
+	norm := snapshot.Normalizer{Kind: snapshot.KindZScore, Mean: []float64{1}, Std: []float64{2}}
+	split := snapshot.Split{Train: snapshot.Part{Range: snapshot.Range{Start: 0, End: 6}}, Val: snapshot.Part{Range: snapshot.Range{Start: 6, End: 8}}, Test: snapshot.Part{Range: snapshot.Range{Start: 8, End: 10}}}
+	sc := sdgnn.DefaultConfig()
+	theta := &sdgnn.Theta{Nodes: [][]int{{0}, {1}, {2}}, Weights: [][]float64{{1}, {1}, {1}}}
+	for _, tc := range []struct{ bundle, teacher int }{{2, 4}, {4, 2}} {
+		m, err := teacher.New(teacher.Config{Kind: teacher.KindGRUGCN, Window: window, Channels: channels, Hidden: tc.teacher, Seed: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rng := rand.New(rand.NewPCG(1, 2))
+		g := gru.New(norm.Inputs(), tc.bundle, rng)
+		for i, p := range g.Params() {
+			copy(p.W.RawMatrix().Data, m.GRU.Params()[i].W.RawMatrix().Data)
+		}
+		meta := sdgnn.BundleMeta{Dataset: "tiny", Nodes: nodes, Channels: []string{"v"}, Window: window, Hidden: tc.bundle, Norm: norm, Split: split, Config: sc, Version: "v"}
+		b, err := sdgnn.NewBundle(meta, g, nn.NewMLP("phi", tc.bundle, sc.PhiHidden, tc.bundle, rng), theta, nn.NewMLP("dec", tc.bundle, 4, channels, rng))
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(t.TempDir(), "b.sdgnn")
+		if err := b.Save(path); err != nil {
+			t.Fatal(err)
+		}
+		_, err = resumeBundle(path, m, sc, &snapshot.Prepared{Split: split})
+		if err == nil || !strings.Contains(err.Error(), "distilled from another teacher") {
+			t.Errorf("a bundle of hidden width %d for a teacher of %d: %v", tc.bundle, tc.teacher, err)
+		}
 	}
 }
