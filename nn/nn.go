@@ -128,8 +128,9 @@ func Gemm(transA, transB bool, alpha float64, a, b mat.RawMatrixer, beta float64
 // Off amd64, the products with neither operand transposed but another
 // alpha or beta go through gemmNN, which gives the bits gonum's Dgemm has
 // on amd64 (its axpy is assembly there, Go that arm64 fuses elsewhere);
-// the other cases that reach gonum (both operands transposed) are not
-// held to the same bits on every machine.
+// the other cases that reach gonum (both operands transposed, or one
+// transposed with another alpha or beta) are not held to the same bits on
+// every machine. No layer makes such a product.
 func gemm(ta, tb blas.Transpose, alpha float64, a, b blas64.General, beta float64, c blas64.General) {
 	if alpha != 1 || (beta != 0 && beta != 1) || (ta == blas.Trans && tb == blas.Trans) {
 		if ta == blas.NoTrans && tb == blas.NoTrans && !gonumAsm {
