@@ -43,7 +43,9 @@ func blend(h, z, n, hp []float64) {
 // cellBack takes the gradient dh of the new state back through
 // h' = (1−z)⊙h + z⊙n and n = tanh(a_n): it sets dz to the gradient of z's
 // pre-activation, dan to that of n's, and dh to the part of the previous
-// state's gradient that flows through (1−z)⊙h.
+// state's gradient that flows through (1−z)⊙h. dz and dan must not share
+// memory with z, n or h: the Go loop reads z after writing dz, the
+// assembly reads all before it writes, and the two would differ.
 func cellBack(dz, dan, dh, z, n, h []float64) {
 	dz, dan, z, n, h = dz[:len(dh)], dan[:len(dh)], z[:len(dh)], n[:len(dh)], h[:len(dh)]
 	k := 0
