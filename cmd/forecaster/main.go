@@ -62,6 +62,8 @@ commands:
 without -brokers, serve and demo run an embedded Kafka-protocol broker on 127.0.0.1;
 with it, -tls/-tls-ca and -sasl/-sasl-user/-sasl-password-file reach a secured cluster
 run "forecaster COMMAND -h" for its flags
+exit status: 0 done (serve and demo also when stopped by SIGTERM or Ctrl-C), 1 failed,
+2 usage error (a wrong flag), 130 publish interrupted
 `
 
 var errUsage = errors.New("usage")

@@ -36,6 +36,7 @@ func TestBadInvocations(t *testing.T) {
 		want string
 	}{
 		{"no command", nil, 2, "commands:"},
+		{"exit codes in the usage", []string{"-h"}, 0, "130 publish interrupted"},
 		{"help of a command", []string{"serve", "-h"}, 0, "-max-future"},
 		{"help of publish", []string{"publish", "-help"}, 0, "-retry-for"},
 		{"unknown command", []string{"fly"}, 2, `unknown command "fly"`},
