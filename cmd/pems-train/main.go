@@ -48,7 +48,7 @@ commands:
   datasets  list the known datasets, where the data directory is, and verify checksums
 
 run "pems-train COMMAND -h" for its flags
-exit status: 0 done, 1 failed, 2 usage error (a wrong flag), 130 interrupted (state saved)
+exit status: 0 done, 1 failed, 2 usage error (a wrong flag), 130 interrupted (teacher and reproduce save a resumable state)
 `
 
 // exitInterrupted is the exit code after Ctrl-C (128 + SIGINT).
