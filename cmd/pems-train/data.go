@@ -37,12 +37,16 @@ func checkNoise(v float64) error {
 }
 
 // checkDataset refuses a -dataset value that names no known dataset as a
-// usage error (exit 2), before anything is read.
-func checkDataset(name string) error {
-	if _, err := pems.Lookup(name); err != nil {
-		return badFlags(fmt.Errorf("-dataset: %w", err))
+// usage error (exit 2), before anything is read, and returns the dataset's
+// own name: the value is matched without regard to case or surrounding
+// space, and what is recorded (model files, default paths, the dataset's
+// default noise) must not depend on how it was typed.
+func checkDataset(name string) (string, error) {
+	in, err := pems.Lookup(name)
+	if err != nil {
+		return "", badFlags(fmt.Errorf("-dataset: %w", err))
 	}
-	return nil
+	return in.Name, nil
 }
 
 // parseSplit reads -split-by and -split: the kind of split and its ratios.

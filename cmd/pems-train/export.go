@@ -80,9 +80,11 @@ func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			fmt.Fprintln(stderr, "export: give -model FILE or -dataset NAME")
 			return errUsage
 		}
-		if err := checkDataset(*dataset); err != nil {
+		name, err := checkDataset(*dataset)
+		if err != nil {
 			return err
 		}
+		*dataset = name
 		spec, err := parseSplit(*splitBy, *split)
 		if err != nil {
 			return badFlags(err)

@@ -525,3 +525,16 @@ func TestDatasetsCommand(t *testing.T) {
 		t.Errorf("without SHA256SUMS: exit %d, stdout %q, stderr %q", code, out, stderr)
 	}
 }
+
+// TestDatasetNameAnyCase trains with -dataset spelt as README writes it in
+// prose (PeMS08): the name is accepted without regard to case, so what the
+// run records and derives from it must be the dataset's own name, else the
+// model is refused beside one trained with -dataset pems08 and PeMS08's
+// default noise σ 0.05 silently becomes 0.01.
+func TestDatasetNameAnyCase(t *testing.T) {
+	dir := writePeMS08Layout(t, 120)
+	_, saved := trainTeacher(t, dir, "-dataset", " PeMS08", "-epochs", "1", "-batch", "16")
+	if saved.Meta.Dataset != "pems08" || saved.Meta.Config.NoiseStd != 0.05 {
+		t.Fatalf("-dataset \" PeMS08\": model records dataset %q, noise σ %g; want \"pems08\", 0.05", saved.Meta.Dataset, saved.Meta.Config.NoiseStd)
+	}
+}

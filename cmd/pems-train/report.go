@@ -77,9 +77,11 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return badFlags(fmt.Errorf("-out %s is a file, want a directory", *out))
 	}
 	if *dataset != "" {
-		if err := checkDataset(*dataset); err != nil {
+		name, err := checkDataset(*dataset)
+		if err != nil {
 			return err
 		}
+		*dataset = name
 	}
 	b, err := sdgnn.LoadBundle(*model)
 	if err != nil {

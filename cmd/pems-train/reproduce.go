@@ -101,10 +101,13 @@ func cmdReproduce(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		fmt.Fprintf(stderr, "reproduce: -teacher-epochs %d and -patience %d must not be negative\n", *tEpochs, *patience)
 		return errUsage
 	}
+	var names []string
 	for _, name := range strings.Split(*datasets, ",") {
-		if err := checkDataset(strings.TrimSpace(name)); err != nil {
+		name, err := checkDataset(name)
+		if err != nil {
 			return err
 		}
+		names = append(names, name)
 	}
 	log := newLogger(stderr, *jsonLogs)
 	suffix := ""
@@ -119,8 +122,7 @@ func cmdReproduce(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	base := tableBase(*out, prep, spec.By, suffix)
 	var tables []*reproduce.Table
-	for _, name := range strings.Split(*datasets, ",") {
-		name = strings.TrimSpace(name)
+	for _, name := range names {
 		cfg := reproduce.Full(name)
 		if *quick {
 			cfg = reproduce.Quick(name)

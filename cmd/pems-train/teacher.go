@@ -119,9 +119,11 @@ func cmdTeacher(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			fmt.Fprintln(stderr, "teacher: -dataset is required (pems04, pems08 or sz-taxi; see pems-train datasets)")
 			return errUsage
 		}
-		if err := checkDataset(*dataset); err != nil {
+		name, err := checkDataset(*dataset)
+		if err != nil {
 			return err
 		}
+		*dataset = name
 		spec, err := parseSplit(*splitBy, *split)
 		if err != nil {
 			return badFlags(err)
