@@ -39,6 +39,7 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	*dataset = datasetName(*dataset)
 	if err := bf.check(); err != nil {
 		return err
 	}

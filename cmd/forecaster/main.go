@@ -513,6 +513,7 @@ func cmdPublish(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	*dataset = datasetName(*dataset)
 	if *retry < 0 {
 		return usagef("-retry-for %s: want 0 or more", *retry)
 	}

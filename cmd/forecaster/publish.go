@@ -53,6 +53,18 @@ type replayPlan struct {
 // spans the whole series: every reading is published, since the service
 // needs every window, and forecasts outside the part are made too (pems-train
 // report scores only the part's).
+// datasetName returns the dataset's own name for a -dataset value, which
+// pems.Lookup matches without regard to case or surrounding space, so that
+// a bundle's dataset, a demo bundle's path and what it records do not
+// depend on how the flag was typed; an unknown name is returned as given,
+// for check to refuse.
+func datasetName(name string) string {
+	if in, err := pems.Lookup(name); err == nil {
+		return in.Name
+	}
+	return name
+}
+
 // check refuses a request whose flags are out of range, before any data
 // is read or model trained.
 func (r replay) check() error {

@@ -174,6 +174,10 @@ func TestPublishModelSplit(t *testing.T) {
 	if err := cmdPublish(ctx, []string{"-brokers", emb.Addr, "-data", dir, "-model", path, "-steps", fmt.Sprint(steps), "-topic", "w"}, &out, &errOut); err != nil {
 		t.Fatalf("publish: %v\n%s", err, errOut.String())
 	}
+	// -dataset is the bundle's however it is typed (pems.Lookup ignores case).
+	if err := cmdPublish(ctx, []string{"-brokers", emb.Addr, "-data", dir, "-model", path, "-dataset", "SZ-Taxi", "-steps", "1", "-topic", "w3"}, io.Discard, io.Discard); err != nil {
+		t.Errorf("publish -dataset SZ-Taxi of an sz-taxi bundle: %v", err)
+	}
 	// Without -dataset the bundle's is replayed; another one is refused.
 	err = cmdPublish(ctx, []string{"-brokers", emb.Addr, "-data", dir, "-model", path, "-dataset", "pems08", "-topic", "w2"}, io.Discard, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "is for sz-taxi, not pems08") {
