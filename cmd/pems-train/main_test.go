@@ -417,7 +417,8 @@ func TestReproduceQuick(t *testing.T) {
 		t.Fatalf("merge exited %d:\n%s%s", code, stdout, stderr)
 	}
 	var merged []*reproduce.Table
-	raw, _ = os.ReadFile(filepath.Join(out, "table-merged.json"))
+	// Named after the quick table merged, not a full run's table-merged.
+	raw, _ = os.ReadFile(filepath.Join(out, "table-quick-merged.json"))
 	if err := json.Unmarshal(raw, &merged); err != nil {
 		t.Fatal(err)
 	}

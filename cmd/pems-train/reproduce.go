@@ -325,8 +325,8 @@ const maxSeeds = 10000
 
 // mergeTables reads the table files written by reproduce runs of one
 // comparison over different seeds, merges them per dataset (in the order
-// datasets first appear) and writes the result beside out as
-// table*-merged.
+// datasets first appear) and writes the result into out as
+// table*-merged (mergedName).
 func mergeTables(paths []string, out string, stdout io.Writer) error {
 	byDataset := map[string][]*reproduce.Table{}
 	var order []string
@@ -362,5 +362,35 @@ func mergeTables(paths []string, out string, stdout io.Writer) error {
 		merged = append(merged, t)
 	}
 	c := merged[0].Config
-	return printTables(merged, tableBase(out, c.Prep, c.SplitBy, "-merged"), stdout)
+	base := tableBase(out, c.Prep, c.SplitBy, "-merged")
+	if name := mergedName(paths); name != "" {
+		base = filepath.Join(out, name)
+	}
+	return printTables(merged, base, stdout)
+}
+
+// mergedName names the merged table after the table files merged: the
+// name they share, such as table-quick or table-paper-nodes-steps4032
+// (a merged file's own -merged left out), with -merged added, so that
+// quick or shortened runs merged into the directory of a full one do not
+// overwrite its merged table. It is "" when the files that reproduce
+// named (table*.json) disagree or there is none; files renamed otherwise
+// do not count.
+func mergedName(paths []string) string {
+	name := ""
+	for _, p := range paths {
+		b := filepath.Base(strings.TrimSpace(p))
+		if !strings.HasPrefix(b, "table") || !strings.HasSuffix(b, ".json") {
+			continue
+		}
+		b = strings.TrimSuffix(strings.TrimSuffix(b, ".json"), "-merged")
+		if name != "" && b != name {
+			return ""
+		}
+		name = b
+	}
+	if name == "" {
+		return ""
+	}
+	return name + "-merged"
 }
