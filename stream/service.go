@@ -395,14 +395,36 @@ func EnsureTopics(ctx context.Context, brokers []string, partitions int, topics 
 }
 
 // EnsureTopics creates topics of the given partitions on brokers reached
-// with s, when they do not exist.
+// with s, when they do not exist. Only the topics the brokers do not show
+// are asked for: a cluster with ACLs refuses CreateTopics (Topic
+// Authorization Failed) to a principal without the Create permission even
+// for a topic that exists, and the service's principal, on a production
+// cluster, rarely has it.
 func (s Security) EnsureTopics(ctx context.Context, brokers []string, partitions int, topics ...string) error {
 	t := s.Transport()
+	if t == nil {
+		// Not kafka-go's shared default, whose metadata may be older
+		// than a topic's deletion.
+		t = &kafka.Transport{DialTimeout: 10 * time.Second}
+	}
 	defer closeTransport(t)
 	client := brokerClient(brokers, t)
+	meta, err := client.Metadata(ctx, &kafka.MetadataRequest{Topics: topics})
+	if err != nil {
+		return fmt.Errorf("metadata of topics %v on %v: %w", topics, brokers, err)
+	}
+	exists := map[string]bool{}
+	for _, m := range meta.Topics {
+		exists[m.Name] = m.Error == nil
+	}
 	req := &kafka.CreateTopicsRequest{}
 	for _, t := range topics {
-		req.Topics = append(req.Topics, kafka.TopicConfig{Topic: t, NumPartitions: partitions, ReplicationFactor: 1})
+		if !exists[t] {
+			req.Topics = append(req.Topics, kafka.TopicConfig{Topic: t, NumPartitions: partitions, ReplicationFactor: 1})
+		}
+	}
+	if len(req.Topics) == 0 {
+		return nil
 	}
 	resp, err := client.CreateTopics(ctx, req)
 	if err != nil {
