@@ -101,3 +101,40 @@ func TestServiceLeastPrivilege(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestEnsureTopicsBrokerDefaultReplication checks that the topics the
+// service creates on a cluster of three brokers get the cluster's
+// replication factor (kfake's default: 3), not a single replica, which a
+// broker's loss would lose and which min.insync.replicas 2 would refuse
+// every acknowledged write to.
+func TestEnsureTopicsBrokerDefaultReplication(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a broker")
+	}
+	cl, err := kfake.NewCluster(kfake.NumBrokers(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	addrs := cl.ListenAddrs()
+	if err := EnsureTopics(ctx, addrs, 2, "readings", "forecasts"); err != nil {
+		t.Fatal(err)
+	}
+	client := &kafka.Client{Addr: kafka.TCP(addrs...), Transport: &kafka.Transport{}}
+	meta, err := client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{"readings", "forecasts"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tp := range meta.Topics {
+		if tp.Error != nil || len(tp.Partitions) != 2 {
+			t.Fatalf("%s: %d partitions, %v", tp.Name, len(tp.Partitions), tp.Error)
+		}
+		for _, p := range tp.Partitions {
+			if len(p.Replicas) != 3 {
+				t.Errorf("%s partition %d: %d replicas, want the cluster's default, 3", tp.Name, p.ID, len(p.Replicas))
+			}
+		}
+	}
+}

@@ -394,8 +394,9 @@ func EnsureTopics(ctx context.Context, brokers []string, partitions int, topics 
 	return Security{}.EnsureTopics(ctx, brokers, partitions, topics...)
 }
 
-// EnsureTopics creates topics of the given partitions on brokers reached
-// with s, when they do not exist. Only the topics the brokers do not show
+// EnsureTopics creates topics of the given partitions, and of the
+// cluster's default replication factor, on brokers reached with s, when
+// they do not exist. Only the topics the brokers do not show
 // are asked for: a cluster with ACLs refuses CreateTopics (Topic
 // Authorization Failed) to a principal without the Create permission even
 // for a topic that exists, and the service's principal, on a production
@@ -420,7 +421,10 @@ func (s Security) EnsureTopics(ctx context.Context, brokers []string, partitions
 	req := &kafka.CreateTopicsRequest{}
 	for _, t := range topics {
 		if !exists[t] {
-			req.Topics = append(req.Topics, kafka.TopicConfig{Topic: t, NumPartitions: partitions, ReplicationFactor: 1})
+			// -1: the cluster's default.replication.factor (Kafka 2.4+,
+			// KIP-464); one replica would be lost with its broker, and
+			// refused every write under min.insync.replicas 2.
+			req.Topics = append(req.Topics, kafka.TopicConfig{Topic: t, NumPartitions: partitions, ReplicationFactor: -1})
 		}
 	}
 	if len(req.Topics) == 0 {
