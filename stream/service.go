@@ -442,6 +442,19 @@ func (s Security) EnsureTopics(ctx context.Context, brokers []string, partitions
 	return nil
 }
 
+// The HTTP server's limits on slow and idle clients, so that connections
+// that stall cannot pile up: the request headers must come within
+// httpReadHeaderTimeout and the whole request within httpReadTimeout, the
+// answer must be taken within httpWriteTimeout (well above ReloadWait, which
+// POST /-/reload may wait), and a keep-alive connection idle for
+// httpIdleTimeout is closed. Variables for tests.
+var (
+	httpReadHeaderTimeout = 5 * time.Second
+	httpReadTimeout       = 30 * time.Second
+	httpWriteTimeout      = ReloadWait + 100*time.Second
+	httpIdleTimeout       = 2 * time.Minute
+)
+
 // Run consumes until ctx is cancelled, then finishes the batch in hand,
 // commits and closes (graceful shutdown).
 func (s *Service) Run(ctx context.Context) error {
@@ -455,7 +468,8 @@ func (s *Service) Run(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("http listen %s: %w", cfg.HTTPAddr, err)
 		}
-		srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 5 * time.Second}
+		srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: httpReadHeaderTimeout, ReadTimeout: httpReadTimeout,
+			WriteTimeout: httpWriteTimeout, IdleTimeout: httpIdleTimeout}
 		go srv.Serve(ln)
 		defer srv.Close()
 		cfg.Log.Info().Str("http", ln.Addr().String()).Msg("serving metrics, health and forecasts")
