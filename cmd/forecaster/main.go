@@ -229,6 +229,13 @@ func stepMs(dataset string) (int64, error) {
 }
 
 func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	// SIGHUP asks for a reload from the start, so that one sent while the
+	// model loads or the service starts (or stops) does not kill the
+	// process, SIGHUP's default action: it is kept, and taken once the
+	// service runs.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	bf := addBrokerFlags(fs)
@@ -363,9 +370,6 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *pollModel > 0 {
 		go rl.watch(ctx, *pollModel, loaded)
 	}
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
 	go func() {
 		for {
 			select {

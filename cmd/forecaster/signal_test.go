@@ -1,0 +1,126 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestServeSIGHUPWhileStarting sends serve SIGHUP while it is still
+// reading its model (a FIFO, so that the test knows when): a SIGHUP then,
+// as an operator or a file watcher sends right after replacing the model,
+// must not kill it (the default action of SIGHUP), but read the model
+// again once the service runs; SIGTERM then stops it with exit status 0.
+func TestServeSIGHUPWhileStarting(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs a process")
+	}
+	_, _, _, b := szTaxiBundle(t, 12, 8)
+	tmp := t.TempDir()
+	saved := filepath.Join(tmp, "saved.sdgnn")
+	if err := b.Save(saved); err != nil {
+		t.Fatal(err)
+	}
+	model, err := os.ReadFile(saved)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fifo := filepath.Join(tmp, "b.sdgnn")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	emb := startBroker(ctx, t)
+	bin := buildForecaster(t, t.TempDir())
+	cmd := bin.command("serve", "-model", fifo, "-brokers", emb.Addr, "-log-json", "-http", "")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Signal(syscall.SIGKILL); cmd.Wait() }()
+	exited := make(chan error, 1)
+	lines := make(chan map[string]any, 256)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			var m map[string]any
+			if json.Unmarshal(sc.Bytes(), &m) == nil {
+				lines <- m
+			} else {
+				t.Logf("serve: %s", sc.Text())
+			}
+		}
+		close(lines)
+		exited <- cmd.Wait()
+	}()
+	// feed writes the model into the FIFO once serve opens it to read.
+	// The open returns once serve has opened it: serve is then loading
+	// its model.
+	feed := func(between func()) error {
+		f, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if between != nil {
+			between()
+		}
+		if _, err := f.Write(model); err != nil {
+			return fmt.Errorf("write the model: %w", err)
+		}
+		return f.Close()
+	}
+	// waitLogs waits for a log line of each message, in any order.
+	waitLogs := func(msgs ...string) map[string]map[string]any {
+		t.Helper()
+		got := map[string]map[string]any{}
+		for len(got) < len(msgs) {
+			select {
+			case m, ok := <-lines:
+				if !ok {
+					t.Fatalf("serve exited before logging %q: %v", msgs, <-exited)
+				}
+				for _, msg := range msgs {
+					if m["message"] == msg {
+						got[msg] = m
+					}
+				}
+			case <-ctx.Done():
+				t.Fatalf("log lines %q: only %v", msgs, got)
+			}
+		}
+		return got
+	}
+	if err := feed(func() {
+		cmd.Process.Signal(syscall.SIGHUP)
+		time.Sleep(100 * time.Millisecond) // delivered before the load ends
+	}); err != nil {
+		t.Fatalf("%v; serve: %v", err, <-exited)
+	}
+	// The reload waits for the FIFO while the service starts.
+	if m := waitLogs("reloading the model")["reloading the model"]; m["by"] != "SIGHUP" {
+		t.Errorf("reload logged %v, want by SIGHUP", m)
+	}
+	if err := feed(nil); err != nil {
+		t.Fatal(err)
+	}
+	waitLogs("model reloaded", "consuming")
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	for range lines {
+	}
+	if err := <-exited; err != nil {
+		t.Fatalf("serve after SIGTERM: %v", err)
+	}
+}
