@@ -10,11 +10,13 @@ import (
 	"os"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/segmentio/kafka-go"
 	"github.com/segmentio/kafka-go/sasl"
 	"github.com/segmentio/kafka-go/sasl/plain"
 	"github.com/segmentio/kafka-go/sasl/scram"
+	"github.com/xdg-go/stringprep"
 )
 
 // Security says how clients reach the brokers: over TLS or not, and with a
@@ -98,12 +100,37 @@ func NewSASL(mechanism, user, password string) (sasl.Mechanism, error) {
 	switch strings.ToUpper(mechanism) {
 	case "PLAIN":
 		return plain.Mechanism{Username: user, Password: password}, nil
-	case "SCRAM-SHA-256":
+	case "SCRAM-SHA-256", "SCRAM-SHA-512":
+		// SCRAM normalises the password with SASLprep, and xdg-go/scram's
+		// error for one SASLprep refuses quotes it whole: it is checked
+		// here first, so that the error says what is wrong but not the
+		// password (the whole file, were the wrong one given).
+		if err := checkSASLprep(password); err != nil {
+			return nil, fmt.Errorf("sasl %s: the password is not valid SASLprep (RFC 4013) text: %w (the password is not shown)", strings.ToUpper(mechanism), err)
+		}
+		if strings.EqualFold(mechanism, "SCRAM-SHA-512") {
+			return scram.Mechanism(scram.SHA512, user, password)
+		}
 		return scram.Mechanism(scram.SHA256, user, password)
-	case "SCRAM-SHA-512":
-		return scram.Mechanism(scram.SHA512, user, password)
 	}
 	return nil, fmt.Errorf("sasl mechanism %q: want one of %s", mechanism, strings.Join(SASLMechanisms, ", "))
+}
+
+// checkSASLprep returns why SASLprep refuses secret, naming the
+// character only when it is a control character (a line break, a tab),
+// so that no part of secret is shown.
+func checkSASLprep(secret string) error {
+	_, err := stringprep.SASLprep.Prepare(secret)
+	var se stringprep.Error
+	switch {
+	case err == nil:
+		return nil
+	case !errors.As(err, &se):
+		return errors.New("refused")
+	case unicode.IsControl(se.Rune):
+		return fmt.Errorf("%s %U", se.Msg, se.Rune)
+	}
+	return errors.New(se.Msg)
 }
 
 // NewTLS returns a TLS client configuration: the system's roots, or those

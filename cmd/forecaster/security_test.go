@@ -107,3 +107,38 @@ func TestServeAndPublishOverTLSAndSASL(t *testing.T) {
 	}
 	t.Logf("%s; forecasts of every sensor for %s", strings.TrimSpace(out.String()), time.UnixMilli(want).UTC().Format(time.RFC3339))
 }
+
+// TestSASLPasswordNotInErrors gives serve and publish a password that
+// SCRAM refuses (a file of several lines: the wrong file given, a key,
+// say; a control character): the error names the flag and what is
+// wrong, but not the password, which would otherwise end up in the logs.
+func TestSASLPasswordNotInErrors(t *testing.T) {
+	tmp := t.TempDir()
+	const secret = "-----BEGIN PRIVATE KEY-----\nMIGHAgEAMBMGByqGSM49AgEGCCqGSM49\n-----END PRIVATE KEY-----\n"
+	pwFile := filepath.Join(tmp, "key.pem")
+	if err := os.WriteFile(pwFile, []byte(secret), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"serve", "-model", filepath.Join(tmp, "none.sdgnn"), "-http", "", "-sasl-password-file", pwFile},
+		{"publish", "-sasl-password-file", pwFile},
+	} {
+		for _, mech := range []string{"SCRAM-SHA-256", "SCRAM-SHA-512"} {
+			args := append(args, "-brokers", "127.0.0.1:1", "-sasl", mech, "-sasl-user", "forecaster")
+			var stderr strings.Builder
+			code := run(args, io.Discard, &stderr)
+			if code == 0 || !strings.Contains(stderr.String(), "-sasl") {
+				t.Errorf("%s: exit %d, stderr %q: want a failure naming -sasl", args, code, stderr.String())
+			}
+			if strings.Contains(stderr.String(), "MIGHAgEAMBMGByqGSM49") {
+				t.Errorf("%s: stderr shows the password: %q", args, stderr.String())
+			}
+		}
+	}
+	t.Setenv(saslPasswordEnv, "pass\tword")
+	var stderr strings.Builder
+	if code := run([]string{"publish", "-brokers", "127.0.0.1:1", "-sasl", "SCRAM-SHA-256", "-sasl-user", "u"}, io.Discard, &stderr); code == 0 ||
+		strings.Contains(stderr.String(), "pass\tword") || strings.Contains(stderr.String(), `pass\tword`) {
+		t.Errorf("$%s with a tab: exit %d, stderr %q: want a failure without the password", saslPasswordEnv, code, stderr.String())
+	}
+}
