@@ -18,7 +18,8 @@ import (
 // ACLs, as a production cluster has them: its topics made by the cluster's
 // operators beforehand, and the service's principal allowed to read the
 // readings, write the forecasts and dead letters, read the forecasts back
-// (rebuild) and use its consumer group, but not to create topics.
+// (rebuild) and use its consumer group, but not to create topics; its
+// publisher only to write the readings.
 func TestServiceLeastPrivilege(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a broker")
@@ -42,7 +43,8 @@ func TestServiceLeastPrivilege(t *testing.T) {
 	cl, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.TLS(certs.Server), kfake.EnableSASL(), kfake.EnableACLs(),
 		kfake.SeedTopics(4, "readings", "forecasts", "readings-dead-letter"),
 		kfake.Superuser("PLAIN", "admin", "admin-pw"),
-		kfake.User("SCRAM-SHA-512", "forecaster", "pw-512", acls...))
+		kfake.User("SCRAM-SHA-512", "forecaster", "pw-512", acls...),
+		kfake.User("SCRAM-SHA-256", "publisher", "pw-256", allow(topic, "readings", W, D)...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,8 +76,12 @@ func TestServiceLeastPrivilege(t *testing.T) {
 	defer stop()
 	const steps = 12
 	data := testSeries(steps, n, C, 5)
+	publisher := secure("SCRAM-SHA-256", "publisher", "pw-256")
+	if err := publisher.EnsureTopics(ctx, []string{addr}, 4, "readings"); err != nil { // as forecaster publish does
+		t.Fatal(err)
+	}
 	sent, err := Publish(ctx, Series{Steps: steps, Nodes: n, Channels: C, Data: data}, PublishConfig{Brokers: []string{addr},
-		Security: secure("PLAIN", "admin", "admin-pw"), Topic: "readings", From: 0, To: steps, Start: time.UnixMilli(1000 * testStep), StepMs: testStep, SkipMissing: true})
+		Security: publisher, Topic: "readings", From: 0, To: steps, Start: time.UnixMilli(1000 * testStep), StepMs: testStep, SkipMissing: true})
 	if err != nil {
 		t.Fatal(err)
 	}
