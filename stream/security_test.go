@@ -215,3 +215,36 @@ func TestNewSASLAndTLS(t *testing.T) {
 		t.Errorf("SASL_SSL: %q", got)
 	}
 }
+
+// TestTLSServerName checks that the brokers' certificate is verified
+// against -tls-server-name when given, by the dialer (CheckBrokers, the
+// reader) and the transport (EnsureTopics, the writers and clients)
+// alike: a name the certificate does not carry is refused, one it does
+// is taken.
+func TestTLSServerName(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a broker")
+	}
+	certs := tlstest.New(t)
+	addr := tlstest.Broker(t, certs)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, tc := range []struct {
+		name string
+		ok   bool
+	}{{"kafka.example.com", false}, {"localhost", true}, {"", true}} {
+		c, err := NewTLS(certs.CAFile, "", "", tc.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sec := Security{TLS: c}
+		cerr := sec.CheckBrokers(ctx, []string{addr})
+		eerr := sec.EnsureTopics(ctx, []string{addr}, 1, "readings")
+		if tc.ok && (cerr != nil || eerr != nil) {
+			t.Errorf("server name %q: CheckBrokers %v, EnsureTopics %v", tc.name, cerr, eerr)
+		}
+		if !tc.ok && (cerr == nil || !strings.Contains(cerr.Error(), "kafka.example.com") || eerr == nil) {
+			t.Errorf("server name %q: CheckBrokers %v, EnsureTopics %v: want both refused", tc.name, cerr, eerr)
+		}
+	}
+}
