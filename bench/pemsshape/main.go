@@ -40,6 +40,14 @@ func run(out, data string) error {
 	if err != nil {
 		return err
 	}
+	// Never the data directory itself: the copies would truncate the real
+	// files onto themselves, and the random series would stand where the
+	// real ones belong.
+	if oi, err := os.Stat(out); err == nil {
+		if di, err := os.Stat(dir); err == nil && os.SameFile(oi, di) {
+			return fmt.Errorf("-out %s is the data directory %s: give a scratch directory", out, dir)
+		}
+	}
 	copies := []string{"pems/pems04/distance.csv", "pems/pems08/distance.csv", "sz-taxi/SZ_taxi.npz", "sz-taxi/SZ_taxi_adj.csv"}
 	for _, f := range copies {
 		if err := copyFile(filepath.Join(out, f), filepath.Join(dir, f)); err != nil {
@@ -78,6 +86,11 @@ func copyFile(dst, src string) error {
 		return fmt.Errorf("copy: %w", err)
 	}
 	defer in.Close()
+	if si, err := in.Stat(); err == nil {
+		if di, err := os.Stat(dst); err == nil && os.SameFile(si, di) {
+			return fmt.Errorf("copy %s: it is the file it would be copied to (%s)", src, dst)
+		}
+	}
 	o, err := os.Create(dst)
 	if err != nil {
 		return fmt.Errorf("copy: %w", err)
