@@ -315,7 +315,7 @@ func TestPerNodePathsAreExact(t *testing.T) {
 			t.Fatal(err)
 		}
 		for c := range out {
-			if d := out[c] - f.Values[c]; d > 1e-9 || d < -1e-9 {
+			if d := out[c] - f.Values[c]; !(d <= 1e-9 && d >= -1e-9) { // NaN fails too
 				t.Fatalf("node %d channel %d: cold %.15g, cached %.15g", z, c, out[c], f.Values[c])
 			}
 		}
