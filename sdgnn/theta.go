@@ -188,11 +188,25 @@ func (s *Student) PhaseTheta(t *Targets, cands [][]int, lambda1 float64, budget 
 }
 
 // checkThetaInputs checks that φ(H) (or H) and Z are snapshot-major rows
-// of the same shape over n nodes, with a candidate set per node.
+// of the same shape over n nodes, with a candidate set per node whose
+// nodes are in [0, n) and distinct: a node given twice would have its
+// correlation counted twice and the solution be another problem's.
 func checkThetaInputs(phi, z *mat.Dense, n int, cands [][]int) error {
 	r, d := phi.Dims()
 	if zr, zd := z.Dims(); zr != r || zd != d || n <= 0 || r%n != 0 || len(cands) != n {
 		return fmt.Errorf("phase theta: φ(H) %dx%d, Z %dx%d, %d candidate sets for %d nodes", r, d, zr, zd, len(cands), n)
+	}
+	seen := make([]int, n) // seen[k] = z+1: k is in z's set
+	for z, c := range cands {
+		for _, k := range c {
+			switch {
+			case k < 0 || k >= n:
+				return fmt.Errorf("phase theta: node %d's candidate %d outside [0, %d)", z, k, n)
+			case seen[k] == z+1:
+				return fmt.Errorf("phase theta: node %d's candidates give node %d twice", z, k)
+			}
+			seen[k] = z + 1
+		}
 	}
 	return nil
 }

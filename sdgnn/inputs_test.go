@@ -1,0 +1,71 @@
+package sdgnn
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/pemsforecast/sdgnn/snapshot"
+)
+
+// TestPredictStopsWhenCancelled checks that Predict returns the context's
+// error between batches instead of forecasting the whole part first.
+func TestPredictStopsWhenCancelled(t *testing.T) {
+	b := tinyBundle(t)
+	const steps = 40
+	rng := rand.New(rand.NewPCG(3, 4))
+	data := make([]float64, steps*b.Meta.Nodes*len(b.Meta.Channels))
+	for i := range data {
+		data[i] = 1 + rng.Float64()
+	}
+	set, err := snapshot.NewSet(data, steps, b.Meta.Nodes, len(b.Meta.Channels), b.Meta.Window, b.Meta.Norm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole := snapshot.Part{Range: snapshot.Range{Start: 0, End: set.Len()}}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, _, err := Predict(ctx, b, set, whole, 4); !errors.Is(err, context.Canceled) {
+		t.Errorf("Predict with a cancelled context: %v, want %v", err, context.Canceled)
+	}
+	pred, _, err := Predict(context.Background(), b, set, whole, 4)
+	if err != nil || len(pred) != set.Len()*b.Meta.Nodes*len(b.Meta.Channels) {
+		t.Errorf("Predict: %d forecasts, %v", len(pred), err)
+	}
+}
+
+// TestPhaseThetaRefusesBadCandidates checks that a candidate set with a
+// node outside the graph or a node twice is refused: a repeated node had
+// its correlation counted twice, and Θ came out another problem's, with
+// no error.
+func TestPhaseThetaRefusesBadCandidates(t *testing.T) {
+	const n, S, d = 4, 30, 3
+	rng := rand.New(rand.NewPCG(1, 2))
+	phi, z := mat.NewDense(S*n, d, nil), mat.NewDense(S*n, d, nil)
+	for i := range S * n {
+		for j := range d {
+			phi.Set(i, j, rng.NormFloat64())
+			z.Set(i, j, rng.NormFloat64())
+		}
+	}
+	good := [][]int{{0, 1}, {1, 2}, {2, 3}, {3, 0}}
+	if _, _, err := PhaseTheta(phi, z, n, good, 0, 2, true, false); err != nil {
+		t.Fatalf("good candidates: %v", err)
+	}
+	for _, tc := range []struct {
+		cands [][]int
+		want  string
+	}{
+		{[][]int{{0, 1, 1}, {1}, {2}, {3}}, "node 0's candidates give node 1 twice"},
+		{[][]int{{0}, {1}, {2}, {3, 4}}, "node 3's candidate 4 outside [0, 4)"},
+		{[][]int{{0}, {-1}, {2}, {3}}, "node 1's candidate -1 outside [0, 4)"},
+	} {
+		if _, _, err := PhaseTheta(phi, z, n, tc.cands, 0, 2, true, false); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("candidates %v: %v, want an error containing %q", tc.cands, err, tc.want)
+		}
+	}
+}
