@@ -188,9 +188,10 @@ func probeBrokers(ctx context.Context, sec Security, brokers []string, topic str
 // answers for the broker, assignment and lag checks. A
 // reader that cannot reach its broker retries without telling its caller,
 // so the service would otherwise look healthy while idle; and a standby
-// consumes nothing without an error. While a check fails (the service
-// joining its group, a standby, the broker away) it asks at least every
-// half second, so that readiness follows a hand-over promptly. t is the
+// consumes nothing without an error. While the broker check fails or the
+// service holds nothing in a group not yet settled (joining, a rebalance)
+// it asks at least every half second, so that readiness follows promptly;
+// a standby of a settled group asks every ProbeEvery. t is the
 // service's transport (nil: kafka-go's default).
 func (s *Service) probe(ctx context.Context, t *kafka.Transport) {
 	every := s.cfg.ProbeEvery
@@ -243,16 +244,27 @@ func (s *Service) probe(ctx context.Context, t *kafka.Transport) {
 		if err == nil && assigned != wasAssigned {
 			s.cfg.Log.Info().Bool("holds_partitions", assigned).Str("assignment", detail).Msg("assignment changed")
 		}
-		wait := every
-		if err != nil || !assigned {
-			wait = min(every, 500*time.Millisecond)
-		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(wait):
+		case <-time.After(probeWait(every, err, assigned, stable)):
 		}
 	}
+}
+
+// probeWait is how long probe waits after a probe: at most half a second
+// while the broker check fails or the service holds nothing in a group
+// that is not settled (joining, a rebalance), else every. A settled
+// standby (stable, holding nothing) waits the whole interval: asking every
+// half second, it opened two broker connections a second, each a TLS
+// handshake and a SASL exchange on a secured cluster, for nothing; a
+// hand-over goes through a rebalance, which it then meets within one
+// interval.
+func probeWait(every time.Duration, err error, assigned, stable bool) time.Duration {
+	if err != nil || !assigned && !stable {
+		return min(every, 500*time.Millisecond)
+	}
+	return every
 }
 
 // groupLag asks the broker, per partition of topic in ps, how many offsets

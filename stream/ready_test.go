@@ -436,3 +436,28 @@ func TestWantsCSV(t *testing.T) {
 		}
 	}
 }
+
+func TestProbeWait(t *testing.T) {
+	const every = 5 * time.Second
+	down := errors.New("connection refused")
+	for _, tc := range []struct {
+		name             string
+		err              error
+		assigned, stable bool
+		want             time.Duration
+	}{
+		{"holder", nil, true, true, every},
+		{"settled standby", nil, false, true, every},
+		{"joining", nil, false, false, 500 * time.Millisecond},
+		{"holder in a rebalance", nil, true, false, every},
+		{"broker away", down, false, false, 500 * time.Millisecond},
+		{"broker away from a holder", down, true, true, 500 * time.Millisecond},
+	} {
+		if got := probeWait(every, tc.err, tc.assigned, tc.stable); got != tc.want {
+			t.Errorf("%s: wait %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	if got := probeWait(100*time.Millisecond, nil, false, false); got != 100*time.Millisecond {
+		t.Errorf("a probe interval under half a second: wait %v", got)
+	}
+}
