@@ -93,6 +93,18 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		select {
+		case <-ctx.Done():
+			// The first signal asks for a clean stop; a second takes the
+			// signal's default action, ending the process at once.
+			stop()
+			fmt.Fprintln(stderr, "forecaster: stopping; a second Ctrl-C or SIGTERM stops at once")
+		case <-done:
+		}
+	}()
 	var err error
 	switch args[0] {
 	case "serve":

@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -122,5 +124,54 @@ func TestServeSIGHUPWhileStarting(t *testing.T) {
 	}
 	if err := <-exited; err != nil {
 		t.Fatalf("serve after SIGTERM: %v", err)
+	}
+}
+
+// TestSecondSignalStopsAtOnce stops serve while it is stuck (reading its
+// model from a FIFO that gives nothing): the first SIGTERM asks for a
+// clean stop, which waits for the read; a second must end the process at
+// once, as an operator pressing Ctrl-C again expects, where it was caught
+// and ignored.
+func TestSecondSignalStopsAtOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs a process")
+	}
+	fifo := filepath.Join(t.TempDir(), "b.sdgnn")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	bin := buildForecaster(t, t.TempDir())
+	cmd := bin.command("serve", "-model", fifo, "-brokers", "127.0.0.1:1", "-http", "")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Signal(syscall.SIGKILL) }()
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	// The open returns once serve has opened the FIFO to read its model.
+	f, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exited:
+		t.Fatalf("serve ended on the first SIGTERM while reading its model (%v); the test needs it stuck", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exited:
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.Sys().(syscall.WaitStatus).Signal() != syscall.SIGTERM {
+			t.Errorf("after the second SIGTERM serve ended with %v, want killed by SIGTERM", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("serve still running 10 s after a second SIGTERM")
 	}
 }
