@@ -31,6 +31,12 @@ type Security struct {
 // IsZero reports whether s is plaintext without authentication.
 func (s Security) IsZero() bool { return s.TLS == nil && s.SASL == nil }
 
+// ClearPassword reports whether s sends a password the network can read:
+// SASL PLAIN without TLS (SCRAM never sends the password itself).
+func (s Security) ClearPassword() bool {
+	return s.TLS == nil && s.SASL != nil && s.SASL.Name() == "PLAIN"
+}
+
 // String names the protocol as Kafka's security.protocol does:
 // PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL (with the mechanism).
 func (s Security) String() string {

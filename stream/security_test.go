@@ -214,6 +214,23 @@ func TestNewSASLAndTLS(t *testing.T) {
 	if got := (Security{TLS: &tls.Config{}, SASL: m}).String(); got != "SASL_SSL/SCRAM-SHA-256" {
 		t.Errorf("SASL_SSL: %q", got)
 	}
+	plain, err := NewSASL("plain", "u", "p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		sec  Security
+		want bool
+	}{
+		{Security{SASL: plain}, true},
+		{Security{SASL: plain, TLS: &tls.Config{}}, false},
+		{Security{SASL: m}, false}, // SCRAM sends no password
+		{Security{}, false},
+	} {
+		if got := tc.sec.ClearPassword(); got != tc.want {
+			t.Errorf("%s: ClearPassword %v, want %v", tc.sec, got, tc.want)
+		}
+	}
 }
 
 // TestTLSServerName checks that the brokers' certificate is verified

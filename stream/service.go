@@ -549,6 +549,9 @@ func (s *Service) Run(ctx context.Context) error {
 	}()
 	cfg.Log.Info().Strs("brokers", cfg.Brokers).Str("readings", cfg.ReadingsTopic).Str("forecasts", cfg.ForecastsTopic).
 		Str("group", cfg.GroupID).Str("client_id", s.clientID).Stringer("security", cfg.Security).Str("model", s.Bundle().Meta.Version).Msg("consuming")
+	if cfg.Security.ClearPassword() {
+		cfg.Log.Warn().Msg("SASL PLAIN without TLS: the password crosses the network in clear; add -tls")
+	}
 
 	parts, err := partitionsOf(ctx, transport, cfg.Brokers, cfg.ReadingsTopic)
 	if err != nil {

@@ -563,6 +563,9 @@ func cmdPublish(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
+	if sec.ClearPassword() {
+		fmt.Fprintln(stderr, "publish: warning: SASL PLAIN without TLS: the password crosses the network in clear; add -tls")
+	}
 	job := replay{dataDir: *dataDir, dataset: *dataset, part: *part, topic: *topic, speedup: *speedup, start: *start, limit: *limit}
 	if err := job.check(); err != nil {
 		return err
