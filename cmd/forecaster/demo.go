@@ -28,7 +28,7 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	bf := addBrokerFlags(fs)
 	var (
 		model    = fs.String("model", "", "SDGNN bundle (default runs/demo-DATASET.sdgnn, trained quickly first when missing)")
-		dataDir  = fs.String("data", "", "data directory (default $PEMS_DATA, then ../shared/datasets)")
+		dataDir  = fs.String("data", "", "data directory (default $PEMS_DATA, then shared/datasets beside the current directory or one of its parents)")
 		dataset  = fs.String("dataset", "sz-taxi", "dataset whose test split is replayed")
 		speedup  = fs.Float64("speedup", 3600, "replay speed-up over real time (0: as fast as possible)")
 		steps    = fs.Int("steps", 200, "replay at most this many steps of the test split (0: all)")

@@ -269,7 +269,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		jsonLogs   = fs.Bool("log-json", false, "JSON log lines")
 		// For a replay of the model's own data (forecaster publish -model).
 		scorePart = fs.String("score-part", "", "train, val or test: for a replay of the model's data (forecaster publish -model), the live view also scores that part of the model's split on its own; reads the data")
-		dataDir   = fs.String("data", "", "with -score-part: data directory (default $PEMS_DATA, then ../shared/datasets)")
+		dataDir   = fs.String("data", "", "with -score-part: data directory (default $PEMS_DATA, then shared/datasets beside the current directory or one of its parents)")
 		start     = fs.String("start", "", "with -score-part: the time of the dataset's first step, as publish -start was given it (default the dataset's real start)")
 	)
 	if err := parseFlags(fs, args); err != nil {
@@ -507,7 +507,7 @@ func cmdPublish(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.SetOutput(stderr)
 	var (
 		brokers = fs.String("brokers", "", "Kafka bootstrap addresses host:port,... (required)")
-		dataDir = fs.String("data", "", "data directory (default $PEMS_DATA, then ../shared/datasets)")
+		dataDir = fs.String("data", "", "data directory (default $PEMS_DATA, then shared/datasets beside the current directory or one of its parents)")
 		dataset = fs.String("dataset", "sz-taxi", "dataset to replay (default with -model: the bundle's)")
 		model   = fs.String("model", "", "SDGNN bundle whose split and window choose the part (default: a chronological 6:2:2 split of 12-step windows)")
 		part    = fs.String("split-part", "test", "train, val or test")

@@ -20,7 +20,7 @@ func cmdDistill(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.SetOutput(stderr)
 	cfg := sdgnn.DefaultConfig()
 	var (
-		dataDir  = fs.String("data", "", "data directory (default $PEMS_DATA, then ../shared/datasets)")
+		dataDir  = fs.String("data", "", "data directory (default $PEMS_DATA, then shared/datasets beside the current directory or one of its parents)")
 		tpath    = fs.String("teacher", "", "GRU-GCN teacher model file (required)")
 		out      = fs.String("out", "", "bundle file to write (default: the teacher's path with .sdgnn)")
 		quick    = fs.Bool("quick", false, "a short schedule for demos and CI: 60 epochs, budget 16→6, Θ every 5, 5 fine-tuning epochs")

@@ -62,7 +62,7 @@ func cmdEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs := flag.NewFlagSet("eval", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var (
-		dataDir   = fs.String("data", "", "data directory (default $PEMS_DATA, then ../shared/datasets)")
+		dataDir   = fs.String("data", "", "data directory (default $PEMS_DATA, then shared/datasets beside the current directory or one of its parents)")
 		model     = fs.String("model", "", "model file written by pems-train teacher, or bundle written by distill (required)")
 		part      = fs.String("split-part", "test", "which part of the model's split: train, val or test")
 		chunks    = fs.Int("chunks", 10, "chronological chunks for the staleness report")

@@ -19,7 +19,7 @@ func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs := flag.NewFlagSet("export", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var (
-		dataDir = fs.String("data", "", "data directory (default $PEMS_DATA, then ../shared/datasets)")
+		dataDir = fs.String("data", "", "data directory (default $PEMS_DATA, then shared/datasets beside the current directory or one of its parents)")
 		dataset = fs.String("dataset", "", "dataset (for -what snapshots without -model)")
 		model   = fs.String("model", "", "model file (needed for embeddings and predictions; fixes dataset, split and normaliser)")
 		what    = fs.String("what", "snapshots", "snapshots, embeddings (H and Z of the model) or predictions")
@@ -157,7 +157,7 @@ func exportEmbeddings(ctx context.Context, out string, m *teacher.Model, p *snap
 func cmdDatasets(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("datasets", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	dataDir := fs.String("data", "", "data directory (default $PEMS_DATA, then ../shared/datasets)")
+	dataDir := fs.String("data", "", "data directory (default $PEMS_DATA, then shared/datasets beside the current directory or one of its parents)")
 	verify := fs.Bool("verify", true, "verify SHA-256 checksums listed in the directory's SHA256SUMS")
 	if err := parseFlags(fs, args); err != nil {
 		return err

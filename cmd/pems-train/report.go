@@ -27,7 +27,7 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	flags := flag.NewFlagSet("report", flag.ContinueOnError)
 	flags.SetOutput(stderr)
 	var (
-		dataDir   = flags.String("data", "", "data directory (default $PEMS_DATA, then ../shared/datasets)")
+		dataDir   = flags.String("data", "", "data directory (default $PEMS_DATA, then shared/datasets beside the current directory or one of its parents)")
 		model     = flags.String("model", "", "SDGNN bundle written by pems-train distill (required)")
 		dataset   = flags.String("dataset", "", "dataset to replay; must be the bundle's (default: the bundle's)")
 		out       = flags.String("out", "", "directory to write the report into (required)")

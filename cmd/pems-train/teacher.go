@@ -20,7 +20,7 @@ func cmdTeacher(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs := flag.NewFlagSet("teacher", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var (
-		dataDir   = fs.String("data", "", "data directory (default $PEMS_DATA, then ../shared/datasets)")
+		dataDir   = fs.String("data", "", "data directory (default $PEMS_DATA, then shared/datasets beside the current directory or one of its parents)")
 		dataset   = fs.String("dataset", "", "dataset name: pems04, pems08 or sz-taxi (required unless -resume)")
 		kind      = fs.String("model", teacher.KindGRUGCN, "model: gru-gcn (teacher) or gru (baseline without graph)")
 		out       = fs.String("out", "", "model file to write (default runs/DATASET-MODEL.model)")
