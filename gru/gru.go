@@ -2,14 +2,23 @@
 // encodes each node's window of the last T readings into a d-dimensional
 // embedding, for a whole batch of (snapshot, node) rows at once.
 //
-// The cell follows PyTorch's torch.nn.GRU:
+// The cell is the GRU of Cho et al. (2014), the reset gate applied to h
+// before its product:
 //
 //	z = σ(x·Wz + h·Uz + bz)
 //	r = σ(x·Wr + h·Ur + br)
 //	n = tanh(x·Wn + (r⊙h)·Un + bn)
 //	h' = (1−z)⊙h + z⊙n
 //
-// with h₀ = 0. The three input projections are one matrix Wx = [Wz|Wr|Wn] and
+// with h₀ = 0. It is not PyTorch's torch.nn.GRU, which the reference
+// GRU-GCN (Gao & Ribeiro's code, tsl) uses: that cell has
+// n = tanh(x·Wn + b_in + r⊙(h·Un + b_hn)), the reset gate applied after
+// the product and a second candidate bias b_hn inside it, and two bias
+// vectors (b_ih + b_hh) for z and r, which one vector here parametrises
+// equally. Its h' = (1−z)⊙n + z⊙h is this one's with z's pre-activation
+// negated, the same function class under the symmetric initialisation.
+//
+// The three input projections are one matrix Wx = [Wz|Wr|Wn] and
 // the two recurrent gate projections one matrix Uzr = [Uz|Ur], so that each
 // step costs three matrix products over a block of rows (nn.MulAdd, fused
 // multiply-adds in vector registers where the machine has them, the same
