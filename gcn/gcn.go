@@ -61,8 +61,8 @@ func (l *Layer) Backward(dx, x, dy *mat.Dense, a Propagator) {
 }
 
 // GCN is the teacher's graph network with a linear skip connection, as in
-// the reference GRU-GCN (Gao & Ribeiro 2022, the time-then-graph model as
-// implemented in the tsl library). It has one or two graph convolutions:
+// the tsl library's GRUGCNModel (softplus after every convolution, then
+// + Linear(H)). It has one or two graph convolutions:
 //
 //	Z = softplus(Â·softplus(Â·H·W1 + b1)·W2 + b2) + H·Ws + bs  (two layers)
 //	Z = softplus(Â·H·W1 + b1) + H·Ws + bs                     (one layer)
@@ -72,6 +72,13 @@ func (l *Layer) Backward(dx, x, dy *mat.Dense, a Propagator) {
 // The skip term keeps each node's own embedding from being averaged away by
 // the smoothing convolutions; for SDGNN it is part of the contribution of the
 // node itself, which every candidate set contains.
+//
+// Gao & Ribeiro's own time-then-graph code (GRUoGCNx2), which the SDGNN
+// paper's PeMS teacher comes from, differs: with S = softplus(H) it has
+// Z = Â·softplus(Â·S·W1 + b1)·W2 + b2 + S, an identity skip of S and no
+// activation after the last convolution, Â from PyTorch Geometric's
+// GCNConv (self-loops, symmetric) over edges weighted by min-max scaled
+// road distances, and its decoder reads softplus(Z).
 type GCN struct {
 	L1   *Layer
 	L2   *Layer // nil for a one-layer GCN
