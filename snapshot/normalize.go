@@ -22,6 +22,17 @@ type Normalizer struct {
 	Mean []float64   `json:"mean"`
 	Std  []float64   `json:"std"`
 	Time *TimeInputs `json:"time,omitempty"`
+	// Edges, when set, is the range of road-link costs (distances) that
+	// Gao & Ribeiro's preprocessing min-max scales to weigh the graph's
+	// links (pems.Graph.ScaledAdjacency); nil: links weigh 1. Prepare
+	// sets it for PrepPaper on a graph with distances.
+	Edges *EdgeScale `json:"edges,omitempty"`
+}
+
+// EdgeScale is the range [Min, Max] of link costs scaled to [0, 1].
+type EdgeScale struct {
+	Min float64 `json:"min"`
+	Max float64 `json:"max"`
 }
 
 // Prep returns the name of the preprocessing n implements.
@@ -148,6 +159,9 @@ func (n Normalizer) Validate(channels int) error {
 	}
 	if len(n.Mean) != channels || len(n.Std) != channels {
 		return fmt.Errorf("snapshot: normalizer has %d means and %d stds, want %d channels", len(n.Mean), len(n.Std), channels)
+	}
+	if e := n.Edges; e != nil && !(e.Min <= e.Max && !math.IsInf(e.Min, 0) && !math.IsInf(e.Max, 0)) {
+		return fmt.Errorf("snapshot: normalizer's link costs range from %v to %v, want finite with min ≤ max", e.Min, e.Max)
 	}
 	for c := range n.Mean {
 		if math.IsNaN(n.Mean[c]) || math.IsInf(n.Mean[c], 0) {

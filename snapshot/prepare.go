@@ -27,7 +27,11 @@ func Prepare(dataFlag, name string, window int, spec SplitSpec, norm *Normalizer
 }
 
 // PrepareFit is Prepare fitting a normaliser of preprocessing prep on the
-// training part: what a new model is trained with.
+// training part: what a new model is trained with. With PrepPaper on a
+// graph whose links have distinct costs (PeMS's distance.csv), the links
+// are weighed as Gao & Ribeiro's code weighs them, by their min-max scaled
+// distance (Normalizer.Edges, pems.Graph.ScaledAdjacency); a saved model's
+// normaliser brings its weights back.
 func PrepareFit(dataFlag, name string, window int, spec SplitSpec, prep Prep) (*Prepared, error) {
 	return prepare(dataFlag, name, window, spec, nil, prep)
 }
@@ -93,10 +97,17 @@ func prepare(dataFlag, name string, window int, spec SplitSpec, norm *Normalizer
 		if n, err = Fit(prep, data, nodes, s.Channels, steps, ds.Info.Start.UnixMilli(), int64(ds.Info.StepMinutes)*minuteMs); err != nil {
 			return nil, fmt.Errorf("normalise %s: %w", name, err)
 		}
+		if lo, hi, ok := ds.Graph.CostRange(); ok && prep == PrepPaper {
+			n.Edges = &EdgeScale{Min: lo, Max: hi}
+		}
 	}
 	set, err := NewSet(s.Data, s.Steps, s.Nodes, s.Channels, window, n)
 	if err != nil {
 		return nil, fmt.Errorf("snapshots of %s: %w", name, err)
 	}
-	return &Prepared{Dataset: ds, Dir: dir, Split: split, Set: set, Adj: ds.Graph.NormalizedAdjacency()}, nil
+	adj := ds.Graph.NormalizedAdjacency()
+	if e := n.Edges; e != nil {
+		adj = ds.Graph.ScaledAdjacency(e.Min, e.Max)
+	}
+	return &Prepared{Dataset: ds, Dir: dir, Split: split, Set: set, Adj: adj}, nil
 }

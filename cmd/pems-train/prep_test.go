@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -56,6 +57,23 @@ func TestPaperPrepOnPeMSLayout(t *testing.T) {
 		if norm.Mean[c] != lo[c] || norm.Std[c] != hi[c]-lo[c] {
 			t.Fatalf("channel %d: min %v range %v, want %v %v", c, norm.Mean[c], norm.Std[c], lo[c], hi[c]-lo[c])
 		}
+	}
+	// The road links weighed as in Gao & Ribeiro's code: by distance,
+	// min-max scaled over PeMS08's links, in the model file and in the
+	// propagation matrix the saved model is prepared with.
+	clo, chi, ok := ds.Graph.CostRange()
+	if !ok || norm.Edges == nil || norm.Edges.Min != clo || norm.Edges.Max != chi {
+		t.Fatalf("link costs range %v–%v; the model's scale %+v", clo, chi, norm.Edges)
+	}
+	ps, err := snapshot.PrepareSaved(dir, "pems08", 12, saved.Meta.Split, &saved.Meta.Norm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := ds.Graph.ScaledAdjacency(clo, chi); !slices.Equal(ps.Adj.Val, want.Val) || !slices.Equal(ps.Adj.Col, want.Col) {
+		t.Fatal("the saved model is prepared with another propagation matrix than its scaled distances'")
+	}
+	if std, err := snapshot.PrepareFit(dir, "pems08", 12, snapshot.SpecOf(saved.Meta.Split), snapshot.PrepStandard); err != nil || std.Set.Norm.Edges != nil || !slices.Equal(std.Adj.Val, ds.Graph.NormalizedAdjacency().Val) {
+		t.Fatalf("standard preprocessing: %v, links scaled %+v", err, std.Set.Norm.Edges)
 	}
 
 	code, stdout, stderr := runCmd(t, "eval", "-data", dir, "-model", model, "-json")

@@ -61,6 +61,79 @@ func (g *Graph) NormalizedAdjacency() *CSR {
 	return m
 }
 
+// CostRange returns the smallest and largest edge cost of g, and whether
+// they differ: a graph whose links all cost the same (a 0/1 adjacency
+// matrix, such as SZ-taxi's) has no distances to weigh its links by.
+func (g *Graph) CostRange() (lo, hi float64, distinct bool) {
+	for i, e := range g.Edges {
+		if i == 0 || e.Cost < lo {
+			lo = e.Cost
+		}
+		if i == 0 || e.Cost > hi {
+			hi = e.Cost
+		}
+	}
+	return lo, hi, len(g.Edges) > 0 && hi > lo
+}
+
+// ScaledAdjacency returns the propagation matrix of Gao & Ribeiro's
+// time-then-graph code (the GCN behind the SDGNN paper's PeMS table): each
+// road link weighted by its cost min-max scaled over [lo, hi],
+// w = (cost − lo)/(hi − lo) (their normalize over the edge features; a
+// range of zero counts as 1), then PyTorch Geometric's GCNConv
+// normalisation, self-loops of weight 1 and D^-1/2 (W+I) D^-1/2 with
+// d_i = 1 + Σ_j w_ij. The shortest link weighs 0 and the longest 1, as in
+// their code. Columns are sorted within each row, and every link is kept
+// (a zero weight too), so the sparsity is NormalizedAdjacency's.
+func (g *Graph) ScaledAdjacency(lo, hi float64) *CSR {
+	n := g.Nodes
+	scale := hi - lo
+	if scale == 0 {
+		scale = 1
+	}
+	w := make([]map[int]float64, n)
+	deg := make([]float64, n)
+	for i := range deg {
+		deg[i] = 1
+		w[i] = map[int]float64{}
+	}
+	for _, e := range g.Edges {
+		if e.From == e.To || !g.has(e.From) || !g.has(e.To) {
+			continue
+		}
+		if _, ok := w[e.From][e.To]; ok {
+			continue
+		}
+		v := (e.Cost - lo) / scale
+		w[e.From][e.To], w[e.To][e.From] = v, v
+		deg[e.From] += v
+		deg[e.To] += v
+	}
+	inv := make([]float64, n)
+	for i, d := range deg {
+		inv[i] = 1 / math.Sqrt(d)
+	}
+	m := &CSR{N: n, RowPtr: make([]int, n+1)}
+	for i := range n {
+		cols := make([]int, 0, len(w[i])+1)
+		cols = append(cols, i)
+		for j := range w[i] {
+			cols = append(cols, j)
+		}
+		sort.Ints(cols)
+		for _, j := range cols {
+			v := 1.0
+			if j != i {
+				v = w[i][j]
+			}
+			m.Col = append(m.Col, j)
+			m.Val = append(m.Val, v*inv[i]*inv[j])
+		}
+		m.RowPtr[i+1] = len(m.Col)
+	}
+	return m
+}
+
 // Dims returns the dimensions of m, N×N. With At and T it makes m a
 // mat.Matrix, so that it can be printed or compared with gonum.
 func (m *CSR) Dims() (r, c int) { return m.N, m.N }

@@ -318,3 +318,41 @@ func TestInduced(t *testing.T) {
 		}
 	}
 }
+
+// TestScaledAdjacency checks Gao & Ribeiro's weighting by hand on a path
+// 0-1-2-3 with costs 10, 30, 20: weights 0, 1 and 0.5, degrees (self-loop
+// included) 1, 2, 2.5 and 1.5.
+func TestScaledAdjacency(t *testing.T) {
+	g := &Graph{Nodes: 4, Edges: []Edge{{0, 1, 10}, {1, 2, 30}, {2, 3, 20}}}
+	lo, hi, ok := g.CostRange()
+	if lo != 10 || hi != 30 || !ok {
+		t.Fatalf("CostRange = %v, %v, %v; want 10, 30, true", lo, hi, ok)
+	}
+	m := g.ScaledAdjacency(lo, hi)
+	want := [][]float64{
+		{1, 0, 0, 0},
+		{0, 1.0 / 2, 1 / math.Sqrt(5), 0},
+		{0, 1 / math.Sqrt(5), 1 / 2.5, 0.5 / math.Sqrt(2.5*1.5)},
+		{0, 0, 0.5 / math.Sqrt(2.5*1.5), 1 / 1.5},
+	}
+	for i := range want {
+		for j := range want[i] {
+			if got := m.At(i, j); math.Abs(got-want[i][j]) > 1e-15 {
+				t.Errorf("At(%d, %d) = %v, want %v", i, j, got, want[i][j])
+			}
+		}
+	}
+	// Every link is stored, a zero weight too: the sparsity of the 0/1
+	// propagation matrix.
+	if b := g.NormalizedAdjacency(); !slices.Equal(m.RowPtr, b.RowPtr) || !slices.Equal(m.Col, b.Col) || !m.IsSymmetric(0) {
+		t.Errorf("rows %v cols %v, want the 0/1 matrix's %v %v, symmetric", m.RowPtr, m.Col, b.RowPtr, b.Col)
+	}
+	// Links of one cost have no range: they weigh 0, as the reference's
+	// zero range taken as 1 makes them, and CostRange says not to use it.
+	if _, _, ok := pathGraph(3).CostRange(); ok {
+		t.Error("a graph of equal costs has a range")
+	}
+	if id := pathGraph(3).ScaledAdjacency(1, 1); id.At(0, 0) != 1 || id.At(0, 1) != 0 || id.At(1, 1) != 1 {
+		t.Errorf("equal costs: %v", mat.Formatted(id))
+	}
+}
