@@ -419,7 +419,10 @@ func SpecOf(s Split) SplitSpec {
 // L+window, so the count is L+1+window (Train.End+window for a time split).
 // Fitting the Normalizer on these steps keeps validation data out of the
 // scaling under a time split; under a window split the training snapshots
-// span the series, and so do these steps, as in Gao & Ribeiro's code.
+// span the series, and so do these steps. That is not quite Gao &
+// Ribeiro's code: their normalizeby fits on the first step of every
+// training snapshot only (the node features at the training window
+// indices), so their minima and maxima can be narrower.
 func (s Split) TrainSteps(window int) int {
 	return s.Train.Last() + 1 + window
 }
