@@ -92,10 +92,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	done := make(chan struct{})
-	defer close(done)
+	defer stop() // last: the watcher has returned, so ctx ends without a signal
+	done, watched := make(chan struct{}), make(chan struct{})
+	defer func() { close(done); <-watched }()
 	go func() {
+		defer close(watched)
 		select {
 		case <-ctx.Done():
 			// The first signal asks for a clean stop; a second takes the

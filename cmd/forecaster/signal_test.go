@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -173,5 +174,22 @@ func TestSecondSignalStopsAtOnce(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("serve still running 10 s after a second SIGTERM")
+	}
+}
+
+// TestNoStopMessageWithoutSignal checks that a command ending by itself
+// does not say it is stopping: the signal watcher must end with run, not
+// see the context run cancels on its way out as a signal (it did, about
+// one run in two, writing to stderr after run returned).
+func TestNoStopMessageWithoutSignal(t *testing.T) {
+	for range 200 {
+		var stdout, stderr strings.Builder
+		if code := run([]string{"serve", "-no-such-flag"}, &stdout, &stderr); code != 2 {
+			t.Fatalf("exit %d, want 2", code)
+		}
+		time.Sleep(time.Millisecond) // a watcher left running would write now
+		if strings.Contains(stderr.String(), "stopping") {
+			t.Fatalf("a run that ended by itself said: %s", stderr.String())
+		}
 	}
 }
