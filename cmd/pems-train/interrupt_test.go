@@ -84,7 +84,7 @@ func TestInterruptSavesResumableState(t *testing.T) {
 	// Resume with a short limit so that it finishes.
 	done := make(chan error, 1)
 	// Without -out, the model file whose state it is.
-	resume := exec.Command(bin, "teacher", "-data", dir, "-resume", state, "-epochs", "3")
+	resume := exec.Command(bin, "teacher", "-data", dir, "-resume", state, "-epochs", "3", "-dataset", "PeMS08") // the dataset named in any case
 	go func() {
 		out, err := resume.CombinedOutput()
 		if err != nil {

@@ -88,8 +88,14 @@ func cmdTeacher(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		if tr, meta, err = teacher.LoadState(*resume); err != nil {
 			return err
 		}
-		if *dataset != "" && *dataset != meta.Dataset {
-			return badFlags(fmt.Errorf("-dataset %s, but %s was trained on %s", *dataset, *resume, meta.Dataset))
+		if *dataset != "" {
+			name, err := checkDataset(*dataset)
+			if err != nil {
+				return err
+			}
+			if name != meta.Dataset {
+				return badFlags(fmt.Errorf("-dataset %s, but %s was trained on %s", *dataset, *resume, meta.Dataset))
+			}
 		}
 		if p, err = prepareSaved(*dataDir, meta.Dataset, meta.Config.Window, meta.Split, &meta.Norm, *resume); err != nil {
 			return fmt.Errorf("resume: %w", err)
