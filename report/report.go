@@ -246,6 +246,11 @@ func Build(ctx context.Context, in Input) (*Document, error) {
 				m.Model.Config.Kind, m.Meta.Dataset, m.Meta.Split, b.Meta.Dataset, b.Meta.Split)
 		}
 	}
+	for _, m := range []*teacher.Saved{in.Teacher, in.Teacher1} {
+		if m != nil && !snapshot.SameEdges(m.Meta.Norm.Edges, b.Meta.Norm.Edges) {
+			return nil, fmt.Errorf("report: a GRU-GCN trained on %s cannot be compared with a bundle whose graph has %s", m.Meta.Norm.Edges, b.Meta.Norm.Edges)
+		}
+	}
 	if in.Teacher != nil && in.Teacher.Model.Config.Kind != teacher.KindGRUGCN {
 		return nil, fmt.Errorf("report: the teacher is a %s model, want %s", in.Teacher.Model.Config.Kind, teacher.KindGRUGCN)
 	}

@@ -272,3 +272,36 @@ func TestResumeBundleOtherTeacherSizes(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckReuseEdges checks that a saved GRU-GCN whose graph's links were
+// weighed otherwise than this run's (one saved before -prep paper weighed
+// PeMS's links by distance) is not reused: its GCN would run on a
+// propagation matrix it was not trained on. A GRU reads no graph.
+func TestCheckReuseEdges(t *testing.T) {
+	norm := snapshot.Normalizer{Kind: snapshot.KindMinMax, Mean: []float64{0}, Std: []float64{1}, Edges: &snapshot.EdgeScale{Min: 1, Max: 9}}
+	set, err := snapshot.NewSet(make([]float64, 20*2), 20, 2, 1, 3, norm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &snapshot.Prepared{Set: set}
+	cfg := Config{Dataset: "pems08"}
+	tc := teacher.DefaultTrain()
+	for _, tc2 := range []struct {
+		kind  string
+		edges *snapshot.EdgeScale
+		want  string
+	}{
+		{teacher.KindGRUGCN, &snapshot.EdgeScale{Min: 1, Max: 9}, ""},
+		{teacher.KindGRUGCN, nil, "its GCN was trained on links of weight 1, this run's graph has links weighed by distance scaled over [1, 9]"},
+		{teacher.KindGRUGCN, &snapshot.EdgeScale{Min: 2, Max: 9}, "trained on links weighed by distance scaled over [2, 9]"},
+		{teacher.KindGRU, nil, ""},
+	} {
+		mc := teacher.Config{Kind: tc2.kind}
+		m := teacher.Meta{Dataset: "pems08", Norm: norm, Train: tc, Config: mc}
+		m.Norm.Edges = tc2.edges
+		err := checkReuse("t.model", m, cfg, p, tc, mc)
+		if tc2.want == "" && err != nil || tc2.want != "" && (err == nil || !strings.Contains(err.Error(), tc2.want)) {
+			t.Errorf("%s with %v: %v, want %q", tc2.kind, tc2.edges, err, tc2.want)
+		}
+	}
+}

@@ -35,6 +35,23 @@ type EdgeScale struct {
 	Max float64 `json:"max"`
 }
 
+// SameEdges reports whether a and b weigh a graph's links alike: both nil
+// (weight 1), or the same range.
+func SameEdges(a, b *EdgeScale) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
+}
+
+// String says how e weighs links, for errors and logs.
+func (e *EdgeScale) String() string {
+	if e == nil {
+		return "links of weight 1"
+	}
+	return fmt.Sprintf("links weighed by distance scaled over [%g, %g]", e.Min, e.Max)
+}
+
 // Prep returns the name of the preprocessing n implements.
 func (n Normalizer) Prep() Prep {
 	if n.Kind == KindMinMax && n.Time != nil {

@@ -111,3 +111,21 @@ func TestNormalizerValidate(t *testing.T) {
 		}
 	}
 }
+
+func TestSameEdges(t *testing.T) {
+	a, b := &EdgeScale{Min: 1, Max: 9}, &EdgeScale{Min: 1, Max: 9}
+	for _, tc := range []struct {
+		x, y *EdgeScale
+		want bool
+	}{
+		{nil, nil, true},
+		{a, b, true},
+		{a, nil, false},
+		{nil, b, false},
+		{a, &EdgeScale{Min: 1, Max: 8}, false},
+	} {
+		if got := SameEdges(tc.x, tc.y); got != tc.want {
+			t.Errorf("SameEdges(%v, %v) = %v, want %v", tc.x, tc.y, got, tc.want)
+		}
+	}
+}
