@@ -139,7 +139,9 @@ func (t *Trainer) Run(ctx context.Context, set *snapshot.Set, split snapshot.Spl
 			}
 			lossSum += l
 		}
-		val, err := Evaluate(ctx, t.Model, set, split.Val, a, 1, 64)
+		// Not cancelled with ctx: the epoch's updates are made, and a
+		// state saved now must record the epoch as done.
+		val, err := Evaluate(context.WithoutCancel(ctx), t.Model, set, split.Val, a, 1, 64)
 		if err != nil {
 			return fmt.Errorf("epoch %d validation: %w", e, err)
 		}
