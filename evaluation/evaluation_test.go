@@ -320,6 +320,14 @@ func TestReportEmptyChunk(t *testing.T) {
 	if r.ChunkMAEStd[0] != 0 {
 		t.Errorf("one-snapshot chunk std %v, want 0", r.ChunkMAEStd[0])
 	}
+	// The table shows the empty chunk as a gap, not a perfect 0 ± 0.
+	var buf bytes.Buffer
+	if err := r.Table(&buf); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), "| 2/2 | — | — | — | 0 |") || strings.Contains(buf.String(), "0.0000 ± 0.0000") {
+		t.Errorf("table:\n%s", buf.String())
+	}
 }
 
 func TestReportBuilderErrors(t *testing.T) {

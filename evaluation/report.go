@@ -279,6 +279,10 @@ func (r Report) Table(w io.Writer) error {
 		ew.printf("\n| chunk | MAE ± std | RMSE | MAPE (%%) | count |\n")
 		ew.printf("|---|---:|---:|---:|---:|\n")
 		for k, m := range r.Chunks {
+			if m.Count == 0 { // no reading to score: not a perfect 0
+				ew.printf("| %d/%d | — | — | — | 0 |\n", k+1, len(r.Chunks))
+				continue
+			}
 			std := math.NaN()
 			if k < len(r.ChunkMAEStd) {
 				std = r.ChunkMAEStd[k]

@@ -24,7 +24,7 @@ import (
 
 func main() {
 	out := flag.String("out", "", "scratch data directory to write (required)")
-	data := flag.String("data", "", "data directory with the real road graphs (default $PEMS_DATA, then ../shared/datasets)")
+	data := flag.String("data", "", "data directory with the real road graphs (default $PEMS_DATA, then shared/datasets beside the current directory or one of its parents)")
 	flag.Parse()
 	if err := run(*out, *data); err != nil {
 		fmt.Fprintln(os.Stderr, "pemsshape:", err)

@@ -28,8 +28,19 @@ func TestRefusesTheDataDirectory(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// The same directory under another name, as -out and -data often are.
-	for _, out := range []string{data, filepath.Join(data, "sz-taxi", "..")} {
+	// The same directory under another name, as -out and -data often are:
+	// a relative path and a symbolic link (os.SameFile).
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(data, link); err != nil {
+		t.Fatal(err)
+	}
+	outs := []string{data, link}
+	if wd, err := os.Getwd(); err == nil {
+		if rel, err := filepath.Rel(wd, data); err == nil {
+			outs = append(outs, rel)
+		}
+	}
+	for _, out := range outs {
 		if err := run(out, data); err == nil {
 			t.Errorf("run(-out %s, -data %s): no error, want a refusal", out, data)
 		}

@@ -38,7 +38,7 @@ func main() {
 
 func run() error {
 	var (
-		data      = flag.String("data", "", "data directory (default $PEMS_DATA, then ../shared/datasets)")
+		data      = flag.String("data", "", "data directory (default $PEMS_DATA, then shared/datasets beside the current directory or one of its parents)")
 		dataset   = flag.String("dataset", "sz-taxi", "dataset")
 		tpath     = flag.String("teacher", "", "trained GRU-GCN model (default: a freshly initialised one)")
 		snapshots = flag.Int("snapshots", 0, "training snapshots used (0: all)")
