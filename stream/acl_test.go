@@ -80,6 +80,10 @@ func TestServiceLeastPrivilege(t *testing.T) {
 	if err := publisher.EnsureTopics(ctx, []string{addr}, 4, "readings"); err != nil { // as forecaster publish does
 		t.Fatal(err)
 	}
+	// A topic the principal may not describe: named, with what it needs.
+	if err := publisher.EnsureTopics(ctx, []string{addr}, 4, "forecasts"); err == nil || !strings.Contains(err.Error(), "topic forecasts: not visible to this principal and not created: it needs Describe") {
+		t.Errorf("ensuring a topic the publisher cannot describe: %v", err)
+	}
 	sent, err := Publish(ctx, Series{Steps: steps, Nodes: n, Channels: C, Data: data}, PublishConfig{Brokers: []string{addr},
 		Security: publisher, Topic: "readings", From: 0, To: steps, Start: time.UnixMilli(1000 * testStep), StepMs: testStep, SkipMissing: true})
 	if err != nil {

@@ -435,7 +435,13 @@ func (s Security) EnsureTopics(ctx context.Context, brokers []string, partitions
 		return fmt.Errorf("create topics %v on %v: %w", topics, brokers, err)
 	}
 	for t, e := range resp.Errors {
-		if e != nil && !errors.Is(e, kafka.TopicAlreadyExists) {
+		switch {
+		case errors.Is(e, kafka.TopicAuthorizationFailed):
+			// The brokers did not show it, and may not create it: the
+			// principal lacks Describe on it, or it is missing and the
+			// principal lacks Create.
+			return fmt.Errorf("topic %s: not visible to this principal and not created: it needs Describe on the topic if it exists (or an operator to create it): %w", t, e)
+		case e != nil && !errors.Is(e, kafka.TopicAlreadyExists):
 			return fmt.Errorf("create topic %s: %w", t, e)
 		}
 	}
