@@ -195,6 +195,9 @@ func decodeModel(f *checkpoint.File, prefix string) (*Saved, error) {
 type stateMeta struct {
 	Meta
 	AdamT int `json:"adam_t"`
+	// BestValScore is the Trainer's, kept where it is not BestValMAE
+	// (TrainConfig.Select); states written before it have none.
+	BestValScore float64 `json:"best_val_score,omitempty"`
 }
 
 // SaveState writes everything needed to resume training: the current and
@@ -207,7 +210,11 @@ func (t *Trainer) SaveState(path string, meta Meta) error {
 	if t.BestEpoch == 0 {
 		meta.BestValMAE = 0 // +Inf has no JSON form; BestEpoch 0 says "none yet"
 	}
-	raw, err := json.Marshal(stateMeta{Meta: meta, AdamT: t.Opt.T})
+	sm := stateMeta{Meta: meta, AdamT: t.Opt.T}
+	if t.BestEpoch > 0 && t.Config.Select == SelectScaled {
+		sm.BestValScore = t.BestValScore
+	}
+	raw, err := json.Marshal(sm)
 	if err != nil {
 		return fmt.Errorf("save state %s: %w", path, err)
 	}
@@ -278,8 +285,12 @@ func LoadState(path string) (*Trainer, Meta, error) {
 	}
 	t.Opt.T = sm.AdamT
 	t.Epoch, t.BestEpoch, t.BestValMAE, t.History = sm.Epochs, sm.BestEpoch, sm.BestValMAE, sm.History
+	t.BestValScore = t.BestValMAE
+	if t.Config.Select == SelectScaled {
+		t.BestValScore = sm.BestValScore
+	}
 	if t.BestEpoch == 0 {
-		t.BestValMAE = math.Inf(1)
+		t.BestValMAE, t.BestValScore = math.Inf(1), math.Inf(1)
 	}
 	return t, sm.Meta, nil
 }

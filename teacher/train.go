@@ -31,7 +31,20 @@ type TrainConfig struct {
 	Seed        uint64  `json:"seed"`      // shuffling and noise
 	// MaxBatches caps the training batches per epoch (0: all). For quick runs.
 	MaxBatches int `json:"max_batches,omitempty"`
+	// Select is the validation score that picks the best epoch and stops
+	// early: "" for the validation MAE on the original scale, or
+	// SelectScaled.
+	Select string `json:"select,omitempty"`
 }
+
+// SelectScaled (TrainConfig.Select) picks the epoch with the lowest mean,
+// over the channels, of each channel's validation MAE divided by its scale
+// (the normaliser's Std: the standard deviation, or the range for min-max
+// scaling). Every channel then counts alike, as in the paper-style metric;
+// the MAE on the original scale is PeMS's flow's, whose readings are in the
+// hundreds where occupancy's are below 1. With one channel both pick the
+// same epoch.
+const SelectScaled = "scaled"
 
 // DefaultTrain returns the reference training settings.
 func DefaultTrain() TrainConfig {
@@ -55,6 +68,8 @@ func (c TrainConfig) Validate() error {
 		return fmt.Errorf("patience %d: must be at least 1", c.Patience)
 	case c.Loss != LossMAE && c.Loss != LossMSE:
 		return fmt.Errorf("loss %q: want %q or %q", c.Loss, LossMAE, LossMSE)
+	case c.Select != "" && c.Select != SelectScaled:
+		return fmt.Errorf("selection %q: want \"\" (validation MAE) or %q", c.Select, SelectScaled)
 	}
 	return nil
 }
@@ -64,7 +79,7 @@ type Epoch struct {
 	Epoch     int                `json:"epoch"` // 1-based
 	TrainLoss float64            `json:"train_loss"`
 	Val       evaluation.Metrics `json:"val"`
-	Best      bool               `json:"best"` // validation MAE improved
+	Best      bool               `json:"best"` // the selection score improved
 	Seconds   float64            `json:"seconds"`
 }
 
@@ -80,7 +95,10 @@ type Trainer struct {
 	Epoch      int     // epochs completed
 	BestEpoch  int     // epoch of Best (0: none yet)
 	BestValMAE float64 // validation MAE of Best
-	History    []Epoch
+	// BestValScore is Best's selection score (Config.Select): BestValMAE
+	// unless the selection is SelectScaled.
+	BestValScore float64
+	History      []Epoch
 
 	batch snapshot.Batch
 	dy    *mat.Dense
@@ -98,7 +116,7 @@ func NewTrainer(m *Model, cfg TrainConfig) (*Trainer, error) {
 	if err := nn.Copy(best.Params(), m.Params()); err != nil {
 		return nil, err
 	}
-	return &Trainer{Model: m, Best: best, Opt: nn.NewAdam(cfg.LR, cfg.WeightDecay), Config: cfg, BestValMAE: math.Inf(1)}, nil
+	return &Trainer{Model: m, Best: best, Opt: nn.NewAdam(cfg.LR, cfg.WeightDecay), Config: cfg, BestValMAE: math.Inf(1), BestValScore: math.Inf(1)}, nil
 }
 
 // Stopped reports whether early stopping or the epoch cap has ended training.
@@ -147,8 +165,8 @@ func (t *Trainer) Run(ctx context.Context, set *snapshot.Set, split snapshot.Spl
 		}
 		t.Epoch = e
 		rec := Epoch{Epoch: e, TrainLoss: lossSum / float64(len(batches)), Val: val.Overall, Seconds: time.Since(start).Seconds()}
-		if val.Overall.MAE < t.BestValMAE {
-			t.BestValMAE, t.BestEpoch, rec.Best = val.Overall.MAE, e, true
+		if score := selectionScore(t.Config.Select, val, set.Norm); score < t.BestValScore {
+			t.BestValScore, t.BestValMAE, t.BestEpoch, rec.Best = score, val.Overall.MAE, e, true
 			if err := nn.Copy(t.Best.Params(), ps); err != nil {
 				return err
 			}
@@ -320,6 +338,20 @@ func PredictPart(ctx context.Context, m *Model, set *snapshot.Set, p snapshot.Pa
 	}
 	p.Hide(truth, set.Nodes, set.Channels)
 	return pred, truth, nil
+}
+
+// selectionScore is the score of validation report val under selection
+// sel (TrainConfig.Select), lower better: the overall MAE, or for
+// SelectScaled the mean over channels of MAE divided by norm's scale.
+func selectionScore(sel string, val evaluation.Report, norm snapshot.Normalizer) float64 {
+	if sel != SelectScaled || len(val.PerChannel) == 0 {
+		return val.Overall.MAE
+	}
+	var s float64
+	for c, m := range val.PerChannel {
+		s += m.MAE / norm.Std[c]
+	}
+	return s / float64(len(val.PerChannel))
 }
 
 // hidePred sets pred to NaN wherever truth is NaN (hidden).

@@ -11,6 +11,7 @@ import (
 
 	"github.com/pemsforecast/sdgnn/checkpoint"
 	"github.com/pemsforecast/sdgnn/datasets/pems"
+	"github.com/pemsforecast/sdgnn/evaluation"
 	"github.com/pemsforecast/sdgnn/internal/datatest"
 	"github.com/pemsforecast/sdgnn/nn"
 	"github.com/pemsforecast/sdgnn/snapshot"
@@ -317,5 +318,59 @@ func TestPredictStopsWhenCancelled(t *testing.T) {
 		if err := predict(context.Background()); err != nil {
 			t.Errorf("%s: %v", name, err)
 		}
+	}
+}
+
+func TestSelectionScore(t *testing.T) {
+	norm := snapshot.Normalizer{Kind: snapshot.KindMinMax, Mean: []float64{0, 0, 0}, Std: []float64{400, 1, 80}}
+	val := evaluation.Report{Overall: evaluation.Metrics{MAE: 7}, PerChannel: []evaluation.Metrics{{MAE: 20}, {MAE: 0.05}, {MAE: 4}}}
+	if got := selectionScore("", val, norm); got != 7 {
+		t.Errorf("default selection: %v, want the overall MAE 7", got)
+	}
+	if got, want := selectionScore(SelectScaled, val, norm), (20.0/400+0.05/1+4.0/80)/3; math.Abs(got-want) > 1e-15 {
+		t.Errorf("scaled selection: %v, want %v", got, want)
+	}
+}
+
+// TestScaledSelectionOneChannel trains on one-channel SZ-taxi with each
+// selection: on one channel the scaled score is the MAE over a constant, so
+// both must keep the same epoch and the same parameters; and a state saved
+// and loaded keeps the scaled score, so that a resumed run compares the
+// next epochs with it.
+func TestScaledSelectionOneChannel(t *testing.T) {
+	set, split, adj := realData(t, 300)
+	run := func(sel string) *Trainer {
+		m, err := New(Config{Kind: KindGRUGCN, Window: 12, Channels: set.Channels, Hidden: 8, Seed: 4})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := DefaultTrain()
+		cfg.MaxEpochs, cfg.LR, cfg.Select = 4, 5e-3, sel
+		tr, err := NewTrainer(m, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := tr.Run(context.Background(), set, split, adj, nil); err != nil {
+			t.Fatal(err)
+		}
+		return tr
+	}
+	mae, scaled := run(""), run(SelectScaled)
+	if mae.BestEpoch != scaled.BestEpoch || mae.BestValMAE != scaled.BestValMAE {
+		t.Fatalf("best epoch %d (MAE %v) by MAE, %d (%v) by scaled MAE", mae.BestEpoch, mae.BestValMAE, scaled.BestEpoch, scaled.BestValMAE)
+	}
+	if want := scaled.BestValMAE / set.Norm.Std[0]; scaled.BestValScore != want || mae.BestValScore != mae.BestValMAE {
+		t.Errorf("scores %v (want %v) and %v (want %v)", scaled.BestValScore, want, mae.BestValScore, mae.BestValMAE)
+	}
+	path := filepath.Join(t.TempDir(), "s.state")
+	if err := scaled.SaveState(path, Meta{Norm: set.Norm, Nodes: set.Nodes}); err != nil {
+		t.Fatal(err)
+	}
+	back, _, err := LoadState(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.BestValScore != scaled.BestValScore || back.Config.Select != SelectScaled {
+		t.Errorf("loaded state: score %v, selection %q; saved %v", back.BestValScore, back.Config.Select, scaled.BestValScore)
 	}
 }

@@ -174,6 +174,8 @@ func TestBadInvocations(t *testing.T) {
 		{"help of datasets", []string{"datasets", "-help"}, 0, "-verify"},
 		{"unknown command", []string{"fly"}, 2, `unknown command "fly"`},
 		{"unknown flag", []string{"teacher", "-bogus"}, 2, "flag provided but not defined: -bogus"},
+		{"unknown selection", []string{"teacher", "-data", dir, "-dataset", "pems08", "-select", "mape"}, 2, `-select "mape": want mae or scaled`},
+		{"unknown teacher selection", []string{"reproduce", "-data", dir, "-dataset", "pems08", "-teacher-select", "rmse"}, 2, `-teacher-select "rmse": want mae or scaled`},
 		{"no dataset", []string{"teacher", "-data", dir}, 2, "-dataset is required"},
 		{"unknown dataset", []string{"teacher", "-data", dir, "-dataset", "pems99"}, 2, `-dataset: unknown dataset "pems99" (known: pems04, pems08, sz-taxi)`},
 		{"unknown dataset before reading data", []string{"teacher", "-data", filepath.Join(dir, "nowhere"), "-dataset", "pems99"}, 2, `unknown dataset "pems99"`},

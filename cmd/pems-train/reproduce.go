@@ -40,6 +40,7 @@ func cmdReproduce(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		blEpochs = fs.Int("baseline-epochs", 0, "student epochs of the distilled baselines (default 100, 20 with -quick)")
 		tEpochs  = fs.Int("teacher-epochs", 0, "teachers' (GRU-GCN and GRU) most epochs (default 500, 8 with -quick); a reused teacher must have been trained with the same")
 		patience = fs.Int("patience", 0, "teachers' early-stopping patience in epochs without a better validation MAE (default 30)")
+		tSelect  = fs.String("teacher-select", "mae", "validation score that picks the teachers' best epoch: mae or scaled (see teacher -select); a reused teacher must have been trained with the same")
 		noise    = fs.Float64("noise", -1, "std of the GRU-GCN teacher's training noise between GCN and decoder (-1: dataset default, 0.01 PeMS04 and SZ-taxi, 0.05 PeMS08)")
 		splitBy  = fs.String("split-by", snapshot.ByTime, "what the split divides: time (consecutive ranges) nodes (Gao & Ribeiro's transductive split: every snapshot, sensors dealt round-robin by degree, each model trained and scored on its part's sensors) or windows (their inductive split: snapshots dealt round-robin in time order, every sensor); tables are written as table*-nodes and table*-windows")
 		split    = fs.String("split", "", "train,val,test ratios (default 6,2,2 by time, 7,1,2 by nodes or windows)")
@@ -141,6 +142,9 @@ func cmdReproduce(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			if o.v > 0 {
 				*o.dst = o.v
 			}
+		}
+		if cfg.Teacher.Select, err = teacherSelect("teacher-select", *tSelect); err != nil {
+			return err
 		}
 		if *sel != "" {
 			cfg.SDGNN.Select, cfg.Baseline.Select = *sel, *sel

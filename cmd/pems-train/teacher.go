@@ -47,6 +47,7 @@ func cmdTeacher(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.Float64Var(&tc.ClipNorm, "clip", tc.ClipNorm, "gradient-norm clipping threshold (0: off)")
 	fs.StringVar(&tc.Loss, "loss", tc.Loss, "training loss: mae or mse (masked, normalised scale)")
 	fs.IntVar(&tc.MaxBatches, "max-batches", 0, "cap on training batches per epoch (0: all; for quick runs)")
+	selectBy := fs.String("select", "mae", "validation score that picks the best epoch and stops early: mae (MAE on the original scale) or scaled (the mean over channels of each channel's MAE over its scale: PeMS's three channels count alike)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -150,6 +151,9 @@ func cmdTeacher(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			cfg.NoiseStd, cfg.Layers = 0, 0
 		}
 		tc.Seed = *seed
+		if tc.Select, err = teacherSelect("select", *selectBy); err != nil {
+			return err
+		}
 		if err := cfg.Validate(); err != nil {
 			return badFlags(err)
 		}
@@ -226,4 +230,16 @@ func cmdTeacher(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	rep.ChannelNames = meta.Channels
 	fmt.Fprintf(stdout, "%s %s on %s, test split (%s), best epoch %d of %d:\n", meta.Config.Kind, *out, meta.Dataset, describePart(p.Split.Test, p.Set.Nodes), tr.BestEpoch, tr.Epoch)
 	return rep.Table(stdout)
+}
+
+// teacherSelect returns TrainConfig.Select for the -select value of
+// teacher (or -teacher-select of reproduce): "" for mae, the default.
+func teacherSelect(flag, v string) (string, error) {
+	switch v {
+	case "mae":
+		return "", nil
+	case teacher.SelectScaled:
+		return teacher.SelectScaled, nil
+	}
+	return "", badFlags(fmt.Errorf("-%s %q: want mae or %s", flag, v, teacher.SelectScaled))
 }
