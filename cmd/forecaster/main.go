@@ -44,6 +44,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/pemsforecast/sdgnn/datasets/pems"
+	"github.com/pemsforecast/sdgnn/internal/interrupt"
 	"github.com/pemsforecast/sdgnn/sdgnn"
 	"github.com/pemsforecast/sdgnn/snapshot"
 	"github.com/pemsforecast/sdgnn/stream"
@@ -91,21 +92,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		return 0
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop() // last: the watcher has returned, so ctx ends without a signal
-	done, watched := make(chan struct{}), make(chan struct{})
-	defer func() { close(done); <-watched }()
-	go func() {
-		defer close(watched)
-		select {
-		case <-ctx.Done():
-			// The first signal asks for a clean stop; a second takes the
-			// signal's default action, ending the process at once.
-			stop()
-			fmt.Fprintln(stderr, "forecaster: stopping; a second Ctrl-C or SIGTERM stops at once")
-		case <-done:
-		}
-	}()
+	ctx, release := interrupt.Context("forecaster", stderr)
+	defer release()
 	var err error
 	switch args[0] {
 	case "serve":

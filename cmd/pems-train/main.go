@@ -29,11 +29,11 @@ import (
 	"io"
 	"math"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/mattn/go-isatty"
 	"github.com/rs/zerolog"
+
+	"github.com/pemsforecast/sdgnn/internal/interrupt"
 )
 
 const usage = `pems-train: train and evaluate traffic forecasters on PeMS-layout datasets
@@ -66,21 +66,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		return 0
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop() // last: the watcher has returned, so ctx ends without a signal
-	done, watched := make(chan struct{}), make(chan struct{})
-	defer func() { close(done); <-watched }()
-	go func() {
-		defer close(watched)
-		select {
-		case <-ctx.Done():
-			// The first signal asks for a clean stop; a second takes the
-			// signal's default action, ending the process at once.
-			stop()
-			fmt.Fprintln(stderr, "pems-train: stopping; a second Ctrl-C or SIGTERM stops at once")
-		case <-done:
-		}
-	}()
+	ctx, release := interrupt.Context("pems-train", stderr)
+	defer release()
 	var err error
 	switch args[0] {
 	case "teacher":
