@@ -550,21 +550,29 @@ func TestReadBlockBeyondFile(t *testing.T) {
 			} else {
 				binary.LittleEndian.PutUint64(bad[blk+tc.at:], tc.v)
 			}
-			p := filepath.Join(t.TempDir(), "bad.arrow")
-			if err := os.WriteFile(p, bad, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			var before, after runtime.MemStats
-			runtime.ReadMemStats(&before)
-			_, err := ReadPredictions(p)
-			runtime.ReadMemStats(&after)
-			if err == nil || !strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), "record batch 0") {
-				t.Errorf("error %v, want one naming %s and record batch 0", err, p)
-			}
-			if got := after.TotalAlloc - before.TotalAlloc; got > 64<<20 {
-				t.Errorf("reading a %d-byte file allocated %d MB", len(bad), got>>20)
-			}
+			readRefused(t, bad, "record batch 0")
 		})
+	}
+}
+
+// readRefused writes the corrupt predictions file bad and checks that
+// ReadPredictions refuses it with an error naming the file and want,
+// allocating no more than 64 MB on the way.
+func readRefused(t *testing.T, bad []byte, want string) {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "bad.arrow")
+	if err := os.WriteFile(p, bad, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err := ReadPredictions(p)
+	runtime.ReadMemStats(&after)
+	if err == nil || !strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), want) {
+		t.Errorf("error %v, want one naming %s and %s", err, p, want)
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got > 64<<20 {
+		t.Errorf("reading a %d-byte file allocated %d MB", len(bad), got>>20)
 	}
 }
 
@@ -608,20 +616,7 @@ func TestReadBufferBeyondBody(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			bad := append([]byte(nil), raw...)
 			binary.LittleEndian.PutUint64(bad[tc.at:], tc.value)
-			p := filepath.Join(t.TempDir(), "bad.arrow")
-			if err := os.WriteFile(p, bad, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			var before, after runtime.MemStats
-			runtime.ReadMemStats(&before)
-			_, err := ReadPredictions(p)
-			runtime.ReadMemStats(&after)
-			if err == nil || !strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), "record batch 0: buffer 1") {
-				t.Errorf("error %v, want one naming %s, record batch 0 and its buffer 1", err, p)
-			}
-			if got := after.TotalAlloc - before.TotalAlloc; got > 64<<20 {
-				t.Errorf("reading a %d-byte file allocated %d MB", len(bad), got>>20)
-			}
+			readRefused(t, bad, "record batch 0: buffer 1")
 		})
 	}
 }
