@@ -61,6 +61,9 @@ func checkReuse(path string, m teacher.Meta, cfg Config, p *snapshot.Prepared, t
 		return fmt.Errorf("reuse %s: trained on %s with split %+v and %s preprocessing, this run needs %s with %+v and %s",
 			path, m.Dataset, m.Split, m.Norm.Prep(), cfg.Dataset, p.Split, p.Set.Norm.Prep())
 	}
+	if d := snapshot.ScalingDiff(m.Norm, p.Set.Norm); d != "" {
+		return fmt.Errorf("reuse %s: its inputs were scaled otherwise than this run's data gives (%s: the data file or the fitting of the scaling changed; remove the file to retrain)", path, d)
+	}
 	if mc.Kind == teacher.KindGRUGCN && !snapshot.SameEdges(m.Norm.Edges, p.Set.Norm.Edges) {
 		return fmt.Errorf("reuse %s: its GCN was trained on %s, this run's graph has %s (remove the file to retrain)", path, m.Norm.Edges, p.Set.Norm.Edges)
 	}

@@ -305,3 +305,44 @@ func TestCheckReuseEdges(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckReuseScaling checks that a saved teacher whose inputs were
+// scaled otherwise than this run's data gives (the data file changed, or
+// the code that fits the scaling) is refused: it would read this run's
+// inputs on another scale without failing.
+func TestCheckReuseScaling(t *testing.T) {
+	ti := snapshot.TimeInputs{OriginMs: 0, StepMs: 300000, MinuteMax: 1435, WeekdayMax: 6}
+	norm := snapshot.Normalizer{Kind: snapshot.KindMinMax, Mean: []float64{0, 2}, Std: []float64{1, 5}, Time: &ti}
+	set, err := snapshot.NewSet(make([]float64, 20*2*2), 20, 2, 2, 3, norm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &snapshot.Prepared{Set: set}
+	cfg := Config{Dataset: "pems08"}
+	tc := teacher.DefaultTrain()
+	narrower := ti
+	narrower.MinuteMax = 1430
+	for _, c := range []struct {
+		name string
+		edit func(*snapshot.Normalizer)
+		want string
+	}{
+		{"same", func(*snapshot.Normalizer) {}, ""},
+		{"offset", func(n *snapshot.Normalizer) { n.Mean = []float64{0, 2.5} }, "channel 1 offset 2.5 and scale 5 against 2 and 5"},
+		{"scale", func(n *snapshot.Normalizer) { n.Std = []float64{1.25, 5} }, "channel 0 offset 0 and scale 1.25 against 0 and 1"},
+		{"calendar", func(n *snapshot.Normalizer) { n.Time = &narrower }, "calendar inputs"},
+		{"no calendar", func(n *snapshot.Normalizer) { n.Time = nil }, `custom (kind "minmax", time inputs false) preprocessing`},
+	} {
+		for _, kind := range []string{teacher.KindGRUGCN, teacher.KindGRU} {
+			mc := teacher.Config{Kind: kind}
+			m := teacher.Meta{Dataset: "pems08", Norm: norm, Train: tc, Config: mc}
+			m.Norm.Mean = append([]float64(nil), norm.Mean...)
+			m.Norm.Std = append([]float64(nil), norm.Std...)
+			c.edit(&m.Norm)
+			err := checkReuse("t.model", m, cfg, p, tc, mc)
+			if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
+				t.Errorf("%s, %s: %v, want %q", c.name, kind, err, c.want)
+			}
+		}
+	}
+}

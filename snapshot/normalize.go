@@ -52,6 +52,33 @@ func (e *EdgeScale) String() string {
 	return fmt.Sprintf("links weighed by distance scaled over [%g, %g]", e.Min, e.Max)
 }
 
+// ScalingDiff names the first way a and b scale a model's inputs apart,
+// "" when they scale them alike bit for bit: kind, each channel's offset
+// and scale, and the calendar inputs (link weights are SameEdges's). A
+// model trained on one scaling reads the other's inputs wrongly without
+// failing, which is why a saved model must not be reused on data that
+// fits another: the data file changed, or the code that fits the scaling.
+func ScalingDiff(a, b Normalizer) string {
+	if a.Kind != b.Kind {
+		return fmt.Sprintf("kind %q against %q", a.Kind, b.Kind)
+	}
+	if len(a.Mean) != len(b.Mean) || len(a.Std) != len(b.Std) {
+		return fmt.Sprintf("%d channels against %d", len(a.Mean), len(b.Mean))
+	}
+	for c := range a.Mean {
+		if math.Float64bits(a.Mean[c]) != math.Float64bits(b.Mean[c]) || math.Float64bits(a.Std[c]) != math.Float64bits(b.Std[c]) {
+			return fmt.Sprintf("channel %d offset %v and scale %v against %v and %v", c, a.Mean[c], a.Std[c], b.Mean[c], b.Std[c])
+		}
+	}
+	switch {
+	case (a.Time == nil) != (b.Time == nil):
+		return fmt.Sprintf("calendar inputs %v against %v", a.Time != nil, b.Time != nil)
+	case a.Time != nil && *a.Time != *b.Time:
+		return fmt.Sprintf("calendar inputs %+v against %+v", *a.Time, *b.Time)
+	}
+	return ""
+}
+
 // Prep returns the name of the preprocessing n implements.
 func (n Normalizer) Prep() Prep {
 	if n.Kind == KindMinMax && n.Time != nil {
