@@ -81,6 +81,22 @@ func FitTimeInputs(originMs, stepMs int64, trainSteps int) (TimeInputs, error) {
 	return ti, ti.Validate()
 }
 
+// FitTimeInputsAt is FitTimeInputs scaled by the given steps instead of
+// the leading ones: the steps a split by windows fits on (Split.FitSteps).
+func FitTimeInputsAt(originMs, stepMs int64, steps []int) (TimeInputs, error) {
+	if stepMs <= 0 || len(steps) == 0 {
+		return TimeInputs{}, fmt.Errorf("snapshot: time inputs: step %d ms, %d steps to scale by: both must be positive", stepMs, len(steps))
+	}
+	ti := TimeInputs{OriginMs: originMs, StepMs: stepMs}
+	var minute, weekday float64
+	for _, s := range steps {
+		m, w := ti.raw(ti.StepTime(s))
+		minute, weekday = math.Max(minute, m), math.Max(weekday, w)
+	}
+	ti.MinuteMax, ti.WeekdayMax = minute, weekday
+	return ti, ti.Validate()
+}
+
 // StepTime returns the time of step s.
 func (ti TimeInputs) StepTime(s int) int64 { return ti.OriginMs + int64(s)*ti.StepMs }
 

@@ -220,3 +220,34 @@ func TestWriteSnapshotsWithTimeInputs(t *testing.T) {
 		}
 	}
 }
+
+// TestPrepareWindowsFitsReferenceSteps prepares SZ-taxi split by windows
+// with Gao & Ribeiro's preprocessing and checks that every input, the
+// readings and the calendar, is min-max scaled over the first steps of the
+// training snapshots only, as their normalizeby does under the inductive
+// split (onp.take(node_feats, train_window_indices, 2)).
+func TestPrepareWindowsFitsReferenceSteps(t *testing.T) {
+	p, err := PrepareFit("", "sz-taxi", 12, SplitSpec{By: ByWindows, Ratios: [3]float64{7, 1, 2}}, PrepPaper)
+	if err != nil {
+		t.Skipf("no SZ-taxi data: %v", err)
+	}
+	s := p.Dataset.Series
+	at := p.Split.Train.Snapshots()
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, st := range at {
+		for _, v := range s.Data[st*s.Nodes*s.Channels : (st+1)*s.Nodes*s.Channels] {
+			lo, hi = math.Min(lo, v), math.Max(hi, v)
+		}
+	}
+	n := p.Set.Norm
+	if n.Mean[0] != lo || n.Std[0] != hi-lo {
+		t.Errorf("speed scaled by min %v, range %v; want %v, %v (the training snapshots' first steps)", n.Mean[0], n.Std[0], lo, hi-lo)
+	}
+	want, err := FitTimeInputsAt(p.Dataset.Info.Start.UnixMilli(), int64(p.Dataset.Info.StepMinutes)*minuteMs, at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n.Time == nil || *n.Time != want {
+		t.Errorf("calendar inputs %+v, want %+v", n.Time, want)
+	}
+}

@@ -94,11 +94,20 @@ func prepare(dataFlag, name string, window int, spec SplitSpec, norm *Normalizer
 		n = *norm
 	} else {
 		data, nodes, steps := split.FitData(s.Data, s.Nodes, s.Channels, window)
-		if n, err = Fit(prep, data, nodes, s.Channels, steps, ds.Info.Start.UnixMilli(), int64(ds.Info.StepMinutes)*minuteMs); err != nil {
+		origin, step := ds.Info.Start.UnixMilli(), int64(ds.Info.StepMinutes)*minuteMs
+		if n, err = Fit(prep, data, nodes, s.Channels, steps, origin, step); err != nil {
 			return nil, fmt.Errorf("normalise %s: %w", name, err)
 		}
 		if lo, hi, ok := ds.Graph.CostRange(); ok && prep == PrepPaper {
 			n.Edges = &EdgeScale{Min: lo, Max: hi}
+		}
+		if at := split.FitSteps(); at != nil && n.Time != nil {
+			// The calendar inputs too are scaled by the steps fitted on.
+			ti, err := FitTimeInputsAt(origin, step, at)
+			if err != nil {
+				return nil, fmt.Errorf("normalise %s: %w", name, err)
+			}
+			n.Time = &ti
 		}
 	}
 	set, err := NewSet(s.Data, s.Steps, s.Nodes, s.Channels, window, n)

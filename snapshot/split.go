@@ -418,21 +418,41 @@ func SpecOf(s Split) SplitSpec {
 // The last training snapshot L reads steps up to and including its target
 // L+window, so the count is L+1+window (Train.End+window for a time split).
 // Fitting the Normalizer on these steps keeps validation data out of the
-// scaling under a time split; under a window split the training snapshots
-// span the series, and so do these steps. That is not quite Gao &
-// Ribeiro's code: their normalizeby fits on the first step of every
-// training snapshot only (the node features at the training window
-// indices), so their minima and maxima can be narrower.
+// scaling under a time split. A split by windows is not fitted on them
+// (FitSteps).
 func (s Split) TrainSteps(window int) int {
 	return s.Train.Last() + 1 + window
+}
+
+// FitSteps returns the series steps a split by windows fits its scaling
+// on: the first step of every training snapshot, and no other, as Gao &
+// Ribeiro's normalizeby does under their inductive split (it takes the node
+// features at the training window indices). It returns nil for the other
+// kinds, which fit on the leading TrainSteps steps.
+func (s Split) FitSteps() []int {
+	if !s.ByWindows() {
+		return nil
+	}
+	return s.Train.Snapshots()
 }
 
 // FitData returns the readings a normaliser is fitted on, row-major (step,
 // node, channel), with their numbers of nodes and steps: for a time split
 // the first TrainSteps steps of data (data itself), for a node split every
-// step of the training nodes (a copy), as Gao & Ribeiro's normalizeby does.
-// Either way no validation or test target enters the scaling.
+// step of the training nodes (a copy), for a split by windows the FitSteps
+// steps of every node (a copy), as Gao & Ribeiro's normalizeby does. Under
+// a time or node split no validation or test target enters the scaling;
+// under a split by windows the steps fitted on are also read by validation
+// and test snapshots, as in their code.
 func (s Split) FitData(data []float64, nodes, channels, window int) (fit []float64, fitNodes, steps int) {
+	if at := s.FitSteps(); at != nil {
+		block := nodes * channels
+		fit = make([]float64, 0, len(at)*block)
+		for _, t := range at {
+			fit = append(fit, data[t*block:(t+1)*block]...)
+		}
+		return fit, nodes, len(at)
+	}
 	steps = s.TrainSteps(window)
 	if !s.ByNodes() || s.Train.Nodes == nil {
 		return data, nodes, steps

@@ -240,6 +240,39 @@ func TestFitData(t *testing.T) {
 	}
 }
 
+// TestFitDataWindows checks the scaling of a split by windows against Gao &
+// Ribeiro's normalizeby (lib/meta/dyngraph/sparse/staedge.py): under the
+// "time" spindle it takes node_feats at the training window indices
+// (onp.take(node_feats, indices, 2)), i.e. the first step of every training
+// snapshot and no other step, every node.
+func TestFitDataWindows(t *testing.T) {
+	// 14 steps, 2 nodes, 1 channel: value = 10·step + node; window 2, so
+	// 12 snapshots, training snapshots 0–6, 10 and 11.
+	const steps, nodes, window = 14, 2, 2
+	data := make([]float64, steps*nodes)
+	for k := range data {
+		data[k] = float64(10*(k/nodes) + k%nodes)
+	}
+	s, err := WindowSplit(steps-window, [3]float64{7, 1, 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fit, fitNodes, fitSteps := s.FitData(data, nodes, 1, window)
+	var want []float64
+	for _, st := range []int{0, 1, 2, 3, 4, 5, 6, 10, 11} {
+		want = append(want, float64(10*st), float64(10*st+1))
+	}
+	if !reflect.DeepEqual(fit, want) || fitNodes != nodes || fitSteps != 9 {
+		t.Errorf("window split fits on %v (%d nodes, %d steps), want %v (2 nodes, 9 steps)", fit, fitNodes, fitSteps, want)
+	}
+	if got := s.FitSteps(); !reflect.DeepEqual(got, []int{0, 1, 2, 3, 4, 5, 6, 10, 11}) {
+		t.Errorf("FitSteps = %v, want the training snapshots", got)
+	}
+	if got := chrono(0, 1, 2, 2).FitSteps(); got != nil {
+		t.Errorf("a time split's FitSteps = %v, want nil (its leading TrainSteps)", got)
+	}
+}
+
 func TestWindowSplit(t *testing.T) {
 	for _, tc := range []struct {
 		name             string
