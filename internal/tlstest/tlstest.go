@@ -1,6 +1,7 @@
 // Package tlstest makes a certificate authority and a server certificate
 // for 127.0.0.1 and localhost, and runs a broker that wants them and SASL,
-// for tests of clients of a secured Kafka cluster.
+// for tests of clients of a secured Kafka cluster and of servers of
+// HTTPS.
 package tlstest
 
 import (
@@ -34,6 +35,71 @@ type Certs struct {
 	// ClientCert and ClientKey are PEM files of a client certificate the
 	// authority signed, and its key.
 	ClientCert, ClientKey string
+	// ServerCert and ServerKey are PEM files of Server's certificate
+	// (serial 2) and its key, for servers that read them from files.
+	ServerCert, ServerKey string
+
+	ca    *x509.Certificate // the authority, to sign more (ServerPair)
+	caKey *ecdsa.PrivateKey
+}
+
+// ServerPair makes another server certificate of the authority, for the
+// same names as Server's but with serial and a key of its own, and
+// returns it and its key as PEM files in tb's temporary directory: a
+// certificate to rotate to.
+func (c Certs) ServerPair(tb testing.TB, serial int64) (certFile, keyFile string) {
+	tb.Helper()
+	der, key := c.serverCert(tb, serial)
+	dir := tb.TempDir()
+	return writePEM(tb, dir, "server.pem", "CERTIFICATE", der), writeKey(tb, dir, "server-key.pem", key)
+}
+
+// serverCert makes a server certificate of the authority with serial,
+// for 127.0.0.1, ::1 and localhost, and returns it (DER) and its key.
+func (c Certs) serverCert(tb testing.TB, serial int64) ([]byte, *ecdsa.PrivateKey) {
+	tb.Helper()
+	now := time.Now()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(serial),
+		Subject:      pkix.Name{CommonName: "localhost"},
+		NotBefore:    now.Add(-time.Hour),
+		NotAfter:     now.Add(24 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		DNSNames:     []string{"localhost"},
+		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1"), net.IPv6loopback},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, c.ca, &key.PublicKey, c.caKey)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return der, key
+}
+
+// writePEM writes der as a PEM block of typ to the file name in dir, and
+// returns its path.
+func writePEM(tb testing.TB, dir, name, typ string, der []byte) string {
+	tb.Helper()
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	return path
+}
+
+// writeKey writes key as a PEM file (SEC 1) name in dir, and returns its
+// path.
+func writeKey(tb testing.TB, dir, name string, key *ecdsa.PrivateKey) string {
+	tb.Helper()
+	der, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return writePEM(tb, dir, name, "EC PRIVATE KEY", der)
 }
 
 // RequireClientCert returns the server configuration of c that also
@@ -44,7 +110,7 @@ func (c Certs) RequireClientCert() *tls.Config {
 	return s
 }
 
-// New makes Certs, the PEM file in tb's temporary directory.
+// New makes Certs, the PEM files in tb's temporary directory.
 func New(tb testing.TB) Certs {
 	tb.Helper()
 	now := time.Now()
@@ -69,24 +135,8 @@ func New(tb testing.TB) Certs {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(2),
-		Subject:      pkix.Name{CommonName: "localhost"},
-		NotBefore:    now.Add(-time.Hour),
-		NotAfter:     now.Add(24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		DNSNames:     []string{"localhost"},
-		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1"), net.IPv6loopback},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
-	if err != nil {
-		tb.Fatal(err)
-	}
+	c := Certs{ca: ca, caKey: caKey}
+	der, key := c.serverCert(tb, 2)
 	clientKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		tb.Fatal(err)
@@ -103,27 +153,17 @@ func New(tb testing.TB) Certs {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	clientKeyDER, err := x509.MarshalECPrivateKey(clientKey)
-	if err != nil {
-		tb.Fatal(err)
-	}
 	dir := tb.TempDir()
-	write := func(name, typ string, der []byte) string {
-		path := filepath.Join(dir, name)
-		if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
-			tb.Fatal(err)
-		}
-		return path
-	}
 	pool := x509.NewCertPool()
 	pool.AddCert(ca)
-	return Certs{
-		Server:     &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}},
-		CAFile:     write("ca.pem", "CERTIFICATE", caDER),
-		Pool:       pool,
-		ClientCert: write("client.pem", "CERTIFICATE", clientDER),
-		ClientKey:  write("client-key.pem", "EC PRIVATE KEY", clientKeyDER),
-	}
+	c.Server = &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}}
+	c.CAFile = writePEM(tb, dir, "ca.pem", "CERTIFICATE", caDER)
+	c.Pool = pool
+	c.ClientCert = writePEM(tb, dir, "client.pem", "CERTIFICATE", clientDER)
+	c.ClientKey = writeKey(tb, dir, "client-key.pem", clientKey)
+	c.ServerCert = writePEM(tb, dir, "server.pem", "CERTIFICATE", der)
+	c.ServerKey = writeKey(tb, dir, "server-key.pem", key)
+	return c
 }
 
 // User is a SASL user of Broker: mechanism (PLAIN, SCRAM-SHA-256 or
