@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"context"
 	"crypto/subtle"
+	"crypto/tls"
 	"encoding/csv"
 	"encoding/json"
 	"errors"
@@ -78,7 +79,13 @@ type Config struct {
 	SessionTimeout time.Duration
 
 	HTTPAddr string // metrics, health, latest forecasts and the live view; empty: none
-	Log      zerolog.Logger
+	// HTTPTLS, when set, has HTTPAddr serve HTTPS only, with it: a plain
+	// HTTP request is answered 400 and reaches no endpoint, so that the
+	// reload token and the forecasts do not cross the network in clear.
+	// Its GetCertificate may return another certificate from one
+	// handshake to the next (a certificate rotated without a restart).
+	HTTPTLS *tls.Config
+	Log     zerolog.Logger
 	// ReadyMaxLag fails the readiness check (/readyz) while the group is
 	// more than this many readings behind, catching up on a backlog: from
 	// its committed offsets to the last stable offsets, as the brokers
@@ -226,6 +233,10 @@ func NewService(b *sdgnn.Bundle, cfg Config) (*Service, error) {
 	}
 	if cfg.StepMs <= 0 {
 		return nil, fmt.Errorf("stream service: slot length %d ms must be positive", cfg.StepMs)
+	}
+	if t := cfg.HTTPTLS; t != nil && len(t.Certificates) == 0 && t.GetCertificate == nil && t.GetConfigForClient == nil {
+		// ServeTLS would fail in Run's background, and -http serve nothing.
+		return nil, errors.New("stream service: HTTPTLS has no certificate (Certificates, GetCertificate or GetConfigForClient)")
 	}
 	if cfg.History == 0 {
 		cfg.History = DefaultHistory
@@ -476,9 +487,16 @@ func (s *Service) Run(ctx context.Context) error {
 		}
 		srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: httpReadHeaderTimeout, ReadTimeout: httpReadTimeout,
 			WriteTimeout: httpWriteTimeout, IdleTimeout: httpIdleTimeout}
-		go srv.Serve(ln)
+		if cfg.HTTPTLS != nil {
+			// ServeTLS, not Serve on a TLS listener: it also offers HTTP/2,
+			// and answers a plain HTTP request with a 400 that says why.
+			srv.TLSConfig = cfg.HTTPTLS
+			go srv.ServeTLS(ln, "", "")
+		} else {
+			go srv.Serve(ln)
+		}
 		defer srv.Close()
-		cfg.Log.Info().Str("http", ln.Addr().String()).Msg("serving metrics, health and forecasts")
+		cfg.Log.Info().Str("http", ln.Addr().String()).Bool("tls", cfg.HTTPTLS != nil).Msg("serving metrics, health and forecasts")
 	}
 	err := cfg.Security.WaitBrokers(ctx, cfg.Brokers, cfg.WaitBrokers, func(err error, next time.Duration) {
 		s.mu.Lock()
