@@ -10,7 +10,9 @@
 // serve read its -model file again and forecast with it from the next
 // batch on, without losing or repeating a forecast slot; so does POST
 // /-/reload on the -http address when serve is started with -http-reload,
-// and a change of the file when it is started with -poll-model.
+// and a change of the file when it is started with -poll-model. With
+// -http-tls-cert and -http-tls-key the -http address serves HTTPS only,
+// and SIGHUP and POST /-/reload read the certificate again too.
 //
 // A cluster that wants TLS or SASL is reached with -tls, -tls-ca,
 // -tls-cert/-tls-key, -sasl, -sasl-user and -sasl-password-file (or
@@ -55,7 +57,7 @@ const usage = `forecaster: SDGNN next-slot traffic forecasts over Kafka
 commands:
   serve    consume the readings topic, keep per-sensor windows, publish forecasts (-model B.sdgnn;
            SIGHUP, POST /-/reload (-http-reload) or a change of the file (-poll-model D) reloads B.sdgnn
-           without a restart)
+           without a restart; -http-tls-cert/-http-tls-key serve -http over HTTPS)
   publish  replay a part of a dataset (of -model's split) into the readings topic, keyed by sensor,
            or publish a CSV file of readings (-csv FILE, - for standard input), each checked first
   demo     the whole loop on one machine: embedded broker, publisher, service, live line
@@ -248,6 +250,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		// reaches -http could otherwise make the service reread its model.
 		httpReload = fs.Bool("http-reload", false, "also serve POST /-/reload on -http: reloads -model as SIGHUP does, answering 200 and the version served or 409 and why the model was kept")
 		tokenFile  = fs.String("http-reload-token-file", "", "with -http-reload: a file holding a secret that POST /-/reload must bring as \"Authorization: Bearer SECRET\" (401 otherwise)")
+		https      = addHTTPSFlags(fs)
 		pollModel  = fs.Duration("poll-model", 0, "look at -model this often and reload it when the file changed (0: only on SIGHUP or POST /-/reload)")
 		state      = fs.String("state", "", "state snapshot file: kill -9 loses nothing when set")
 		rebuild    = fs.Bool("rebuild", true, "on taking the partitions (at start, or from a member that left), read the windows back from the readings topic and what was emitted from the forecasts topic, so that forecasts start from whole windows and none is emitted twice, even without -state")
@@ -286,6 +289,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *tokenFile != "" && !*httpReload {
 		fmt.Fprintln(stderr, "serve: -http-reload-token-file only serves -http-reload")
 		return errUsage
+	}
+	if err := https.check(*httpAddr); err != nil {
+		return err
 	}
 	if *maxLag < 0 {
 		fmt.Fprintf(stderr, "serve: -ready-max-lag %d: want 0 (no limit) or more readings\n", *maxLag)
@@ -327,7 +333,18 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		token = t
 	}
+	cert, httpTLS, err := https.load()
+	if err != nil {
+		return err
+	}
 	log := newLogger(stderr, *jsonLogs)
+	if cert != nil {
+		log.Info().Str("cert", *https.cert).Str("serial", cert.serial()).Time("not_after", cert.cur.Load().Leaf.NotAfter).
+			Bool("client_certs", httpTLS.ClientCAs != nil).Msg("-http serves HTTPS")
+	}
+	if *httpReload && cert == nil && !loopback(*httpAddr) {
+		log.Warn().Str("http", *httpAddr).Msg("POST /-/reload over plain HTTP on an address other hosts may reach: its requests, the bearer token included, cross the network in clear; add -http-tls-cert and -http-tls-key")
+	}
 	// What -poll-model compares with: the file as it was before it was read,
 	// so that a change while it is read is seen at the first look.
 	loaded, _ := os.Stat(*model)
@@ -355,12 +372,12 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer closeBroker()
-	rl := &reloader{path: *model, scored: scope != nil, log: log}
+	rl := &reloader{path: *model, scored: scope != nil, cert: cert, log: log}
 	cfg := stream.Config{Brokers: brokers, Security: sec, GroupID: *group, StepMs: step, Lateness: *lateness, MaxFutureSlots: futureSlots(*maxFuture, step),
-		History: *history, StateFile: *state, NoRebuild: !*rebuild, HTTPAddr: *httpAddr, ReadyMaxLag: *maxLag, Log: log, LivePart: scope,
+		History: *history, StateFile: *state, NoRebuild: !*rebuild, HTTPAddr: *httpAddr, HTTPTLS: httpTLS, ReadyMaxLag: *maxLag, Log: log, LivePart: scope,
 		WaitBrokers: *bf.wait}
 	if *httpReload {
-		cfg.ReloadModel = func(ctx context.Context) (string, error) { return rl.reload(ctx, "POST /-/reload") }
+		cfg.ReloadModel = func(ctx context.Context) (string, error) { return rl.reloadAll(ctx, "POST /-/reload") }
 		cfg.ReloadToken = token
 	}
 	svc, err := stream.NewService(b, cfg)
@@ -377,7 +394,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			case <-ctx.Done():
 				return
 			case <-hup:
-				rl.reload(ctx, "SIGHUP")
+				rl.reloadAll(ctx, "SIGHUP")
 			}
 		}
 	}()
@@ -412,7 +429,37 @@ type reloader struct {
 	svc    *stream.Service
 	path   string
 	scored bool
+	cert   *serverCert // -http's HTTPS certificate, reloaded by reloadAll; nil: plain HTTP
 	log    zerolog.Logger
+}
+
+// reloadAll is what SIGHUP and POST /-/reload ask for: it reads -http's
+// certificate again (with -http-tls-cert), then reloads the model (see
+// reload). Each is taken or kept on its own, so that a certificate that
+// does not read does not hold back a new model, nor a model refused a
+// rotated certificate; the error says what was kept and why, and POST
+// /-/reload answers 409 with it, as for a model refused (503 when the
+// model reload was busy). -poll-model reloads the model alone.
+func (r *reloader) reloadAll(ctx context.Context, trigger string) (string, error) {
+	var certErr error
+	if r.cert != nil {
+		was := r.cert.serial()
+		if leaf, err := r.cert.reload(); err != nil {
+			certErr = fmt.Errorf("the HTTPS certificate served is kept: %w", err)
+			r.log.Error().Err(err).Str("serving", was).Str("by", trigger).Msg("certificate reload refused: the certificate served is kept")
+		} else {
+			r.log.Info().Str("cert", r.cert.certFile).Str("serial", leaf.SerialNumber.String()).Str("was", was).
+				Time("not_after", leaf.NotAfter).Str("by", trigger).Msg("HTTPS certificate reloaded")
+		}
+	}
+	version, err := r.reload(ctx, trigger)
+	switch {
+	case certErr == nil:
+		return version, err
+	case err == nil:
+		return version, fmt.Errorf("%w; the model was reloaded", certErr)
+	}
+	return version, fmt.Errorf("%w; and %w", err, certErr)
 }
 
 // reload reloads the model on behalf of trigger (named in the log) and
