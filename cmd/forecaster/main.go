@@ -248,7 +248,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		maxLag   = fs.Int64("ready-max-lag", 0, "/readyz fails while the consumer is more than this many readings behind (0: no limit); it also fails while no broker answers or no batch is committed")
 		// Off by default, as Prometheus's --web.enable-lifecycle: whoever
 		// reaches -http could otherwise make the service reread its model.
-		httpReload = fs.Bool("http-reload", false, "also serve POST /-/reload on -http: reloads -model as SIGHUP does, answering 200 and the version served or 409 and why the model was kept")
+		httpReload = fs.Bool("http-reload", false, "also serve POST /-/reload on -http: reloads -model (and -http-tls-cert) as SIGHUP does, answering 200 and the version served or 409 and why the model or certificate was kept")
 		tokenFile  = fs.String("http-reload-token-file", "", "with -http-reload: a file holding a secret that POST /-/reload must bring as \"Authorization: Bearer SECRET\" (401 otherwise)")
 		https      = addHTTPSFlags(fs)
 		pollModel  = fs.Duration("poll-model", 0, "look at -model this often and reload it when the file changed (0: only on SIGHUP or POST /-/reload)")
