@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -97,9 +98,10 @@ func TestHTTPServerTLS(t *testing.T) {
 	served.Store(&first)
 	b := testBundle(t, 4, 3, 2, 4, 1)
 	httpAddr := "127.0.0.1:" + strconv.Itoa(freePort(t))
+	var logs lockedBuffer
 	// No broker: the HTTP endpoints serve while the service waits for one.
 	svc, err := NewService(b, Config{Brokers: []string{"127.0.0.1:" + strconv.Itoa(freePort(t))}, StepMs: testStep,
-		WaitBrokers: time.Minute, HTTPAddr: httpAddr, Log: zerolog.Nop(),
+		WaitBrokers: time.Minute, HTTPAddr: httpAddr, Log: zerolog.New(&logs),
 		HTTPTLS: &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return served.Load(), nil }}})
 	if err != nil {
 		t.Fatal(err)
@@ -148,6 +150,41 @@ func TestHTTPServerTLS(t *testing.T) {
 			t.Errorf("plain HTTP to the HTTPS server: %d %q, want 400 and no endpoint", resp.StatusCode, body)
 		}
 	}
+	// A client that does not trust the certificate ends the handshake; the
+	// server's line about it goes to the service's log, as JSON.
+	if _, err := http.Get("https://" + httpAddr + "/healthz"); err == nil {
+		t.Error("GET over HTTPS without trusting the authority succeeded")
+	}
+	for !strings.Contains(logs.String(), `"component":"http"`) {
+		if ctx.Err() != nil {
+			t.Fatalf("no HTTP server line in the service's log: %s", logs.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		if strings.Contains(line, `"component":"http"`) && !strings.Contains(line, `"level":"warn"`) && !strings.Contains(line, "TLS handshake error from 127.0.0.1:") {
+			t.Errorf("HTTP server line %s, want a warning about the handshake", line)
+		}
+	}
+}
+
+// lockedBuffer is a strings.Builder that a logger may write while a test
+// reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // A TLS configuration without a certificate is refused at once, rather

@@ -3,7 +3,9 @@ package stream
 import (
 	"errors"
 	"io"
+	stdlog "log"
 	"reflect"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -85,4 +87,32 @@ func readerErrorLogger(log zerolog.Logger) kafka.LoggerFunc {
 			log.Warn().Str("component", "kafka-reader").Int("similar_held_back", held).Msgf(msg, args...)
 		}
 	}
+}
+
+// httpErrorLog returns the error log of the service's HTTP server: its
+// lines (a TLS handshake that failed, an accept error, a handler's panic)
+// as warnings of the service's logger rather than plain text on standard
+// error, where a JSON log reader would trip on them, and one of a kind per
+// 10 s: with HTTPS, every scanner or client that does not trust the
+// certificate logs a failed handshake. A line's kind is its text without
+// the client's address.
+func httpErrorLog(log zerolog.Logger) *stdlog.Logger {
+	return stdlog.New(&httpErrorWriter{log: log, th: &throttle{every: 10 * time.Second}}, "", 0)
+}
+
+type httpErrorWriter struct {
+	log zerolog.Logger
+	th  *throttle
+}
+
+// clientAddr matches the client's address in net/http's error lines
+// ("http: TLS handshake error from 192.0.2.1:51234: EOF").
+var clientAddr = regexp.MustCompile(`from \S+:\d+: `)
+
+func (w *httpErrorWriter) Write(p []byte) (int, error) {
+	line := strings.TrimRight(string(p), "\n")
+	if ok, held := w.th.allow(clientAddr.ReplaceAllString(line, "from ADDR: "), time.Now()); ok {
+		w.log.Warn().Str("component", "http").Int("similar_held_back", held).Msg(line)
+	}
+	return len(p), nil
 }

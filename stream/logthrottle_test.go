@@ -66,3 +66,29 @@ func TestReaderErrorLogger(t *testing.T) {
 		}
 	}
 }
+
+// TestHTTPErrorLog checks that net/http's error lines become warnings of
+// the service's logger, one of a kind per 10 s whatever the client's
+// address, so that failed handshakes from many clients do not flood it.
+func TestHTTPErrorLog(t *testing.T) {
+	var logs bytes.Buffer
+	l := httpErrorLog(zerolog.New(&logs))
+	l.Printf("http: TLS handshake error from 192.0.2.1:51234: remote error: tls: bad certificate")
+	l.Printf("http: TLS handshake error from [2001:db8::1]:443: remote error: tls: bad certificate")
+	l.Printf("http: TLS handshake error from 192.0.2.7:40000: EOF")
+	l.Printf("http: Accept error: too many open files; retrying in 5ms")
+	got := strings.Split(strings.TrimSpace(logs.String()), "\n")
+	want := []string{
+		`{"level":"warn","component":"http","similar_held_back":0,"message":"http: TLS handshake error from 192.0.2.1:51234: remote error: tls: bad certificate"}`,
+		`{"level":"warn","component":"http","similar_held_back":0,"message":"http: TLS handshake error from 192.0.2.7:40000: EOF"}`,
+		`{"level":"warn","component":"http","similar_held_back":0,"message":"http: Accept error: too many open files; retrying in 5ms"}`,
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d lines logged, want %d:\n%s", len(got), len(want), logs.String())
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("line %d:\n got %s\nwant %s", i, got[i], want[i])
+		}
+	}
+}

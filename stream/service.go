@@ -486,7 +486,7 @@ func (s *Service) Run(ctx context.Context) error {
 			return fmt.Errorf("http listen %s: %w", cfg.HTTPAddr, err)
 		}
 		srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: httpReadHeaderTimeout, ReadTimeout: httpReadTimeout,
-			WriteTimeout: httpWriteTimeout, IdleTimeout: httpIdleTimeout}
+			WriteTimeout: httpWriteTimeout, IdleTimeout: httpIdleTimeout, ErrorLog: httpErrorLog(cfg.Log)}
 		if cfg.HTTPTLS != nil {
 			// ServeTLS, not Serve on a TLS listener: it also offers HTTP/2,
 			// and answers a plain HTTP request with a 400 that says why.
