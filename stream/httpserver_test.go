@@ -3,7 +3,9 @@ package stream
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -142,7 +144,22 @@ func TestHTTPServerTLS(t *testing.T) {
 	if got := get(); got != 7 {
 		t.Errorf("serial %d served after the rotation, want 7", got)
 	}
-	resp, err := http.Get("http://" + httpAddr + "/healthz")
+	// /metrics tells when the certificate served now expires.
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: certs.Pool}}}
+	resp, err := client.Get("https://" + httpAddr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	leaf, err := x509.ParseCertificate(rotated.Certificate[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("\nsdgnn_http_tls_cert_expiry_timestamp_seconds{serial=\"7\"} %d\n", leaf.NotAfter.Unix()); !strings.Contains(string(metrics), want) {
+		t.Errorf("/metrics lacks %q:\n%s", want, metrics)
+	}
+	resp, err = http.Get("http://" + httpAddr + "/healthz")
 	if err == nil {
 		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()

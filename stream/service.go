@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/subtle"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/csv"
 	"encoding/json"
 	"errors"
@@ -1586,6 +1587,10 @@ func (s *Service) Handler() http.Handler {
 			}
 		}
 		fmt.Fprintf(w, "# HELP sdgnn_model_info The model being served (1), by version and dataset.\n# TYPE sdgnn_model_info gauge\nsdgnn_model_info{version=\"%s\",dataset=\"%s\"} 1\n", promLabel(meta.Version), promLabel(meta.Dataset))
+		if leaf := servedCert(s.cfg.HTTPTLS); leaf != nil {
+			fmt.Fprintf(w, "# HELP sdgnn_http_tls_cert_expiry_timestamp_seconds When the certificate that -http serves HTTPS with expires (its NotAfter, Unix seconds), by serial number: alert well before it.\n# TYPE sdgnn_http_tls_cert_expiry_timestamp_seconds gauge\nsdgnn_http_tls_cert_expiry_timestamp_seconds{serial=\"%s\"} %d\n",
+				leaf.SerialNumber, leaf.NotAfter.Unix())
+		}
 		fmt.Fprintf(w, "# HELP sdgnn_ready Whether the readiness check passes (1) or not (0), overall (check=\"all\") and by check, as /readyz.\n# TYPE sdgnn_ready gauge\n")
 		rd := s.Readiness()
 		fmt.Fprintf(w, "sdgnn_ready{check=\"all\"} %d\n", b2i(rd.Ready))
@@ -1885,4 +1890,32 @@ func b2i(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// servedCert returns the leaf certificate that the HTTPS configuration c
+// serves now (its GetCertificate's answer, which may change from one
+// handshake to the next, else its first certificate), nil without one.
+func servedCert(c *tls.Config) *x509.Certificate {
+	if c == nil {
+		return nil
+	}
+	var cert *tls.Certificate
+	if c.GetCertificate != nil {
+		if got, err := c.GetCertificate(&tls.ClientHelloInfo{}); err == nil {
+			cert = got
+		}
+	} else if len(c.Certificates) > 0 {
+		cert = &c.Certificates[0]
+	}
+	if cert == nil || len(cert.Certificate) == 0 {
+		return nil
+	}
+	if cert.Leaf != nil {
+		return cert.Leaf
+	}
+	leaf, err := x509.ParseCertificate(cert.Certificate[0])
+	if err != nil {
+		return nil
+	}
+	return leaf
 }
