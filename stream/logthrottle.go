@@ -94,8 +94,8 @@ func readerErrorLogger(log zerolog.Logger) kafka.LoggerFunc {
 // as warnings of the service's logger rather than plain text on standard
 // error, where a JSON log reader would trip on them, and one of a kind per
 // 10 s: with HTTPS, every scanner or client that does not trust the
-// certificate logs a failed handshake. A line's kind is its text without
-// the client's address.
+// certificate logs a failed handshake. A line's kind is its first line
+// with every address (host:port) left out (httpErrorKind).
 func httpErrorLog(log zerolog.Logger) *stdlog.Logger {
 	return stdlog.New(&httpErrorWriter{log: log, th: &throttle{every: 10 * time.Second}}, "", 0)
 }
@@ -105,13 +105,25 @@ type httpErrorWriter struct {
 	th  *throttle
 }
 
-// clientAddr matches the client's address in net/http's error lines
-// ("http: TLS handshake error from 192.0.2.1:51234: EOF").
-var clientAddr = regexp.MustCompile(`from \S+:\d+: `)
+// hostPort matches an address with its port, an IPv6 host in brackets:
+// net/http's error lines name the client's after "from" and often again
+// in the error ("read tcp 192.0.2.9:8443->192.0.2.1:51234: read:
+// connection reset by peer", "… i/o timeout").
+var hostPort = regexp.MustCompile(`(\[[0-9A-Fa-f:.%]+\]|[0-9A-Za-z][0-9A-Za-z.-]*):\d+`)
+
+// httpErrorKind returns what the throttle counts line as: its first line (a
+// handler's panic carries its stack, goroutine numbers and all), every
+// address in it replaced by ADDR. Keyed on a client's address, every
+// client would have its own kind, let through, and kept in the throttle
+// for good.
+func httpErrorKind(line string) string {
+	first, _, _ := strings.Cut(line, "\n")
+	return hostPort.ReplaceAllString(first, "ADDR")
+}
 
 func (w *httpErrorWriter) Write(p []byte) (int, error) {
 	line := strings.TrimRight(string(p), "\n")
-	if ok, held := w.th.allow(clientAddr.ReplaceAllString(line, "from ADDR: "), time.Now()); ok {
+	if ok, held := w.th.allow(httpErrorKind(line), time.Now()); ok {
 		w.log.Warn().Str("component", "http").Int("similar_held_back", held).Msg(line)
 	}
 	return len(p), nil

@@ -92,3 +92,30 @@ func TestHTTPErrorLog(t *testing.T) {
 		}
 	}
 }
+
+// TestHTTPErrorLogAddressesInError checks that the kind of an HTTP server
+// line leaves out every address in it, not only the one after "from":
+// the error of a client that resets the connection or stays silent until
+// the handshake times out names the client's address again ("read tcp
+// SERVER->CLIENT: …"), and keying on it would let every such client
+// through and keep a throttle entry for each, without end. A handler's
+// panic is keyed by its first line, not by its stack's goroutine numbers.
+func TestHTTPErrorLogAddressesInError(t *testing.T) {
+	var logs bytes.Buffer
+	l := httpErrorLog(zerolog.New(&logs))
+	l.Printf("http: TLS handshake error from 127.0.0.1:39096: read tcp 127.0.0.1:33325->127.0.0.1:39096: read: connection reset by peer")
+	l.Printf("http: TLS handshake error from 127.0.0.1:39110: read tcp 127.0.0.1:33325->127.0.0.1:39110: read: connection reset by peer")
+	l.Printf("http: TLS handshake error from [2001:db8::1]:4000: read tcp [2001:db8::2]:8443->[2001:db8::1]:4000: i/o timeout")
+	l.Printf("http: TLS handshake error from [2001:db8::1]:4001: read tcp [2001:db8::2]:8443->[2001:db8::1]:4001: i/o timeout")
+	l.Printf("http: panic serving 192.0.2.1:5000: boom\ngoroutine 7 [running]:\nmain.f()")
+	l.Printf("http: panic serving 192.0.2.1:5001: boom\ngoroutine 9 [running]:\nmain.f()")
+	got := strings.Split(strings.TrimSpace(logs.String()), "\n")
+	if len(got) != 3 {
+		t.Fatalf("%d lines logged, want 3 (one of each kind):\n%s", len(got), logs.String())
+	}
+	for i, want := range []string{"connection reset by peer", "i/o timeout", "panic serving 192.0.2.1:5000"} {
+		if !strings.Contains(got[i], want) {
+			t.Errorf("line %d: %s, want %q", i, got[i], want)
+		}
+	}
+}
