@@ -10,10 +10,13 @@
 //
 // Snapshot s (0-based) is the input window of steps [s, s+Window) for every
 // node and channel together with the target at step s+Window, so a series
-// has Steps-Window snapshots. Snapshots are split chronologically into
-// training, validation and test ranges by ChronoSplit; a Normalizer is fitted
-// only on the series steps the training snapshots see (Split.TrainSteps) so
-// that no validation or test information leaks into the scaling.
+// has Steps-Window snapshots. Snapshots are split into training,
+// validation and test parts by time (ChronoSplit), by nodes (NodeSplit) or
+// by windows (WindowSplit), and a Normalizer is fitted on the training
+// part's readings only (Split.FitData): under a time or node split no
+// validation or test reading enters the scaling; under a split by windows,
+// whose parts interleave, the steps fitted on are read by validation and
+// test snapshots too, as in Gao & Ribeiro's code.
 //
 // The package deliberately takes the raw series fields rather than a type of
 // a dataset package, so that it depends only on gonum and Arrow.
