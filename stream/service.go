@@ -514,6 +514,11 @@ func (s *Service) Run(ctx context.Context) error {
 		return err
 	}
 	if err := cfg.Security.EnsureTopics(ctx, cfg.Brokers, cfg.Partitions, cfg.ReadingsTopic, cfg.ForecastsTopic, cfg.DeadLetterTopic); err != nil {
+		if ctx.Err() != nil {
+			// Stopped while asking for the topics: nothing was read yet.
+			cfg.Log.Info().Err(err).Msg("stopped before consuming")
+			return nil
+		}
 		return err
 	}
 	transport := cfg.Security.Transport()
@@ -580,6 +585,11 @@ func (s *Service) Run(ctx context.Context) error {
 
 	parts, err := partitionsOf(ctx, transport, cfg.Brokers, cfg.ReadingsTopic)
 	if err != nil {
+		if ctx.Err() != nil {
+			// Stopped before the first fetch: nothing was read yet.
+			cfg.Log.Info().Err(err).Msg("stopped before consuming")
+			return nil
+		}
 		return err
 	}
 	// Partitions may run at most half the history apart (see Aligner).
