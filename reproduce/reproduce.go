@@ -291,7 +291,7 @@ func runSeed(ctx context.Context, cfg Config, p *snapshot.Prepared, seed uint64,
 	var keep string
 	if cfg.ModelDir != "" {
 		keep = scoresPath(cfg.ModelDir, cfg.Dataset, p, seed)
-		prev, err := loadScores(keep, cfg, seed)
+		prev, err := loadScores(keep, cfg, p.Set.Norm, seed)
 		if err != nil {
 			return nil, "", err
 		}
@@ -309,6 +309,9 @@ func runSeed(ctx context.Context, cfg Config, p *snapshot.Prepared, seed uint64,
 			}
 		} else if kept.Config, err = fingerprint(cfg); err != nil {
 			return nil, "", err
+		} else {
+			norm := p.Set.Norm
+			kept.Scaling = &norm
 		}
 	}
 	done := func(name string) bool { _, ok := run.Metrics[name]; return ok }

@@ -87,6 +87,11 @@ type scores struct {
 	Losses map[string]losses `json:"losses"`
 	// Bundle is the SDGNN bundle this seed's run distilled, once it has.
 	Bundle string `json:"bundle,omitempty"`
+	// Scaling is the inputs' scaling the models were scored on, so that a
+	// run on data scaled otherwise (the data file or the fitting changed)
+	// does not put these scores beside its own. Files written before it
+	// existed have none and are taken as they are.
+	Scaling *snapshot.Normalizer `json:"scaling,omitempty"`
 }
 
 // losses is a per-snapshot error series whose NaN (a snapshot without a
@@ -129,9 +134,9 @@ func fingerprint(cfg Config) (json.RawMessage, error) {
 	return json.Marshal(cfg)
 }
 
-// loadScores reads the scores an interrupted run of seed left at path: nil
-// when there are none.
-func loadScores(path string, cfg Config, seed uint64) (*scores, error) {
+// loadScores reads the scores an interrupted run of seed on norm's scaling
+// left at path: nil when there are none.
+func loadScores(path string, cfg Config, norm snapshot.Normalizer, seed uint64) (*scores, error) {
 	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -159,6 +164,11 @@ func loadScores(path string, cfg Config, seed uint64) (*scores, error) {
 	}
 	if sc.Run.Seed != seed {
 		return nil, fmt.Errorf("resume %s: holds seed %d, not %d", path, sc.Run.Seed, seed)
+	}
+	if sc.Scaling != nil {
+		if d := snapshot.ScalingDiff(*sc.Scaling, norm); d != "" {
+			return nil, fmt.Errorf("resume %s: scored on inputs scaled otherwise than this run's data gives (%s; remove it to score the seed again)", path, d)
+		}
 	}
 	r := &sc.Run
 	if r.Metrics == nil || r.Seconds == nil || r.MaxReceptive == nil || r.Receptive == nil || r.Paper == nil || sc.Losses == nil {

@@ -130,7 +130,8 @@ func TestScoresRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := evaluation.Metrics{MAE: 1.25, RMSE: 2.5, MAPE: 10, Count: 7}
-	sc := &scores{Config: fp, Bundle: "b.sdgnn",
+	norm := snapshot.Normalizer{Kind: snapshot.KindMinMax, Mean: []float64{0}, Std: []float64{80.5320804698}}
+	sc := &scores{Config: fp, Bundle: "b.sdgnn", Scaling: &norm,
 		Run: Run{Seed: 3, Metrics: map[string]evaluation.Metrics{GRU: m}, Seconds: map[string]float64{GRU: 1.5},
 			MaxReceptive: map[string]int{GRU: 1}, Receptive: map[string]float64{GRU: 1}, Paper: map[string]evaluation.PaperMetrics{GRU: {MAPE: 0.1}}},
 		Losses: map[string]losses{GRU: {0.1, math.NaN(), 1.0 / 3}}}
@@ -139,7 +140,7 @@ func TestScoresRoundTrip(t *testing.T) {
 	if err := sc.save(path); err != nil {
 		t.Fatal(err)
 	}
-	got, err := loadScores(path, cfg, 3)
+	got, err := loadScores(path, cfg, norm, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +148,7 @@ func TestScoresRoundTrip(t *testing.T) {
 	if len(l) != 3 || l[0] != 0.1 || !math.IsNaN(l[1]) || l[2] != 1.0/3 || got.Run.Metrics[GRU] != m || got.Bundle != "b.sdgnn" || got.Run.DM == nil {
 		t.Errorf("round trip: %+v", got)
 	}
-	if none, err := loadScores(filepath.Join(dir, "absent.json"), cfg, 3); none != nil || err != nil {
+	if none, err := loadScores(filepath.Join(dir, "absent.json"), cfg, norm, 3); none != nil || err != nil {
 		t.Errorf("absent scores: %v, %v", none, err)
 	}
 
@@ -164,19 +165,23 @@ func TestScoresRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	wider := norm
+	wider.Std = []float64{86.4291988825}
 	for _, c := range []struct {
 		name string
 		path string
 		cfg  Config
+		norm snapshot.Normalizer
 		seed uint64
 		want string
 	}{
-		{"other settings", path, other, 3, "other settings"},
-		{"other seed", path, cfg, 4, "seed 3, not 4"},
-		{"truncated", write("trunc.json", raw[:len(raw)/2]), cfg, 3, "trunc.json"},
-		{"no losses", write("nolosses.json", []byte(strings.Replace(string(raw), `"losses"`, `"x"`, 1))), cfg, 3, "incomplete"},
+		{"other settings", path, other, norm, 3, "other settings"},
+		{"other seed", path, cfg, norm, 4, "seed 3, not 4"},
+		{"other scaling", path, cfg, wider, 3, "scaled otherwise than this run's data gives (channel 0 offset 0 and scale 80.5320804698 against 0 and 86.4291988825"},
+		{"truncated", write("trunc.json", raw[:len(raw)/2]), cfg, norm, 3, "trunc.json"},
+		{"no losses", write("nolosses.json", []byte(strings.Replace(string(raw), `"losses"`, `"x"`, 1))), cfg, norm, 3, "incomplete"},
 	} {
-		if _, err := loadScores(c.path, c.cfg, c.seed); err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), filepath.Base(c.path)) {
+		if _, err := loadScores(c.path, c.cfg, c.norm, c.seed); err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), filepath.Base(c.path)) {
 			t.Errorf("%s: got %v, want an error naming %s and saying %q", c.name, err, filepath.Base(c.path), c.want)
 		}
 	}
@@ -226,7 +231,9 @@ func TestScoresInfiniteForecast(t *testing.T) {
 	if err := sc.save(path); err != nil {
 		t.Fatalf("save: %v", err)
 	}
-	got, err := loadScores(path, cfg, 1)
+	// Written without the scaling, as files before it existed: taken as
+	// they are, whatever this run's.
+	got, err := loadScores(path, cfg, snapshot.Normalizer{Kind: snapshot.KindZScore, Mean: []float64{1}, Std: []float64{2}}, 1)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -63,7 +63,7 @@ func ScalingDiff(a, b Normalizer) string {
 		return fmt.Sprintf("kind %q against %q", a.Kind, b.Kind)
 	}
 	if len(a.Mean) != len(b.Mean) || len(a.Std) != len(b.Std) {
-		return fmt.Sprintf("%d channels against %d", len(a.Mean), len(b.Mean))
+		return fmt.Sprintf("%d channels (%d scales) against %d (%d)", len(a.Mean), len(a.Std), len(b.Mean), len(b.Std))
 	}
 	for c := range a.Mean {
 		if math.Float64bits(a.Mean[c]) != math.Float64bits(b.Mean[c]) || math.Float64bits(a.Std[c]) != math.Float64bits(b.Std[c]) {
