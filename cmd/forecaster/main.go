@@ -16,7 +16,9 @@
 //
 // A cluster that wants TLS or SASL is reached with -tls, -tls-ca,
 // -tls-cert/-tls-key, -sasl, -sasl-user and -sasl-password-file (or
-// $SDGNN_SASL_PASSWORD). A second serve in the same consumer group is a
+// $SDGNN_SASL_PASSWORD); SIGHUP and POST /-/reload read the password file
+// and the client certificate again, for the connections made afterwards.
+// A second serve in the same consumer group is a
 // hot standby: it holds no partition, /readyz says so, and it takes every
 // partition when the first leaves. A service that begins to hold the
 // partitions reads its windows back from the readings topic, and what was
@@ -176,13 +178,20 @@ func waitBrokers(ctx context.Context, brokers []string, sec stream.Security, wai
 // security returns how to reach -brokers (see securityFlags); the
 // embedded broker speaks plaintext only, so the flags need -brokers.
 func (b brokerFlags) security() (stream.Security, error) {
+	sec, _, err := b.credentials()
+	return sec, err
+}
+
+// credentials is security, with the credentials serve reads again on a
+// reload (nil with the embedded broker).
+func (b brokerFlags) credentials() (stream.Security, *kafkaCreds, error) {
 	if *b.brokers == "" {
 		if b.sec.given(b.fs) {
-			return stream.Security{}, usagef("-tls and -sasl flags need -brokers: the embedded broker speaks plaintext")
+			return stream.Security{}, nil, usagef("-tls and -sasl flags need -brokers: the embedded broker speaks plaintext")
 		}
-		return stream.Security{}, nil
+		return stream.Security{}, nil, nil
 	}
-	return b.sec.security()
+	return b.sec.credentials()
 }
 
 // check refuses flag values out of range and embedded-broker flags given
@@ -248,7 +257,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		maxLag   = fs.Int64("ready-max-lag", 0, "/readyz fails while the consumer is more than this many readings behind (0: no limit); it also fails while no broker answers or no batch is committed")
 		// Off by default, as Prometheus's --web.enable-lifecycle: whoever
 		// reaches -http could otherwise make the service reread its model.
-		httpReload = fs.Bool("http-reload", false, "also serve POST /-/reload on -http: reloads -model (and -http-tls-cert) as SIGHUP does, answering 200 and the version served or 409 and why the model or certificate was kept")
+		httpReload = fs.Bool("http-reload", false, "also serve POST /-/reload on -http: reloads -model (and -http-tls-cert, -sasl-password-file, -tls-cert) as SIGHUP does, answering 200 and the version served or 409 and why the model, a certificate or the password was kept")
 		tokenFile  = fs.String("http-reload-token-file", "", "with -http-reload: a file holding a secret that POST /-/reload must bring as \"Authorization: Bearer SECRET\" (401 otherwise)")
 		https      = addHTTPSFlags(fs)
 		pollModel  = fs.Duration("poll-model", 0, "look at -model this often and reload it when the file changed (0: only on SIGHUP or POST /-/reload)")
@@ -321,7 +330,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintf(stderr, "serve: -score-part %q: want train, val or test\n", *scorePart)
 		return errUsage
 	}
-	sec, err := bf.security()
+	sec, creds, err := bf.credentials()
 	if err != nil {
 		return err
 	}
@@ -373,6 +382,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	defer closeBroker()
 	rl := &reloader{path: *model, scored: scope != nil, cert: cert, log: log}
+	if creds.rotatable() {
+		rl.creds = creds
+	}
 	cfg := stream.Config{Brokers: brokers, Security: sec, GroupID: *group, StepMs: step, Lateness: *lateness, MaxFutureSlots: futureSlots(*maxFuture, step),
 		History: *history, StateFile: *state, NoRebuild: !*rebuild, HTTPAddr: *httpAddr, HTTPTLS: httpTLS, ReadyMaxLag: *maxLag, Log: log, LivePart: scope,
 		WaitBrokers: *bf.wait}
@@ -430,36 +442,52 @@ type reloader struct {
 	path   string
 	scored bool
 	cert   *serverCert // -http's HTTPS certificate, reloaded by reloadAll; nil: plain HTTP
+	creds  *kafkaCreds // the Kafka credentials reloadAll reads again; nil: none to read
 	log    zerolog.Logger
 }
 
 // reloadAll is what SIGHUP and POST /-/reload ask for: it reads -http's
-// certificate again (with -http-tls-cert), then reloads the model (see
+// certificate again (with -http-tls-cert), and the Kafka credentials
+// (-sasl-password-file, -tls-cert/-tls-key), then reloads the model (see
 // reload). Each is taken or kept on its own, so that a certificate that
 // does not read does not hold back a new model, nor a model refused a
 // rotated certificate; the error says what was kept and why, and POST
 // /-/reload answers 409 with it, as for a model refused (503 when the
 // model reload was busy). -poll-model reloads the model alone.
 func (r *reloader) reloadAll(ctx context.Context, trigger string) (string, error) {
-	var certErr error
+	var kept error
 	if r.cert != nil {
 		was := r.cert.serial()
 		if leaf, err := r.cert.reload(); err != nil {
-			certErr = fmt.Errorf("the HTTPS certificate served is kept: %w", err)
+			kept = fmt.Errorf("the HTTPS certificate served is kept: %w", err)
 			r.log.Error().Err(err).Str("serving", was).Str("by", trigger).Msg("certificate reload refused: the certificate served is kept")
 		} else {
 			r.log.Info().Str("cert", r.cert.certFile).Str("serial", leaf.SerialNumber.String()).Str("was", was).
 				Time("not_after", leaf.NotAfter).Str("by", trigger).Msg("HTTPS certificate reloaded")
 		}
 	}
+	if r.creds != nil {
+		took, err := r.creds.reload()
+		if len(took) > 0 {
+			r.log.Info().Strs("took", took).Str("by", trigger).Msg("Kafka credentials reloaded: new connections use them")
+		}
+		if err != nil {
+			r.log.Error().Err(err).Str("by", trigger).Msg("Kafka credentials reload refused: the credentials in use are kept")
+			err = fmt.Errorf("the Kafka credentials in use are kept: %w", err)
+			if kept != nil {
+				err = fmt.Errorf("%w; %w", kept, err)
+			}
+			kept = err
+		}
+	}
 	version, err := r.reload(ctx, trigger)
 	switch {
-	case certErr == nil:
+	case kept == nil:
 		return version, err
 	case err == nil:
-		return version, fmt.Errorf("%w; the model was reloaded", certErr)
+		return version, fmt.Errorf("%w; the model was reloaded", kept)
 	}
-	return version, fmt.Errorf("%w; and %w", err, certErr)
+	return version, fmt.Errorf("%w; and %w", err, kept)
 }
 
 // reload reloads the model on behalf of trigger (named in the log) and

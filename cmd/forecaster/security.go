@@ -1,11 +1,14 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"slices"
 	"strings"
+
+	"github.com/segmentio/kafka-go/sasl"
 
 	"github.com/pemsforecast/sdgnn/stream"
 )
@@ -50,36 +53,123 @@ func (f securityFlags) given(fs *flag.FlagSet) bool {
 // are usage errors; a password file that cannot be read or a certificate
 // that does not load are failures naming the file.
 func (f securityFlags) security() (stream.Security, error) {
-	var sec stream.Security
+	sec, _, err := f.credentials()
+	return sec, err
+}
+
+// credentials is security, with the credentials that can be read again
+// while the clients run (kafkaCreds.reload).
+func (f securityFlags) credentials() (stream.Security, *kafkaCreds, error) {
+	sec, creds := stream.Security{}, &kafkaCreds{f: f}
+	err := f.check()
+	if err == nil {
+		err = creds.read(&sec)
+	}
+	return sec, creds, err
+}
+
+// check refuses flags that do not go together.
+func (f securityFlags) check() error {
 	switch {
 	case *f.mechanism == "" && (*f.user != "" || *f.passwordFile != ""):
-		return sec, usagef("-sasl-user and -sasl-password-file need -sasl MECHANISM")
+		return usagef("-sasl-user and -sasl-password-file need -sasl MECHANISM")
 	case *f.mechanism != "" && !slices.Contains(stream.SASLMechanisms, strings.ToUpper(*f.mechanism)):
-		return sec, usagef("-sasl %q: want one of %s", *f.mechanism, strings.Join(stream.SASLMechanisms, ", "))
+		return usagef("-sasl %q: want one of %s", *f.mechanism, strings.Join(stream.SASLMechanisms, ", "))
 	case *f.mechanism != "" && *f.user == "":
-		return sec, usagef("-sasl %s needs -sasl-user", *f.mechanism)
+		return usagef("-sasl %s needs -sasl-user", *f.mechanism)
 	case *f.key != "" && *f.cert == "", *f.cert != "" && *f.key == "":
-		return sec, usagef("-tls-cert and -tls-key go together")
+		return usagef("-tls-cert and -tls-key go together")
 	case *f.name != "" && !*f.tls && *f.ca == "" && *f.cert == "":
-		return sec, usagef("-tls-server-name needs -tls")
+		return usagef("-tls-server-name needs -tls")
 	}
+	return nil
+}
+
+// kafkaCreds are the credentials of checked securityFlags that serve reads
+// again on SIGHUP and POST /-/reload, so that a rotated SASL password or
+// client certificate is taken without a restart: each is used from the
+// next connection on, the connections open keep theirs.
+type kafkaCreds struct {
+	f    securityFlags
+	sasl *stream.RotatingSASL // nil: no SASL
+	cert *stream.ClientCert   // nil: no client certificate
+}
+
+// read sets sec's SASL mechanism and TLS configuration from the flags.
+func (c *kafkaCreds) read(sec *stream.Security) error {
+	f := c.f
 	if *f.mechanism != "" {
-		password, err := f.password()
+		m, err := f.mechanismNow()
 		if err != nil {
-			return sec, err
+			return err
 		}
-		if sec.SASL, err = stream.NewSASL(*f.mechanism, *f.user, password); err != nil {
-			return sec, fmt.Errorf("-sasl: %w", err)
-		}
+		c.sasl = stream.NewRotatingSASL(m)
+		sec.SASL = c.sasl
 	}
 	if *f.tls || *f.ca != "" || *f.cert != "" {
-		c, err := stream.NewTLS(*f.ca, *f.cert, *f.key, *f.name)
+		t, err := stream.NewTLS(*f.ca, "", "", *f.name)
 		if err != nil {
-			return sec, err
+			return err
 		}
-		sec.TLS = c
+		if *f.cert != "" {
+			if c.cert, err = stream.LoadClientCert(*f.cert, *f.key); err != nil {
+				return err
+			}
+			t.GetClientCertificate = c.cert.GetClientCertificate
+		}
+		sec.TLS = t
 	}
-	return sec, nil
+	return nil
+}
+
+// mechanismNow returns the SASL mechanism of the password as it is now.
+func (f securityFlags) mechanismNow() (sasl.Mechanism, error) {
+	password, err := f.password()
+	if err != nil {
+		return nil, err
+	}
+	m, err := stream.NewSASL(*f.mechanism, *f.user, password)
+	if err != nil {
+		return nil, fmt.Errorf("-sasl: %w", err)
+	}
+	return m, nil
+}
+
+// rotatable reports whether c holds anything that reload reads again: a
+// password from -sasl-password-file (one from the environment cannot
+// change while the process runs), or a client certificate.
+func (c *kafkaCreds) rotatable() bool {
+	return c != nil && (c.sasl != nil && *c.f.passwordFile != "" || c.cert != nil)
+}
+
+// reload reads the password file and the client certificate again. Each
+// that reads well is used from the next connection on and named in took;
+// one that does not keeps what is used, and err says why, naming the file.
+func (c *kafkaCreds) reload() (took []string, err error) {
+	var errs []string
+	if c.sasl != nil && *c.f.passwordFile != "" {
+		m, err := c.f.mechanismNow()
+		if err == nil {
+			err = c.sasl.Set(m)
+		}
+		if err != nil {
+			errs = append(errs, err.Error())
+		} else {
+			took = append(took, "-sasl-password-file "+*c.f.passwordFile)
+		}
+	}
+	if c.cert != nil {
+		leaf, err := c.cert.Reload()
+		if err != nil {
+			errs = append(errs, err.Error())
+		} else {
+			took = append(took, fmt.Sprintf("-tls-cert %s (serial %s)", c.cert.CertFile, leaf.SerialNumber))
+		}
+	}
+	if len(errs) > 0 {
+		return took, errors.New(strings.Join(errs, "; "))
+	}
+	return took, nil
 }
 
 // password reads the SASL password from -sasl-password-file, else from

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/segmentio/kafka-go"
 
 	"github.com/pemsforecast/sdgnn/internal/tlstest"
@@ -140,5 +142,106 @@ func TestSASLPasswordNotInErrors(t *testing.T) {
 	if code := run([]string{"publish", "-brokers", "127.0.0.1:1", "-sasl", "SCRAM-SHA-256", "-sasl-user", "u"}, io.Discard, &stderr); code == 0 ||
 		strings.Contains(stderr.String(), "pass\tword") || strings.Contains(stderr.String(), `pass\tword`) {
 		t.Errorf("$%s with a tab: exit %d, stderr %q: want a failure without the password", saslPasswordEnv, code, stderr.String())
+	}
+}
+
+// TestReloadKafkaCredentials checks that SIGHUP's and POST /-/reload's
+// reload (reloadAll) reads the SASL password file and the client
+// certificate again, against a broker that wants both: connections made
+// after it authenticate with what the files hold then; files that do not
+// read keep the credentials in use, the answer saying so while the model
+// is still reloaded.
+func TestReloadKafkaCredentials(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a broker")
+	}
+	certs, other := tlstest.New(t), tlstest.New(t)
+	addr := tlstest.BrokerTLS(t, certs.RequireClientCert(), tlstest.User{Mechanism: "SCRAM-SHA-512", Name: "forecaster", Password: "pw-2"})
+	tmp := t.TempDir()
+	pwFile, certFile, keyFile := filepath.Join(tmp, "pw"), filepath.Join(tmp, "client.pem"), filepath.Join(tmp, "client-key.pem")
+	write := func(path, content string) {
+		t.Helper()
+		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	copyFile := func(from, to string) {
+		t.Helper()
+		b, err := os.ReadFile(from)
+		if err != nil {
+			t.Fatal(err)
+		}
+		write(to, string(b))
+	}
+	// The credentials before their rotation: a retired password, a
+	// certificate the broker's authority did not sign.
+	write(pwFile, "pw-1\n")
+	copyFile(other.ClientCert, certFile)
+	copyFile(other.ClientKey, keyFile)
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	f := addSecurityFlags(fs)
+	if err := fs.Parse([]string{"-tls-ca", certs.CAFile, "-tls-cert", certFile, "-tls-key", keyFile,
+		"-sasl", "SCRAM-SHA-512", "-sasl-user", "forecaster", "-sasl-password-file", pwFile}); err != nil {
+		t.Fatal(err)
+	}
+	sec, creds, err := f.credentials()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !creds.rotatable() {
+		t.Fatal("a password file and a client certificate: nothing to reload")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := sec.CheckBrokers(ctx, []string{addr}); err == nil {
+		t.Fatal("the credentials before the rotation were accepted")
+	}
+
+	_, ds, split, first := szTaxiBundle(t, 12, 8)
+	model := filepath.Join(tmp, "model.sdgnn")
+	if err := first.Save(model); err != nil {
+		t.Fatal(err)
+	}
+	var logs strings.Builder
+	log := zerolog.New(&logs)
+	rl := &reloader{svc: unstartedService(t, randomBundle(t, ds, split, first.Meta.Norm, 12, 8), log), path: model, creds: creds, log: log}
+
+	write(pwFile, "pw-2\n")
+	copyFile(certs.ClientCert, certFile)
+	copyFile(certs.ClientKey, keyFile)
+	if _, err := rl.reloadAll(ctx, "test"); err != nil {
+		t.Fatalf("reload: %v", err)
+	}
+	if !strings.Contains(logs.String(), `"took":["-sasl-password-file `+pwFile+`","-tls-cert `+certFile+` (serial 3)"]`) {
+		t.Errorf("logs %s: want the credentials taken", logs.String())
+	}
+	if err := sec.CheckBrokers(ctx, []string{addr}); err != nil {
+		t.Fatalf("after the reload: %v", err)
+	}
+
+	write(pwFile, "")
+	write(keyFile, "not a key")
+	_, err = rl.reloadAll(ctx, "test")
+	for _, want := range []string{"the Kafka credentials in use are kept: -sasl-password-file " + pwFile + " is empty; tls client certificate " + certFile, keyFile, "; the model was reloaded"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("reload of an empty password file and a bad key: %v, want %q", err, want)
+		}
+	}
+	if !strings.Contains(logs.String(), "Kafka credentials reload refused") {
+		t.Errorf("logs %s: want the refusal", logs.String())
+	}
+	if err := sec.CheckBrokers(ctx, []string{addr}); err != nil {
+		t.Fatalf("after a refused reload: %v", err)
+	}
+
+	// A password from the environment cannot change: nothing to reload.
+	t.Setenv(saslPasswordEnv, "pw-2")
+	fs = flag.NewFlagSet("serve", flag.ContinueOnError)
+	f = addSecurityFlags(fs)
+	if err := fs.Parse([]string{"-tls-ca", certs.CAFile, "-sasl", "SCRAM-SHA-512", "-sasl-user", "forecaster"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, creds, err := f.credentials(); err != nil || creds.rotatable() {
+		t.Errorf("password from the environment: rotatable %v (%v), want false", creds.rotatable(), err)
 	}
 }
