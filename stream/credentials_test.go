@@ -2,12 +2,18 @@ package stream
 
 import (
 	"context"
+	"crypto/tls"
 	"crypto/x509"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rs/zerolog"
 
 	"github.com/pemsforecast/sdgnn/internal/tlstest"
 )
@@ -122,5 +128,58 @@ func TestClientCertReload(t *testing.T) {
 	}
 	if err := sec.CheckBrokers(ctx, []string{addr}); err != nil {
 		t.Fatalf("after a refused Reload: %v", err)
+	}
+}
+
+// TestClientCertExpiryMetric checks that /metrics gives the expiry of the
+// client certificate presented to the brokers, whether it is fixed in the
+// TLS configuration or read again by a ClientCert, and none without one.
+func TestClientCertExpiryMetric(t *testing.T) {
+	certs := tlstest.New(t)
+	b := testBundle(t, 4, 3, 2, 4, 1)
+	cc, err := LoadClientCert(certs.ClientCert, certs.ClientKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fixed, err := NewTLS(certs.CAFile, certs.ClientCert, certs.ClientKey, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rotating, err := NewTLS(certs.CAFile, "", "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rotating.GetClientCertificate = cc.GetClientCertificate
+	none, err := NewTLS(certs.CAFile, "", "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("\nsdgnn_kafka_tls_client_cert_expiry_timestamp_seconds{serial=\"3\"} %d\n", cc.Leaf().NotAfter.Unix())
+	for _, c := range []struct {
+		name string
+		tls  *tls.Config
+		want bool
+	}{
+		{"fixed", fixed, true},
+		{"rotating", rotating, true},
+		{"no client certificate", none, false},
+		{"plaintext", nil, false},
+	} {
+		svc, err := NewService(b, Config{Brokers: []string{"127.0.0.1:1"}, Security: Security{TLS: c.tls}, StepMs: testStep, Log: zerolog.Nop()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec := httptest.NewRecorder()
+		svc.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+		body := rec.Body.String()
+		if got := strings.Contains(body, want); got != c.want {
+			t.Errorf("%s: /metrics has %q: %v, want %v", c.name, want, got, c.want)
+		}
+		if !c.want && strings.Contains(body, "client_cert_expiry") {
+			t.Errorf("%s: /metrics names a client certificate", c.name)
+		}
+		if !strings.Contains(body, "\nsdgnn_stream_credential_reload_failures_total 0\n") {
+			t.Errorf("%s: /metrics lacks the credential reload failures", c.name)
+		}
 	}
 }

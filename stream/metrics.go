@@ -31,6 +31,11 @@ type Counters struct {
 	// forecast was NaN or infinite (see ErrNonFinite).
 	NonFinite               atomic.Uint64
 	Reloads, ReloadFailures atomic.Uint64 // Service.Reload
+	// CredentialReloadFailures counts reloads of a certificate or of the
+	// Kafka credentials that were refused (a file that does not read),
+	// the ones in use kept: counted by the caller that reloads them, so
+	// that a rotation gone wrong is alerted on before the old ones expire.
+	CredentialReloadFailures atomic.Uint64
 	// FetchErrors counts fetches of readings that failed (the consumer
 	// retries); FlushRetries counts batches whose writes, state save or
 	// commit failed and were tried again.
@@ -176,6 +181,7 @@ func (c *Counters) WritePrometheus(w io.Writer) error {
 	counter("forecasts_non_finite_total", "Forecast slots passed by because the model's forecast was NaN or infinite.", c.NonFinite.Load())
 	counter("model_reloads_total", "Models replaced while serving (Service.Reload, SIGHUP).", c.Reloads.Load())
 	counter("model_reload_failures_total", "Model reloads refused (unreadable or incompatible bundle); the model served was kept.", c.ReloadFailures.Load())
+	counter("credential_reload_failures_total", "Reloads of the HTTPS certificate or the Kafka credentials refused (a file that does not read); those in use were kept.", c.CredentialReloadFailures.Load())
 	counter("fetch_errors_total", "Fetches of readings that failed, the broker unreachable or refusing; the consumer retries.", c.FetchErrors.Load())
 	counter("flush_retries_total", "Batches whose forecast or dead-letter writes, state save or offset commit failed and were tried again.", c.FlushRetries.Load())
 	counter("batches_committed_total", "Batches committed: their forecasts and dead letters written, the state saved, their offsets committed.", c.Batches.Load())

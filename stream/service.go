@@ -1597,6 +1597,10 @@ func (s *Service) Handler() http.Handler {
 			}
 		}
 		fmt.Fprintf(w, "# HELP sdgnn_model_info The model being served (1), by version and dataset.\n# TYPE sdgnn_model_info gauge\nsdgnn_model_info{version=\"%s\",dataset=\"%s\"} 1\n", promLabel(meta.Version), promLabel(meta.Dataset))
+		if leaf := clientCert(s.cfg.Security.TLS); leaf != nil {
+			fmt.Fprintf(w, "# HELP sdgnn_kafka_tls_client_cert_expiry_timestamp_seconds When the client certificate presented to the brokers expires (its NotAfter, Unix seconds), by serial number.\n# TYPE sdgnn_kafka_tls_client_cert_expiry_timestamp_seconds gauge\nsdgnn_kafka_tls_client_cert_expiry_timestamp_seconds{serial=\"%s\"} %d\n",
+				leaf.SerialNumber, leaf.NotAfter.Unix())
+		}
 		if leaf := servedCert(s.cfg.HTTPTLS); leaf != nil {
 			fmt.Fprintf(w, "# HELP sdgnn_http_tls_cert_expiry_timestamp_seconds When the certificate that -http serves HTTPS with expires (its NotAfter, Unix seconds), by serial number: alert well before it.\n# TYPE sdgnn_http_tls_cert_expiry_timestamp_seconds gauge\nsdgnn_http_tls_cert_expiry_timestamp_seconds{serial=\"%s\"} %d\n",
 				leaf.SerialNumber, leaf.NotAfter.Unix())
@@ -1902,6 +1906,40 @@ func b2i(b bool) int {
 	return 0
 }
 
+// clientCert returns the leaf of the client certificate that the TLS
+// configuration c presents now (its GetClientCertificate's answer, else
+// its first certificate), nil without one.
+func clientCert(c *tls.Config) *x509.Certificate {
+	if c == nil {
+		return nil
+	}
+	var cert *tls.Certificate
+	if c.GetClientCertificate != nil {
+		if got, err := c.GetClientCertificate(&tls.CertificateRequestInfo{}); err == nil {
+			cert = got
+		}
+	} else if len(c.Certificates) > 0 {
+		cert = &c.Certificates[0]
+	}
+	return leafOf(cert)
+}
+
+// leafOf returns cert's leaf, parsed when cert does not hold it; nil
+// without a certificate or with one that does not parse.
+func leafOf(cert *tls.Certificate) *x509.Certificate {
+	if cert == nil || len(cert.Certificate) == 0 {
+		return nil
+	}
+	if cert.Leaf != nil {
+		return cert.Leaf
+	}
+	leaf, err := x509.ParseCertificate(cert.Certificate[0])
+	if err != nil {
+		return nil
+	}
+	return leaf
+}
+
 // servedCert returns the leaf certificate that the HTTPS configuration c
 // serves now (its GetCertificate's answer, which may change from one
 // handshake to the next, else its first certificate), nil without one.
@@ -1917,15 +1955,5 @@ func servedCert(c *tls.Config) *x509.Certificate {
 	} else if len(c.Certificates) > 0 {
 		cert = &c.Certificates[0]
 	}
-	if cert == nil || len(cert.Certificate) == 0 {
-		return nil
-	}
-	if cert.Leaf != nil {
-		return cert.Leaf
-	}
-	leaf, err := x509.ParseCertificate(cert.Certificate[0])
-	if err != nil {
-		return nil
-	}
-	return leaf
+	return leafOf(cert)
 }

@@ -7,6 +7,7 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -314,6 +315,24 @@ func TestServeHTTPS(t *testing.T) {
 	}
 	if got := serial(); got != 12 {
 		t.Errorf("serial %d served, want 12", got)
+	}
+	// /metrics counts the two refusals and gives the expiry of the
+	// certificate served now.
+	resp, err := client.Get("https://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	leaf, err := tls.LoadX509KeyPair(cert12, key12)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"\nsdgnn_stream_credential_reload_failures_total 2\n",
+		fmt.Sprintf("\nsdgnn_http_tls_cert_expiry_timestamp_seconds{serial=\"12\"} %d\n", leaf.Leaf.NotAfter.Unix())} {
+		if !strings.Contains(string(metrics), want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
 	}
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)

@@ -461,6 +461,7 @@ func (r *reloader) reloadAll(ctx context.Context, trigger string) (string, error
 		if leaf, err := r.cert.reload(); err != nil {
 			kept = fmt.Errorf("the HTTPS certificate served is kept: %w", err)
 			r.log.Error().Err(err).Str("serving", was).Str("by", trigger).Msg("certificate reload refused: the certificate served is kept")
+			r.svc.Counters().CredentialReloadFailures.Add(1)
 		} else {
 			r.log.Info().Str("cert", r.cert.certFile).Str("serial", leaf.SerialNumber.String()).Str("was", was).
 				Time("not_after", leaf.NotAfter).Str("by", trigger).Msg("HTTPS certificate reloaded")
@@ -473,6 +474,7 @@ func (r *reloader) reloadAll(ctx context.Context, trigger string) (string, error
 		}
 		if err != nil {
 			r.log.Error().Err(err).Str("by", trigger).Msg("Kafka credentials reload refused: the credentials in use are kept")
+			r.svc.Counters().CredentialReloadFailures.Add(1)
 			err = fmt.Errorf("the Kafka credentials in use are kept: %w", err)
 			if kept != nil {
 				err = fmt.Errorf("%w; %w", kept, err)

@@ -230,6 +230,9 @@ func TestReloadKafkaCredentials(t *testing.T) {
 	if !strings.Contains(logs.String(), "Kafka credentials reload refused") {
 		t.Errorf("logs %s: want the refusal", logs.String())
 	}
+	if n := rl.svc.Counters().CredentialReloadFailures.Load(); n != 1 {
+		t.Errorf("%d credential reload failures counted, want 1", n)
+	}
 	if err := sec.CheckBrokers(ctx, []string{addr}); err != nil {
 		t.Fatalf("after a refused reload: %v", err)
 	}
