@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"sync"
 	"sync/atomic"
 
 	"github.com/segmentio/kafka-go/sasl"
@@ -63,6 +64,7 @@ func (r *RotatingSASL) Set(m sasl.Mechanism) error {
 type ClientCert struct {
 	CertFile, KeyFile string
 
+	mu  sync.Mutex // Reloads take turns (see Reload)
 	cur atomic.Pointer[tls.Certificate]
 }
 
@@ -78,8 +80,12 @@ func LoadClientCert(certFile, keyFile string) (*ClientCert, error) {
 // Reload reads the files again and, if they hold a certificate and its
 // key, presents them from the next handshake on and returns the
 // certificate; otherwise it returns why, naming the files, and the pair
-// presented is kept.
+// presented is kept. Reloads called at once take turns, so that the pair
+// presented is that of the one that read the files last, not of one that
+// read them before a rotation but took longer.
 func (c *ClientCert) Reload() (*x509.Certificate, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	pair, err := tls.LoadX509KeyPair(c.CertFile, c.KeyFile)
 	if err != nil {
 		return nil, fmt.Errorf("tls client certificate %s, key %s: %w", c.CertFile, c.KeyFile, err)

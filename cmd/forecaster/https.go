@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 )
 
@@ -75,14 +76,19 @@ func (f httpsFlags) load() (*serverCert, *tls.Config, error) {
 // and a pair that does not read leaves the one served in place.
 type serverCert struct {
 	certFile, keyFile string
+	mu                sync.Mutex // reloads take turns (see reload)
 	cur               atomic.Pointer[tls.Certificate]
 }
 
 // reload reads the certificate and key files and, if they hold a
 // certificate and its key, serves them from the next handshake on and
 // returns the certificate; otherwise it returns why, naming the file, and
-// the pair served is kept.
+// the pair served is kept. Reloads called at once (SIGHUP's and POST
+// /-/reload's) take turns, so that the pair served is that of the one that
+// read the files last.
 func (c *serverCert) reload() (*x509.Certificate, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	certPEM, err := os.ReadFile(c.certFile)
 	if err != nil {
 		return nil, fmt.Errorf("-http-tls-cert: %w", err)

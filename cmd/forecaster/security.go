@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/segmentio/kafka-go/sasl"
 
@@ -93,6 +94,12 @@ type kafkaCreds struct {
 	f    securityFlags
 	sasl *stream.RotatingSASL // nil: no SASL
 	cert *stream.ClientCert   // nil: no client certificate
+
+	// mu makes reloads (SIGHUP's and POST /-/reload's may overlap) take
+	// turns, so that the credentials used are those of the reload that
+	// read the files last: one that read a file before its rotation and
+	// stored what it read after another's would otherwise undo that one.
+	mu sync.Mutex
 }
 
 // read sets sec's SASL mechanism and TLS configuration from the flags.
@@ -146,6 +153,8 @@ func (c *kafkaCreds) rotatable() bool {
 // that reads well is used from the next connection on and named in took;
 // one that does not keeps what is used, and err says why, naming the file.
 func (c *kafkaCreds) reload() (took []string, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	var errs []string
 	if c.sasl != nil && *c.f.passwordFile != "" {
 		m, err := c.f.mechanismNow()

@@ -1,0 +1,199 @@
+//go:build unix
+
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/pemsforecast/sdgnn/internal/tlstest"
+)
+
+// stallRead has the next read of path wait: path becomes a FIFO, read by
+// reader, which stallRead starts; it returns once reader has opened it,
+// with give, which hands reader content (and the end of the file).
+func stallRead(t *testing.T, path string, reader func()) (give func(content string)) {
+	t.Helper()
+	fifo := path + ".fifo"
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(fifo, path); err != nil {
+		t.Fatal(err)
+	}
+	go reader()
+	opened := make(chan *os.File, 1)
+	go func() {
+		w, err := os.OpenFile(fifo, os.O_WRONLY, 0) // waits for the reader
+		if err != nil {
+			t.Error(err)
+		}
+		opened <- w
+	}()
+	var w *os.File
+	select {
+	case w = <-opened:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the reload did not open the file")
+	}
+	if w == nil {
+		t.FailNow()
+	}
+	return func(content string) {
+		if _, err := w.WriteString(content); err != nil {
+			t.Error(err)
+		}
+		w.Close()
+	}
+}
+
+// replaceFile writes content to a file beside path and renames it onto
+// path, as a rotation does.
+func replaceFile(t *testing.T, path string, content []byte) {
+	t.Helper()
+	tmp := path + ".new"
+	if err := os.WriteFile(tmp, content, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// inTurns runs a first reload whose read of path waits, rotates path to
+// rotated meanwhile, and runs a second reload: the second must not take
+// effect before the first, which then reads stale (the file as it was
+// before the rotation), so that the credentials used are the rotated
+// ones. first and second are the two reloads.
+func inTurns(t *testing.T, path string, stale, rotated []byte, first, second func()) {
+	t.Helper()
+	done1, done2 := make(chan struct{}), make(chan struct{})
+	give := stallRead(t, path, func() { defer close(done1); first() })
+	replaceFile(t, path, rotated)
+	go func() { defer close(done2); second() }()
+	select { // without turns, the second reload ends at once
+	case <-done2:
+	case <-time.After(200 * time.Millisecond):
+	}
+	give(string(stale))
+	for _, done := range []chan struct{}{done1, done2} {
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			t.Fatal("a reload did not end")
+		}
+	}
+}
+
+// TestReloadKafkaCredentialsInTurns overlaps two reloads of the Kafka
+// credentials, as a SIGHUP and a POST /-/reload may: the first read the
+// password file and the client certificate before their rotation, the
+// second after; the credentials used afterwards must be the rotated ones,
+// not those of the reload that happened to store last.
+func TestReloadKafkaCredentialsInTurns(t *testing.T) {
+	certs, other := tlstest.New(t), tlstest.New(t)
+	tmp := t.TempDir()
+	pwFile, certFile, keyFile := filepath.Join(tmp, "pw"), filepath.Join(tmp, "client.pem"), filepath.Join(tmp, "client-key.pem")
+	read := func(path string) []byte {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	replaceFile(t, pwFile, []byte("pw-old\n"))
+	replaceFile(t, certFile, read(other.ClientCert))
+	replaceFile(t, keyFile, read(other.ClientKey))
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	f := addSecurityFlags(fs)
+	if err := fs.Parse([]string{"-tls", "-tls-cert", certFile, "-tls-key", keyFile,
+		"-sasl", "PLAIN", "-sasl-user", "forecaster", "-sasl-password-file", pwFile}); err != nil {
+		t.Fatal(err)
+	}
+	_, creds, err := f.credentials()
+	if err != nil {
+		t.Fatal(err)
+	}
+	reload := func() {
+		if _, err := creds.reload(); err != nil {
+			t.Error(err)
+		}
+	}
+	password := func() string {
+		_, ir, err := creds.sasl.Start(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimPrefix(string(ir), "\x00forecaster\x00")
+	}
+
+	inTurns(t, pwFile, []byte("pw-old\n"), []byte("pw-new\n"), reload, reload)
+	if got := password(); got != "pw-new" {
+		t.Errorf("password %q used after the two reloads, want the file's %q", got, "pw-new")
+	}
+
+	// The certificate is read before its key: the first reload reads the
+	// old certificate, then waits for the key, which rotates meanwhile
+	// with the certificate, and reads the old key.
+	rotate := func() {
+		replaceFile(t, certFile, read(certs.ClientCert))
+		reload()
+	}
+	inTurns(t, keyFile, read(other.ClientKey), read(certs.ClientKey), reload, rotate)
+	want, err := tls.LoadX509KeyPair(certs.ClientCert, certs.ClientKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := creds.cert.Leaf(); !got.Equal(want.Leaf) {
+		t.Errorf("client certificate read before the rotation presented after the two reloads (issuer's key %x), want the files' (%x)", got.AuthorityKeyId, want.Leaf.AuthorityKeyId)
+	}
+}
+
+// TestServerCertReloadInTurns is TestReloadKafkaCredentialsInTurns for
+// -http-tls-cert.
+func TestServerCertReloadInTurns(t *testing.T) {
+	certs := tlstest.New(t)
+	oldCert, oldKey := certs.ServerPair(t, 21)
+	newCert, newKey := certs.ServerPair(t, 22)
+	dir := t.TempDir()
+	certFile, keyFile := filepath.Join(dir, "server.pem"), filepath.Join(dir, "server-key.pem")
+	read := func(path string) []byte {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	replaceFile(t, certFile, read(oldCert))
+	replaceFile(t, keyFile, read(oldKey))
+	c := &serverCert{certFile: certFile, keyFile: keyFile}
+	if _, err := c.reload(); err != nil {
+		t.Fatal(err)
+	}
+	// The certificate is read before its key: the first reload reads the
+	// old certificate, then waits for the key, which rotates meanwhile
+	// with the certificate, and reads the old key.
+	reload := func() {
+		if _, err := c.reload(); err != nil {
+			t.Error(err)
+		}
+	}
+	rotate := func() {
+		replaceFile(t, certFile, read(newCert))
+		reload()
+	}
+	inTurns(t, keyFile, read(oldKey), read(newKey), reload, rotate)
+	if got := c.serial(); got != "22" {
+		t.Errorf("serial %s served after the two reloads, want the files' 22", got)
+	}
+}
