@@ -136,7 +136,12 @@ func (f securityFlags) mechanismNow() (sasl.Mechanism, error) {
 		return nil, err
 	}
 	m, err := stream.NewSASL(*f.mechanism, *f.user, password)
-	if err != nil {
+	switch {
+	case err != nil && *f.passwordFile != "":
+		// Named, as every other error of a password file that does not
+		// read is: the file may be rewritten since the start.
+		return nil, fmt.Errorf("-sasl, password of -sasl-password-file %s: %w", *f.passwordFile, err)
+	case err != nil:
 		return nil, fmt.Errorf("-sasl: %w", err)
 	}
 	return m, nil

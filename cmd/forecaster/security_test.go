@@ -248,3 +248,33 @@ func TestReloadKafkaCredentials(t *testing.T) {
 		t.Errorf("password from the environment: rotatable %v (%v), want false", creds.rotatable(), err)
 	}
 }
+
+// TestReloadRefusedPasswordNamesFile rotates the password file to one
+// that SCRAM's SASLprep refuses: the reload's error names the file, as
+// for any other password file that does not read, but not the password.
+func TestReloadRefusedPasswordNamesFile(t *testing.T) {
+	pwFile := filepath.Join(t.TempDir(), "pw")
+	if err := os.WriteFile(pwFile, []byte("pw-1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	f := addSecurityFlags(fs)
+	if err := fs.Parse([]string{"-tls", "-sasl", "SCRAM-SHA-256", "-sasl-user", "forecaster", "-sasl-password-file", pwFile}); err != nil {
+		t.Fatal(err)
+	}
+	_, creds, err := f.credentials()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const secret = "MIGHAgEAMBMGByqGSM49"
+	if err := os.WriteFile(pwFile, []byte("-----BEGIN PRIVATE KEY-----\n"+secret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	took, err := creds.reload()
+	if len(took) > 0 || err == nil || !strings.Contains(err.Error(), "-sasl-password-file "+pwFile) || !strings.Contains(err.Error(), "SASLprep") {
+		t.Errorf("reload of a password SASLprep refuses: took %v, %v; want an error naming %s", took, err, pwFile)
+	}
+	if err != nil && strings.Contains(err.Error(), secret) {
+		t.Errorf("the error shows the password: %v", err)
+	}
+}
