@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -276,5 +278,77 @@ func TestReloadRefusedPasswordNamesFile(t *testing.T) {
 	}
 	if err != nil && strings.Contains(err.Error(), secret) {
 		t.Errorf("the error shows the password: %v", err)
+	}
+}
+
+// TestServeReloadsKafkaCredentials runs serve against a broker that wants
+// TLS and SCRAM, with -http-reload: POST /-/reload reads the password file
+// again, answering 409 naming it while it does not read (the model
+// reloaded all the same) and 200 once it does, as SIGHUP would.
+func TestServeReloadsKafkaCredentials(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a broker")
+	}
+	_, _, _, b := szTaxiBundle(t, 12, 8)
+	tmp := t.TempDir()
+	model := filepath.Join(tmp, "b.sdgnn")
+	if err := b.Save(model); err != nil {
+		t.Fatal(err)
+	}
+	certs := tlstest.New(t)
+	addr := tlstest.Broker(t, certs, tlstest.User{Mechanism: "SCRAM-SHA-512", Name: "forecaster", Password: "pw-1"})
+	pwFile, token := filepath.Join(tmp, "password"), filepath.Join(tmp, "token")
+	for path, content := range map[string]string{pwFile: "pw-1\n", token: "s3cret\n"} {
+		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	var logs lockedBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- cmdServe(runCtx, []string{"-model", model, "-brokers", addr, "-tls-ca", certs.CAFile, "-sasl", "SCRAM-SHA-512", "-sasl-user", "forecaster",
+			"-sasl-password-file", pwFile, "-log-json", "-http", "127.0.0.1:0", "-http-reload", "-http-reload-token-file", token}, io.Discard, &logs)
+	}()
+	var httpAddr string
+	for httpAddr == "" {
+		for _, line := range strings.Split(logs.String(), "\n") {
+			var m map[string]any
+			if json.Unmarshal([]byte(line), &m) == nil && m["message"] == "serving metrics, health and forecasts" {
+				httpAddr, _ = m["http"].(string)
+			}
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("serve stopped: %v", err)
+		case <-ctx.Done():
+			t.Fatalf("no HTTP address logged: %s", logs.String())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	if err := os.WriteFile(pwFile, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, body := postReload(t, httpAddr, "s3cret")
+	for _, want := range []string{"the Kafka credentials in use are kept: -sasl-password-file " + pwFile + " is empty", "the model was reloaded"} {
+		if code != http.StatusConflict || !strings.Contains(body, want) {
+			t.Errorf("POST /-/reload with an empty password file: %d %q, want 409 and %q", code, body, want)
+		}
+	}
+	if err := os.WriteFile(pwFile, []byte("pw-1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, body := postReload(t, httpAddr, "s3cret"); code != http.StatusOK {
+		t.Errorf("POST /-/reload with the password file put right: %d %q, want 200", code, body)
+	}
+	if !strings.Contains(logs.String(), `"took":["-sasl-password-file `+pwFile+`"]`) {
+		t.Errorf("no credentials reload logged: %s", logs.String())
+	}
+	stop()
+	if err := <-done; err != nil {
+		t.Fatalf("serve: %v", err)
 	}
 }
