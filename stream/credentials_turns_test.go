@@ -6,10 +6,10 @@ import (
 	"crypto/tls"
 	"os"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/pemsforecast/sdgnn/internal/filetest"
 	"github.com/pemsforecast/sdgnn/internal/tlstest"
 )
 
@@ -28,16 +28,8 @@ func TestClientCertReloadInTurns(t *testing.T) {
 		}
 		return b
 	}
-	replace := func(path string, content []byte) { // as a rotation does
-		if err := os.WriteFile(path+".new", content, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Rename(path+".new", path); err != nil {
-			t.Fatal(err)
-		}
-	}
-	replace(certFile, read(before.ClientCert))
-	replace(keyFile, read(before.ClientKey))
+	filetest.Replace(t, certFile, read(before.ClientCert))
+	filetest.Replace(t, keyFile, read(before.ClientKey))
 	cc, err := LoadClientCert(certFile, keyFile)
 	if err != nil {
 		t.Fatal(err)
@@ -50,46 +42,16 @@ func TestClientCertReloadInTurns(t *testing.T) {
 	}
 
 	// The key becomes a FIFO, so that the first Reload waits for it.
-	fifo := keyFile + ".fifo"
-	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
-		t.Skipf("mkfifo: %v", err)
-	}
-	if err := os.Remove(keyFile); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Link(fifo, keyFile); err != nil {
-		t.Fatal(err)
-	}
 	first, second := make(chan struct{}), make(chan struct{})
-	go reload(first)
-	opened := make(chan *os.File, 1)
-	go func() {
-		w, err := os.OpenFile(fifo, os.O_WRONLY, 0) // once the first Reload reads the key
-		if err != nil {
-			t.Error(err)
-		}
-		opened <- w
-	}()
-	var w *os.File
-	select {
-	case w = <-opened:
-	case <-time.After(30 * time.Second):
-		t.Fatal("Reload did not open the key file")
-	}
-	if w == nil {
-		t.FailNow()
-	}
-	replace(keyFile, read(after.ClientKey))
-	replace(certFile, read(after.ClientCert))
+	give := filetest.StallRead(t, keyFile, func() { reload(first) })
+	filetest.Replace(t, keyFile, read(after.ClientKey))
+	filetest.Replace(t, certFile, read(after.ClientCert))
 	go reload(second)
 	select { // without turns, the second Reload ends at once
 	case <-second:
 	case <-time.After(200 * time.Millisecond):
 	}
-	if _, err := w.Write(read(before.ClientKey)); err != nil {
-		t.Fatal(err)
-	}
-	w.Close()
+	give(read(before.ClientKey))
 	for _, done := range []chan struct{}{first, second} {
 		select {
 		case <-done:

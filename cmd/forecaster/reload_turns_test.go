@@ -9,66 +9,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/pemsforecast/sdgnn/internal/filetest"
 	"github.com/pemsforecast/sdgnn/internal/tlstest"
 )
-
-// stallRead has the next read of path wait: path becomes a FIFO, read by
-// reader, which stallRead starts; it returns once reader has opened it,
-// with give, which hands reader content (and the end of the file).
-func stallRead(t *testing.T, path string, reader func()) (give func(content string)) {
-	t.Helper()
-	fifo := path + ".fifo"
-	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
-		t.Skipf("mkfifo: %v", err)
-	}
-	if err := os.Remove(path); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Link(fifo, path); err != nil {
-		t.Fatal(err)
-	}
-	go reader()
-	opened := make(chan *os.File, 1)
-	go func() {
-		w, err := os.OpenFile(fifo, os.O_WRONLY, 0) // waits for the reader
-		if err != nil {
-			t.Error(err)
-		}
-		opened <- w
-	}()
-	var w *os.File
-	select {
-	case w = <-opened:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the reload did not open the file")
-	}
-	if w == nil {
-		t.FailNow()
-	}
-	return func(content string) {
-		if _, err := w.WriteString(content); err != nil {
-			t.Error(err)
-		}
-		w.Close()
-	}
-}
-
-// replaceFile writes content to a file beside path and renames it onto
-// path, as a rotation does.
-func replaceFile(t *testing.T, path string, content []byte) {
-	t.Helper()
-	tmp := path + ".new"
-	if err := os.WriteFile(tmp, content, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		t.Fatal(err)
-	}
-}
 
 // inTurns runs a first reload whose read of path waits, rotates path to
 // rotated meanwhile, and runs a second reload: the second must not take
@@ -78,14 +24,14 @@ func replaceFile(t *testing.T, path string, content []byte) {
 func inTurns(t *testing.T, path string, stale, rotated []byte, first, second func()) {
 	t.Helper()
 	done1, done2 := make(chan struct{}), make(chan struct{})
-	give := stallRead(t, path, func() { defer close(done1); first() })
-	replaceFile(t, path, rotated)
+	give := filetest.StallRead(t, path, func() { defer close(done1); first() })
+	filetest.Replace(t, path, rotated)
 	go func() { defer close(done2); second() }()
 	select { // without turns, the second reload ends at once
 	case <-done2:
 	case <-time.After(200 * time.Millisecond):
 	}
-	give(string(stale))
+	give(stale)
 	for _, done := range []chan struct{}{done1, done2} {
 		select {
 		case <-done:
@@ -111,9 +57,9 @@ func TestReloadKafkaCredentialsInTurns(t *testing.T) {
 		}
 		return b
 	}
-	replaceFile(t, pwFile, []byte("pw-old\n"))
-	replaceFile(t, certFile, read(other.ClientCert))
-	replaceFile(t, keyFile, read(other.ClientKey))
+	filetest.Replace(t, pwFile, []byte("pw-old\n"))
+	filetest.Replace(t, certFile, read(other.ClientCert))
+	filetest.Replace(t, keyFile, read(other.ClientKey))
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	f := addSecurityFlags(fs)
 	if err := fs.Parse([]string{"-tls", "-tls-cert", certFile, "-tls-key", keyFile,
@@ -146,7 +92,7 @@ func TestReloadKafkaCredentialsInTurns(t *testing.T) {
 	// old certificate, then waits for the key, which rotates meanwhile
 	// with the certificate, and reads the old key.
 	rotate := func() {
-		replaceFile(t, certFile, read(certs.ClientCert))
+		filetest.Replace(t, certFile, read(certs.ClientCert))
 		reload()
 	}
 	inTurns(t, keyFile, read(other.ClientKey), read(certs.ClientKey), reload, rotate)
@@ -174,8 +120,8 @@ func TestServerCertReloadInTurns(t *testing.T) {
 		}
 		return b
 	}
-	replaceFile(t, certFile, read(oldCert))
-	replaceFile(t, keyFile, read(oldKey))
+	filetest.Replace(t, certFile, read(oldCert))
+	filetest.Replace(t, keyFile, read(oldKey))
 	c := &serverCert{certFile: certFile, keyFile: keyFile}
 	if _, err := c.reload(); err != nil {
 		t.Fatal(err)
@@ -189,7 +135,7 @@ func TestServerCertReloadInTurns(t *testing.T) {
 		}
 	}
 	rotate := func() {
-		replaceFile(t, certFile, read(newCert))
+		filetest.Replace(t, certFile, read(newCert))
 		reload()
 	}
 	inTurns(t, keyFile, read(oldKey), read(newKey), reload, rotate)
