@@ -1,9 +1,11 @@
 package stream
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/pem"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -91,7 +93,7 @@ func TestClientCertReload(t *testing.T) {
 		}
 	}
 	put(other.ClientCert, other.ClientKey) // signed by an authority the broker does not trust
-	cc, err := LoadClientCert(certFile, keyFile)
+	cc, err := LoadKeyPair(certFile, keyFile, "", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,11 +135,11 @@ func TestClientCertReload(t *testing.T) {
 
 // TestClientCertExpiryMetric checks that /metrics gives the expiry of the
 // client certificate presented to the brokers, whether it is fixed in the
-// TLS configuration or read again by a ClientCert, and none without one.
+// TLS configuration or read again by a KeyPair, and none without one.
 func TestClientCertExpiryMetric(t *testing.T) {
 	certs := tlstest.New(t)
 	b := testBundle(t, 4, 3, 2, 4, 1)
-	cc, err := LoadClientCert(certs.ClientCert, certs.ClientKey)
+	cc, err := LoadKeyPair(certs.ClientCert, certs.ClientKey, "", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,5 +183,101 @@ func TestClientCertExpiryMetric(t *testing.T) {
 		if !strings.Contains(body, "\nsdgnn_stream_credential_reload_failures_total 0\n") {
 			t.Errorf("%s: /metrics lacks the credential reload failures", c.name)
 		}
+	}
+}
+
+// TestAuthoritiesReload checks what Reload takes and refuses: one
+// certificate or more and nothing else, a refusal naming the file and
+// keeping the authorities in use; and that VerifyClient checks against
+// the authorities last read well.
+func TestAuthoritiesReload(t *testing.T) {
+	certs, other := tlstest.New(t), tlstest.New(t)
+	read := func(path string) []byte {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	ca, otherCA := read(certs.CAFile), read(other.CAFile)
+	key := read(certs.ClientKey)
+	file := filepath.Join(t.TempDir(), "ca.pem")
+	put := func(parts ...[]byte) {
+		t.Helper()
+		if err := os.WriteFile(file, bytes.Join(parts, nil), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put(ca)
+	a, err := LoadAuthorities(file, "-client-ca")
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf := func(certFile, keyFile string) tls.ConnectionState {
+		pair, err := tls.LoadX509KeyPair(certFile, keyFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tls.ConnectionState{PeerCertificates: []*x509.Certificate{pair.Leaf}}
+	}
+	ours, theirs := leaf(certs.ClientCert, certs.ClientKey), leaf(other.ClientCert, other.ClientKey)
+	server := leaf(certs.ServerCert, certs.ServerKey) // of the authority, but not for client authentication
+	verify := func(when string, wantOurs, wantTheirs bool) {
+		t.Helper()
+		for _, c := range []struct {
+			name string
+			cs   tls.ConnectionState
+			want bool
+		}{{"ours", ours, wantOurs}, {"theirs", theirs, wantTheirs}, {"a server certificate", server, false}, {"none", tls.ConnectionState{}, false}} {
+			if err := a.VerifyClient(c.cs); (err == nil) != c.want {
+				t.Errorf("%s: VerifyClient of %s: %v, want accepted %v", when, c.name, err, c.want)
+			}
+		}
+	}
+	verify("first authority", true, false)
+	for _, c := range []struct {
+		name  string
+		parts [][]byte
+		want  string // in the error; empty: taken
+		n     int    // authorities in use afterwards
+	}{
+		{"both authorities", [][]byte{ca, []byte("\n\n"), otherCA, []byte("\n")}, "", 2},
+		{"empty", nil, "-client-ca " + file + ": no PEM certificate in it", 2},
+		{"text only", [][]byte{[]byte("not PEM\n")}, "no PEM certificate in it", 2},
+		{"cut short", [][]byte{otherCA, ca[:len(ca)/2]}, "bytes after certificate 1 are not a PEM block (cut short?)", 2},
+		{"a key", [][]byte{otherCA, key}, `PEM block 2 is a "EC PRIVATE KEY", want a CERTIFICATE`, 2},
+		{"bad DER", [][]byte{otherCA, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: []byte{0x30, 0x03, 1, 2, 3}})}, "-client-ca " + file + ": certificate 2: x509:", 2},
+		{"the second authority", [][]byte{otherCA}, "", 1},
+	} {
+		put(c.parts...)
+		got, err := a.Reload()
+		switch {
+		case c.want == "" && (err != nil || len(got) != c.n):
+			t.Errorf("%s: %d authorities, %v; want %d taken", c.name, len(got), err, c.n)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%s: %v, want an error with %q", c.name, err, c.want)
+		}
+		if n := len(a.Certificates()); n != c.n {
+			t.Errorf("%s: %d authorities in use, want %d", c.name, n, c.n)
+		}
+		if c.name == "both authorities" {
+			verify(c.name, true, true)
+		}
+	}
+	verify("second authority", false, true)
+	if err := os.Remove(file); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Reload(); err == nil || !strings.Contains(err.Error(), "-client-ca: open "+file) {
+		t.Errorf("missing file: %v", err)
+	}
+	verify("after a missing file", false, true)
+	var unread Authorities
+	if err := unread.VerifyClient(ours); err == nil {
+		t.Error("an Authorities never read accepted a certificate")
+	}
+	var k KeyPair
+	if _, err := k.GetCertificate(nil); err == nil || k.Leaf() != nil {
+		t.Errorf("a KeyPair never read: %v, leaf %v", err, k.Leaf())
 	}
 }

@@ -30,7 +30,7 @@ func TestClientCertReloadInTurns(t *testing.T) {
 	}
 	filetest.Replace(t, certFile, read(before.ClientCert))
 	filetest.Replace(t, keyFile, read(before.ClientKey))
-	cc, err := LoadClientCert(certFile, keyFile)
+	cc, err := LoadKeyPair(certFile, keyFile, "", "")
 	if err != nil {
 		t.Fatal(err)
 	}

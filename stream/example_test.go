@@ -2,6 +2,7 @@ package stream_test
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -225,6 +226,35 @@ func ExampleSecurity() {
 	sec := stream.Security{TLS: tlsConfig, SASL: mechanism}
 	cfg := stream.Config{Brokers: []string{"kafka-1.example.net:9093"}, Security: sec, StepMs: 5 * 60 * 1000}
 	fmt.Println(cfg.Security)
+}
+
+// The HTTP endpoints over mutual TLS, the certificate and the clients'
+// authorities both rotated without a restart: Reload reads each file
+// again, and the next handshakes take what was read (the forecaster's
+// serve does this on SIGHUP and POST /-/reload).
+func ExampleAuthorities() {
+	cert, err := stream.LoadKeyPair("/etc/forecaster/https.pem", "/etc/forecaster/https-key.pem", "-http-tls-cert", "-http-tls-key")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	clients, err := stream.LoadAuthorities("/etc/forecaster/clients-ca.pem", "-http-tls-client-ca")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	httpTLS := &tls.Config{
+		MinVersion:       tls.VersionTLS12,
+		GetCertificate:   cert.GetCertificate,
+		ClientAuth:       tls.RequireAnyClientCert, // checked by VerifyClient, not against ClientCAs
+		VerifyConnection: clients.VerifyClient,
+	}
+	cfg := stream.Config{HTTPAddr: ":8443", HTTPTLS: httpTLS, StepMs: 5 * 60 * 1000}
+	_ = cfg
+	// Later, on a signal:
+	if _, err := clients.Reload(); err != nil {
+		fmt.Println("kept the authorities in use:", err)
+	}
 }
 
 // A transaction marker, as kafka-go's Reader hands it over among the

@@ -4,12 +4,10 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"flag"
-	"fmt"
 	"net"
-	"os"
 	"strings"
-	"sync"
-	"sync/atomic"
+
+	"github.com/pemsforecast/sdgnn/stream"
 )
 
 // httpsFlags are serve's flags that have -http serve HTTPS, so that POST
@@ -23,7 +21,7 @@ func addHTTPSFlags(fs *flag.FlagSet) httpsFlags {
 	return httpsFlags{
 		cert:     fs.String("http-tls-cert", "", "PEM file of the certificate (its chain after it) that -http serves HTTPS with (TLS 1.2 or later; plain HTTP is then refused), with -http-tls-key; SIGHUP and POST /-/reload read both again"),
 		key:      fs.String("http-tls-key", "", "PEM file of -http-tls-cert's private key"),
-		clientCA: fs.String("http-tls-client-ca", "", "with -http-tls-cert: PEM file of the authorities that must have signed the clients' certificates (mutual TLS: a client without one is refused); read at start only"),
+		clientCA: fs.String("http-tls-client-ca", "", "with -http-tls-cert: PEM file of the authorities that must have signed the clients' certificates (mutual TLS: a client without one is refused); SIGHUP and POST /-/reload read it again"),
 	}
 }
 
@@ -42,85 +40,51 @@ func (f httpsFlags) check(httpAddr string) error {
 	return nil
 }
 
+// httpsCreds are -http's certificate and, with -http-tls-client-ca, the
+// authorities its clients' certificates must chain to: both are read
+// again at each reload (SIGHUP, POST /-/reload), so that either is
+// rotated without a restart. Every handshake takes what was last read
+// well, and a file that does not read leaves what is in use in place.
+type httpsCreds struct {
+	cert      *stream.KeyPair
+	clientCAs *stream.Authorities // nil: no client certificates asked for
+}
+
 // load reads the certificate, its key and the client authorities, if
-// given, and returns the certificate and the TLS configuration of -http;
-// nil and nil without -http-tls-cert (plain HTTP). A file that cannot be
-// read or does not hold what it should is an error naming it.
-func (f httpsFlags) load() (*serverCert, *tls.Config, error) {
+// given, and returns them and the TLS configuration of -http; nil and nil
+// without -http-tls-cert (plain HTTP). A file that cannot be read or does
+// not hold what it should is an error naming it.
+func (f httpsFlags) load() (*httpsCreds, *tls.Config, error) {
 	if *f.cert == "" {
 		return nil, nil, nil
 	}
-	c := &serverCert{certFile: *f.cert, keyFile: *f.key}
-	if _, err := c.reload(); err != nil {
+	c, err := stream.LoadKeyPair(*f.cert, *f.key, "-http-tls-cert", "-http-tls-key")
+	if err != nil {
 		return nil, nil, err
 	}
-	cfg := &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: c.get}
+	creds := &httpsCreds{cert: c}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: c.GetCertificate}
 	if *f.clientCA != "" {
-		data, err := os.ReadFile(*f.clientCA)
-		if err != nil {
-			return nil, nil, fmt.Errorf("-http-tls-client-ca: %w", err)
+		if creds.clientCAs, err = stream.LoadAuthorities(*f.clientCA, "-http-tls-client-ca"); err != nil {
+			return nil, nil, err
 		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(data) {
-			return nil, nil, fmt.Errorf("-http-tls-client-ca %s: no PEM certificate in it", *f.clientCA)
-		}
-		cfg.ClientAuth, cfg.ClientCAs = tls.RequireAndVerifyClientCert, pool
+		// crypto/tls's own check (RequireAndVerifyClientCert) reads
+		// ClientCAs, fixed once connections are served: the check is
+		// VerifyClient's, against the authorities last read. The
+		// certificate request then names no authority, which lets a
+		// client send any certificate it has (and have it refused).
+		cfg.ClientAuth, cfg.VerifyConnection = tls.RequireAnyClientCert, creds.clientCAs.VerifyClient
 	}
-	return c, cfg, nil
+	return creds, cfg, nil
 }
 
-// serverCert is the certificate -http serves HTTPS with, read from its
-// files at start and again at each reload (SIGHUP, POST /-/reload), so
-// that a certificate is rotated without a restart: every handshake takes
-// the pair last read well (get, the TLS configuration's GetCertificate),
-// and a pair that does not read leaves the one served in place.
-type serverCert struct {
-	certFile, keyFile string
-	mu                sync.Mutex // reloads take turns (see reload)
-	cur               atomic.Pointer[tls.Certificate]
-}
-
-// reload reads the certificate and key files and, if they hold a
-// certificate and its key, serves them from the next handshake on and
-// returns the certificate; otherwise it returns why, naming the file, and
-// the pair served is kept. Reloads called at once (SIGHUP's and POST
-// /-/reload's) take turns, so that the pair served is that of the one that
-// read the files last.
-func (c *serverCert) reload() (*x509.Certificate, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	certPEM, err := os.ReadFile(c.certFile)
-	if err != nil {
-		return nil, fmt.Errorf("-http-tls-cert: %w", err)
+// subjects returns the subjects of certs, as the log names authorities.
+func subjects(certs []*x509.Certificate) []string {
+	names := make([]string, len(certs))
+	for i, c := range certs {
+		names[i] = c.Subject.String()
 	}
-	keyPEM, err := os.ReadFile(c.keyFile)
-	if err != nil {
-		return nil, fmt.Errorf("-http-tls-key: %w", err)
-	}
-	pair, err := tls.X509KeyPair(certPEM, keyPEM)
-	if err != nil {
-		// The error says which of the two ("certificate input", "key
-		// input") or that they do not match.
-		return nil, fmt.Errorf("-http-tls-cert %s, -http-tls-key %s: %w", c.certFile, c.keyFile, err)
-	}
-	if pair.Leaf == nil { // filled in by X509KeyPair unless GODEBUG x509keypairleaf=0
-		if pair.Leaf, err = x509.ParseCertificate(pair.Certificate[0]); err != nil {
-			return nil, fmt.Errorf("-http-tls-cert %s: %w", c.certFile, err)
-		}
-	}
-	c.cur.Store(&pair)
-	return pair.Leaf, nil
-}
-
-// get is the TLS configuration's GetCertificate: the pair last read well.
-func (c *serverCert) get(*tls.ClientHelloInfo) (*tls.Certificate, error) {
-	return c.cur.Load(), nil
-}
-
-// serial returns the serial number of the certificate served, as the
-// log lines name it.
-func (c *serverCert) serial() string {
-	return c.cur.Load().Leaf.SerialNumber.String()
+	return names
 }
 
 // loopback reports whether the listen address addr (host:port) takes

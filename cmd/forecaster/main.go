@@ -12,7 +12,8 @@
 // /-/reload on the -http address when serve is started with -http-reload,
 // and a change of the file when it is started with -poll-model. With
 // -http-tls-cert and -http-tls-key the -http address serves HTTPS only,
-// and SIGHUP and POST /-/reload read the certificate again too.
+// and SIGHUP and POST /-/reload read the certificate again too, and the
+// authorities of -http-tls-client-ca (mutual TLS).
 //
 // A cluster that wants TLS or SASL is reached with -tls, -tls-ca,
 // -tls-cert/-tls-key, -sasl, -sasl-user and -sasl-password-file (or
@@ -257,7 +258,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		maxLag   = fs.Int64("ready-max-lag", 0, "/readyz fails while the consumer is more than this many readings behind (0: no limit); it also fails while no broker answers or no batch is committed")
 		// Off by default, as Prometheus's --web.enable-lifecycle: whoever
 		// reaches -http could otherwise make the service reread its model.
-		httpReload = fs.Bool("http-reload", false, "also serve POST /-/reload on -http: reloads -model (and -http-tls-cert, -sasl-password-file, -tls-cert) as SIGHUP does, answering 200 and the version served or 409 and why the model, a certificate or the password was kept")
+		httpReload = fs.Bool("http-reload", false, "also serve POST /-/reload on -http: reloads -model (and -http-tls-cert, -http-tls-client-ca, -sasl-password-file, -tls-cert) as SIGHUP does, answering 200 and the version served or 409 and why the model, a certificate or the password was kept")
 		tokenFile  = fs.String("http-reload-token-file", "", "with -http-reload: a file holding a secret that POST /-/reload must bring as \"Authorization: Bearer SECRET\" (401 otherwise)")
 		https      = addHTTPSFlags(fs)
 		pollModel  = fs.Duration("poll-model", 0, "look at -model this often and reload it when the file changed (0: only on SIGHUP or POST /-/reload)")
@@ -342,16 +343,21 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		token = t
 	}
-	cert, httpTLS, err := https.load()
+	httpsCreds, httpTLS, err := https.load()
 	if err != nil {
 		return err
 	}
 	log := newLogger(stderr, *jsonLogs)
-	if cert != nil {
-		log.Info().Str("cert", *https.cert).Str("serial", cert.serial()).Time("not_after", cert.cur.Load().Leaf.NotAfter).
-			Bool("client_certs", httpTLS.ClientCAs != nil).Msg("-http serves HTTPS")
+	if httpsCreds != nil {
+		leaf := httpsCreds.cert.Leaf()
+		ev := log.Info().Str("cert", *https.cert).Str("serial", leaf.SerialNumber.String()).Time("not_after", leaf.NotAfter).
+			Bool("client_certs", httpsCreds.clientCAs != nil)
+		if cas := httpsCreds.clientCAs; cas != nil {
+			ev = ev.Str("client_ca", cas.File).Strs("client_authorities", subjects(cas.Certificates()))
+		}
+		ev.Msg("-http serves HTTPS")
 	}
-	if *httpReload && cert == nil && !loopback(*httpAddr) {
+	if *httpReload && httpsCreds == nil && !loopback(*httpAddr) {
 		log.Warn().Str("http", *httpAddr).Msg("POST /-/reload over plain HTTP on an address other hosts may reach: its requests, the bearer token included, cross the network in clear; add -http-tls-cert and -http-tls-key")
 	}
 	// What -poll-model compares with: the file as it was before it was read,
@@ -381,7 +387,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer closeBroker()
-	rl := &reloader{path: *model, scored: scope != nil, cert: cert, log: log}
+	rl := &reloader{path: *model, scored: scope != nil, https: httpsCreds, log: log}
 	if creds.rotatable() {
 		rl.creds = creds
 	}
@@ -441,13 +447,14 @@ type reloader struct {
 	svc    *stream.Service
 	path   string
 	scored bool
-	cert   *serverCert // -http's HTTPS certificate, reloaded by reloadAll; nil: plain HTTP
+	https  *httpsCreds // -http's HTTPS certificate and client authorities, reloaded by reloadAll; nil: plain HTTP
 	creds  *kafkaCreds // the Kafka credentials reloadAll reads again; nil: none to read
 	log    zerolog.Logger
 }
 
 // reloadAll is what SIGHUP and POST /-/reload ask for: it reads -http's
-// certificate again (with -http-tls-cert), and the Kafka credentials
+// certificate and client authorities again (with -http-tls-cert and
+// -http-tls-client-ca), and the Kafka credentials
 // (-sasl-password-file, -tls-cert/-tls-key), then reloads the model (see
 // reload). Each is taken or kept on its own, so that a certificate that
 // does not read does not hold back a new model, nor a model refused a
@@ -456,16 +463,8 @@ type reloader struct {
 // model reload was busy). -poll-model reloads the model alone.
 func (r *reloader) reloadAll(ctx context.Context, trigger string) (string, error) {
 	var kept error
-	if r.cert != nil {
-		was := r.cert.serial()
-		if leaf, err := r.cert.reload(); err != nil {
-			kept = fmt.Errorf("the HTTPS certificate served is kept: %w", err)
-			r.log.Error().Err(err).Str("serving", was).Str("by", trigger).Msg("certificate reload refused: the certificate served is kept")
-			r.svc.Counters().CredentialReloadFailures.Add(1)
-		} else {
-			r.log.Info().Str("cert", r.cert.certFile).Str("serial", leaf.SerialNumber.String()).Str("was", was).
-				Time("not_after", leaf.NotAfter).Str("by", trigger).Msg("HTTPS certificate reloaded")
-		}
+	if r.https != nil {
+		kept = r.reloadHTTPS(trigger)
 	}
 	if r.creds != nil {
 		took, err := r.creds.reload()
@@ -490,6 +489,40 @@ func (r *reloader) reloadAll(ctx context.Context, trigger string) (string, error
 		return version, fmt.Errorf("%w; the model was reloaded", kept)
 	}
 	return version, fmt.Errorf("%w; and %w", err, kept)
+}
+
+// reloadHTTPS reads -http's certificate and client authorities again
+// for reloadAll, logging what it took and what it kept and why; the error
+// says what was kept.
+func (r *reloader) reloadHTTPS(trigger string) error {
+	var kept []error
+	cert := r.https.cert
+	was := cert.Leaf().SerialNumber.String()
+	if leaf, err := cert.Reload(); err != nil {
+		kept = append(kept, fmt.Errorf("the HTTPS certificate served is kept: %w", err))
+		r.log.Error().Err(err).Str("serving", was).Str("by", trigger).Msg("certificate reload refused: the certificate served is kept")
+		r.svc.Counters().CredentialReloadFailures.Add(1)
+	} else {
+		r.log.Info().Str("cert", cert.CertFile).Str("serial", leaf.SerialNumber.String()).Str("was", was).
+			Time("not_after", leaf.NotAfter).Str("by", trigger).Msg("HTTPS certificate reloaded")
+	}
+	if cas := r.https.clientCAs; cas != nil {
+		if got, err := cas.Reload(); err != nil {
+			kept = append(kept, fmt.Errorf("the HTTPS client authorities in use are kept: %w", err))
+			r.log.Error().Err(err).Strs("using", subjects(cas.Certificates())).Str("by", trigger).
+				Msg("client authorities reload refused: the authorities in use are kept")
+			r.svc.Counters().CredentialReloadFailures.Add(1)
+		} else {
+			r.log.Info().Str("client_ca", cas.File).Strs("client_authorities", subjects(got)).Str("by", trigger).
+				Msg("HTTPS client authorities reloaded: new handshakes are checked against them")
+		}
+	}
+	if len(kept) == 2 {
+		return fmt.Errorf("%w; %w", kept[0], kept[1])
+	} else if len(kept) == 1 {
+		return kept[0]
+	}
+	return nil
 }
 
 // reload reloads the model on behalf of trigger (named in the log) and

@@ -14,6 +14,7 @@ import (
 
 	"github.com/pemsforecast/sdgnn/internal/filetest"
 	"github.com/pemsforecast/sdgnn/internal/tlstest"
+	"github.com/pemsforecast/sdgnn/stream"
 )
 
 // inTurns runs a first reload whose read of path waits, rotates path to
@@ -122,15 +123,15 @@ func TestServerCertReloadInTurns(t *testing.T) {
 	}
 	filetest.Replace(t, certFile, read(oldCert))
 	filetest.Replace(t, keyFile, read(oldKey))
-	c := &serverCert{certFile: certFile, keyFile: keyFile}
-	if _, err := c.reload(); err != nil {
+	c, err := stream.LoadKeyPair(certFile, keyFile, "-http-tls-cert", "-http-tls-key")
+	if err != nil {
 		t.Fatal(err)
 	}
 	// The certificate is read before its key: the first reload reads the
 	// old certificate, then waits for the key, which rotates meanwhile
 	// with the certificate, and reads the old key.
 	reload := func() {
-		if _, err := c.reload(); err != nil {
+		if _, err := c.Reload(); err != nil {
 			t.Error(err)
 		}
 	}
@@ -139,7 +140,7 @@ func TestServerCertReloadInTurns(t *testing.T) {
 		reload()
 	}
 	inTurns(t, keyFile, read(oldKey), read(newKey), reload, rotate)
-	if got := c.serial(); got != "22" {
+	if got := c.Leaf().SerialNumber.String(); got != "22" {
 		t.Errorf("serial %s served after the two reloads, want the files' 22", got)
 	}
 }

@@ -93,7 +93,7 @@ func (f securityFlags) check() error {
 type kafkaCreds struct {
 	f    securityFlags
 	sasl *stream.RotatingSASL // nil: no SASL
-	cert *stream.ClientCert   // nil: no client certificate
+	cert *stream.KeyPair      // nil: no client certificate
 
 	// mu makes reloads (SIGHUP's and POST /-/reload's may overlap) take
 	// turns, so that the credentials used are those of the reload that
@@ -119,7 +119,7 @@ func (c *kafkaCreds) read(sec *stream.Security) error {
 			return err
 		}
 		if *f.cert != "" {
-			if c.cert, err = stream.LoadClientCert(*f.cert, *f.key); err != nil {
+			if c.cert, err = stream.LoadKeyPair(*f.cert, *f.key, "-tls-cert", "-tls-key"); err != nil {
 				return err
 			}
 			t.GetClientCertificate = c.cert.GetClientCertificate

@@ -224,7 +224,7 @@ func TestReloadKafkaCredentials(t *testing.T) {
 	write(pwFile, "")
 	write(keyFile, "not a key")
 	_, err = rl.reloadAll(ctx, "test")
-	for _, want := range []string{"the Kafka credentials in use are kept: -sasl-password-file " + pwFile + " is empty; tls client certificate " + certFile, keyFile, "; the model was reloaded"} {
+	for _, want := range []string{"the Kafka credentials in use are kept: -sasl-password-file " + pwFile + " is empty; -tls-cert " + certFile + ", -tls-key " + keyFile, "; the model was reloaded"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("reload of an empty password file and a bad key: %v, want %q", err, want)
 		}
