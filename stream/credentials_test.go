@@ -12,10 +12,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/rs/zerolog"
+	"github.com/segmentio/kafka-go"
 
 	"github.com/pemsforecast/sdgnn/internal/tlstest"
 )
@@ -279,5 +281,121 @@ func TestAuthoritiesReload(t *testing.T) {
 	var k KeyPair
 	if _, err := k.GetCertificate(nil); err == nil || k.Leaf() != nil {
 		t.Errorf("a KeyPair never read: %v, leaf %v", err, k.Leaf())
+	}
+}
+
+// TestClientCertReloadWriter checks the path of the forecasts' writer:
+// a kafka.Writer on Security.Transport presents, on each new connection,
+// the client certificate a KeyPair last read, as the broker sees it,
+// also after its first connection was refused. The service's Reader dials through Security.Dialer, which
+// TestClientCertReload covers.
+func TestClientCertReloadWriter(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a broker")
+	}
+	certs, other := tlstest.New(t), tlstest.New(t)
+	var (
+		mu   sync.Mutex
+		seen []string // the serials of the client certificates the broker took
+	)
+	server := certs.RequireClientCert()
+	server.VerifyConnection = func(cs tls.ConnectionState) error {
+		mu.Lock()
+		defer mu.Unlock()
+		seen = append(seen, cs.PeerCertificates[0].SerialNumber.String())
+		return nil
+	}
+	addr := tlstest.BrokerTLS(t, server)
+	last := func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(seen) == 0 {
+			return ""
+		}
+		return seen[len(seen)-1]
+	}
+	dir := t.TempDir()
+	certFile, keyFile := filepath.Join(dir, "client.pem"), filepath.Join(dir, "client-key.pem")
+	put := func(cert, key string) {
+		t.Helper()
+		for _, f := range [][2]string{{cert, certFile}, {key, keyFile}} {
+			b, err := os.ReadFile(f[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(f[1], b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	put(other.ClientCert, other.ClientKey) // of an authority the broker does not trust
+	kp, err := LoadKeyPair(certFile, keyFile, "-tls-cert", "-tls-key")
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, err := NewTLS(certs.CAFile, "", "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	client.GetClientCertificate = kp.GetClientCertificate
+	sec := Security{TLS: client}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	transport := sec.Transport()
+	defer transport.CloseIdleConnections()
+	w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: "forecasts", Transport: transport, RequiredAcks: kafka.RequireAll,
+		MaxAttempts: 1, BatchTimeout: time.Millisecond}
+	defer w.Close()
+	write := func(v string) error {
+		return w.WriteMessages(ctx, kafka.Message{Key: []byte("7"), Value: []byte(v)})
+	}
+	if err := write("refused"); err == nil {
+		t.Fatal("a write with a certificate of another authority was taken")
+	}
+	put(certs.ClientCert, certs.ClientKey) // serial 3
+	if _, err := kp.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	if err := sec.EnsureTopics(ctx, []string{addr}, 1, "forecasts"); err != nil {
+		t.Fatal(err)
+	}
+	// The transport's first look at the cluster was refused, and kafka-go
+	// answers with that error until its next look (MetadataTTL, 6 s at
+	// most by default): the writer takes the new certificate then,
+	// without being closed. The service's writes retry meanwhile.
+	start := time.Now()
+	for write("first") != nil {
+		if time.Since(start) > 20*time.Second {
+			t.Fatalf("no write taken %s after Reload of the broker's authority's certificate: %v", time.Since(start), write("first"))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Logf("first write taken %s after the reload", time.Since(start).Round(time.Millisecond))
+	if got := last(); got != "3" {
+		t.Errorf("the broker last took serial %s, want 3", got)
+	}
+	put(certs.ClientPair(t, 30))
+	if _, err := kp.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	// The connection open keeps its certificate; the next one presents
+	// the new.
+	transport.CloseIdleConnections()
+	if err := write("second"); err != nil {
+		t.Fatalf("write after the rotation: %v", err)
+	}
+	if got := last(); got != "30" {
+		t.Errorf("the broker last took serial %s after the rotation, want 30", got)
+	}
+	r := kafka.NewReader(kafka.ReaderConfig{Brokers: []string{addr}, Topic: "forecasts", Dialer: sec.Dialer(), MaxWait: 100 * time.Millisecond})
+	defer r.Close()
+	for _, want := range []string{"first", "second"} {
+		m, err := r.ReadMessage(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(m.Value) != want {
+			t.Errorf("read %q, want %q", m.Value, want)
+		}
 	}
 }

@@ -80,6 +80,40 @@ func (c Certs) serverCert(tb testing.TB, serial int64) ([]byte, *ecdsa.PrivateKe
 	return der, key
 }
 
+// ClientPair makes another client certificate of the authority, with
+// serial and a key of its own, and returns it and its key as PEM files in
+// tb's temporary directory: a client certificate to rotate to.
+func (c Certs) ClientPair(tb testing.TB, serial int64) (certFile, keyFile string) {
+	tb.Helper()
+	der, key := c.clientCert(tb, serial)
+	dir := tb.TempDir()
+	return writePEM(tb, dir, "client.pem", "CERTIFICATE", der), writeKey(tb, dir, "client-key.pem", key)
+}
+
+// clientCert makes a client certificate of the authority with serial,
+// and returns it (DER) and its key.
+func (c Certs) clientCert(tb testing.TB, serial int64) ([]byte, *ecdsa.PrivateKey) {
+	tb.Helper()
+	now := time.Now()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(serial),
+		Subject:      pkix.Name{CommonName: "sdgnn forecaster"},
+		NotBefore:    now.Add(-time.Hour),
+		NotAfter:     now.Add(24 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, c.ca, &key.PublicKey, c.caKey)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return der, key
+}
+
 // writePEM writes der as a PEM block of typ to the file name in dir, and
 // returns its path.
 func writePEM(tb testing.TB, dir, name, typ string, der []byte) string {
@@ -137,22 +171,7 @@ func New(tb testing.TB) Certs {
 	}
 	c := Certs{ca: ca, caKey: caKey}
 	der, key := c.serverCert(tb, 2)
-	clientKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	clientTmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(3),
-		Subject:      pkix.Name{CommonName: "sdgnn forecaster"},
-		NotBefore:    now.Add(-time.Hour),
-		NotAfter:     now.Add(24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}
-	clientDER, err := x509.CreateCertificate(rand.Reader, clientTmpl, ca, &clientKey.PublicKey, caKey)
-	if err != nil {
-		tb.Fatal(err)
-	}
+	clientDER, clientKey := c.clientCert(tb, 3)
 	dir := tb.TempDir()
 	pool := x509.NewCertPool()
 	pool.AddCert(ca)
