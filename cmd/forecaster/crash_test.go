@@ -1,17 +1,14 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -64,33 +61,15 @@ func testKill9LosesNothing(t *testing.T, bin forecasterBin, bundlePath string, d
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	emb := startBroker(ctx, t)
-	start := func() (*exec.Cmd, chan struct{}) {
+	// start runs the service until it consumes ($SERVE_TEST_LOG shows its
+	// log).
+	start := func() (*exec.Cmd, *processLog) {
 		cmd := bin.command(append([]string{"serve", "-model", bundlePath, "-brokers", emb.Addr, "-http", "", "-lateness", "1000h", "-log-json"}, args...)...)
-		stderr, err := cmd.StderrPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		up := make(chan struct{})
-		go func() {
-			sc := bufio.NewScanner(stderr)
-			once := false
-			for sc.Scan() {
-				if os.Getenv("CRASH_TEST_LOG") != "" {
-					fmt.Fprintln(os.Stderr, sc.Text())
-				}
-				if !once && strings.Contains(sc.Text(), `"consuming"`) {
-					close(up)
-					once = true
-				}
-			}
-		}()
-		return cmd, up
+		log := startLogged(ctx, t, cmd)
+		log.wait("consuming")
+		return cmd, log
 	}
-	proc, up := start()
-	<-up
+	proc, log := start()
 
 	const stepMs = 15 * 60 * 1000
 	from, to := split.Test.Start+T, split.Test.Start+T+36
@@ -115,12 +94,11 @@ func testKill9LosesNothing(t *testing.T, bin forecasterBin, bundlePath string, d
 		t.Fatalf("the publisher finished (%v) before the kill: not mid-stream", err)
 	default:
 	}
-	proc.Wait()
+	log.exit()
 	// Restarted at once, as a supervisor would: the group hands the dead
 	// member's partitions over when its session (10 s) expires.
-	proc, up = start()
-	<-up
-	defer func() { proc.Process.Signal(syscall.SIGTERM); proc.Wait() }()
+	proc, log = start()
+	defer func() { proc.Process.Signal(syscall.SIGTERM); log.exit() }()
 	if err := <-pubDone; err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/tls"
@@ -150,50 +149,16 @@ func TestServeHTTPS(t *testing.T) {
 	bin := buildForecaster(t, t.TempDir())
 	cmd := bin.command("serve", "-model", model, "-brokers", emb.Addr, "-log-json", "-http", "127.0.0.1:0",
 		"-http-reload", "-http-reload-token-file", token, "-http-tls-cert", certFile, "-http-tls-key", keyFile)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { cmd.Process.Signal(syscall.SIGKILL); cmd.Wait() }()
-	lines := make(chan map[string]any, 256)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			var m map[string]any
-			if json.Unmarshal(sc.Bytes(), &m) == nil {
-				lines <- m
-			}
-		}
-		close(lines)
-	}()
-	waitLog := func(msg string) map[string]any {
-		t.Helper()
-		for {
-			select {
-			case m, ok := <-lines:
-				if !ok {
-					t.Fatalf("the service exited before logging %q", msg)
-				}
-				if m["message"] == msg {
-					return m
-				}
-			case <-ctx.Done():
-				t.Fatalf("no log line %q", msg)
-			}
-		}
-	}
-	if m := waitLog("-http serves HTTPS"); m["serial"] != "2" || m["cert"] != certFile {
+	log := startLogged(ctx, t, cmd)
+	if m := log.wait("-http serves HTTPS"); m["serial"] != "2" || m["cert"] != certFile {
 		t.Errorf("start logged %v, want serial 2 of %s", m, certFile)
 	}
-	m := waitLog("serving metrics, health and forecasts")
+	m := log.wait("serving metrics, health and forecasts")
 	addr, _ := m["http"].(string)
 	if m["tls"] != true {
 		t.Errorf("serving logged %v, want tls true", m)
 	}
-	waitLog("consuming")
+	log.wait("consuming")
 
 	// A new connection for each request, so that each is served the
 	// certificate of its own handshake.
@@ -253,7 +218,7 @@ func TestServeHTTPS(t *testing.T) {
 	if code, body := reload(); code != http.StatusOK || body != "serving crash-test\n" {
 		t.Errorf("POST /-/reload: %d %q, want 200 serving crash-test", code, body)
 	}
-	if m := waitLog("HTTPS certificate reloaded"); m["serial"] != "10" || m["was"] != "2" || m["by"] != "POST /-/reload" {
+	if m := log.wait("HTTPS certificate reloaded"); m["serial"] != "10" || m["was"] != "2" || m["by"] != "POST /-/reload" {
 		t.Errorf("reload logged %v, want serial 10, was 2, by POST /-/reload", m)
 	}
 	if got := serial(); got != 10 {
@@ -266,7 +231,7 @@ func TestServeHTTPS(t *testing.T) {
 	if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
-	if m := waitLog("HTTPS certificate reloaded"); m["serial"] != "11" || m["by"] != "SIGHUP" {
+	if m := log.wait("HTTPS certificate reloaded"); m["serial"] != "11" || m["by"] != "SIGHUP" {
 		t.Errorf("reload logged %v, want serial 11 by SIGHUP", m)
 	}
 	if got := serial(); got != 11 {
@@ -286,10 +251,10 @@ func TestServeHTTPS(t *testing.T) {
 			t.Errorf("POST /-/reload with a bad key: %d %q, want 409 and %q", code, body, want)
 		}
 	}
-	if m := waitLog("certificate reload refused: the certificate served is kept"); m["serving"] != "11" || m["by"] != "POST /-/reload" {
+	if m := log.wait("certificate reload refused: the certificate served is kept"); m["serving"] != "11" || m["by"] != "POST /-/reload" {
 		t.Errorf("refusal logged %v, want serving 11 by POST /-/reload", m)
 	}
-	waitLog("model reloaded")
+	log.wait("model reloaded")
 	if got := serial(); got != 11 {
 		t.Errorf("serial %d served after a bad key, want 11 kept", got)
 	}
@@ -299,11 +264,11 @@ func TestServeHTTPS(t *testing.T) {
 	if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
-	m = waitLog("certificate reload refused: the certificate served is kept")
+	m = log.wait("certificate reload refused: the certificate served is kept")
 	if e, _ := m["error"].(string); !strings.Contains(e, keyFile) || !strings.Contains(e, "private key does not match public key") || m["serving"] != "11" {
 		t.Errorf("refusal logged %v, want the mismatch named, serving 11", m)
 	}
-	waitLog("model reloaded")
+	log.wait("model reloaded")
 	if got := serial(); got != 11 {
 		t.Errorf("serial %d served after a mismatched pair, want 11 kept", got)
 	}
@@ -337,7 +302,7 @@ func TestServeHTTPS(t *testing.T) {
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Wait(); err != nil {
+	if err := log.exit(); err != nil {
 		t.Fatalf("serve after SIGTERM: %v", err)
 	}
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -74,46 +73,12 @@ func testReloadsModel(t *testing.T, bin forecasterBin, by string, ds *pems.Datas
 		args = append(args, "-poll-model", "20ms")
 	}
 	cmd := bin.command(args...)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { cmd.Process.Signal(syscall.SIGKILL); cmd.Wait() }()
-	lines := make(chan map[string]any, 256)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			var m map[string]any
-			if json.Unmarshal(sc.Bytes(), &m) == nil {
-				lines <- m
-			}
-		}
-		close(lines)
-	}()
-	waitLog := func(msg string) map[string]any {
-		t.Helper()
-		for {
-			select {
-			case m, ok := <-lines:
-				if !ok {
-					t.Fatalf("the service exited before logging %q", msg)
-				}
-				if m["message"] == msg {
-					return m
-				}
-			case <-ctx.Done():
-				t.Fatalf("no log line %q", msg)
-			}
-		}
-	}
+	log := startLogged(ctx, t, cmd)
 	var addr string
 	if by == "POST /-/reload" {
-		addr, _ = waitLog("serving metrics, health and forecasts")["http"].(string)
+		addr, _ = log.wait("serving metrics, health and forecasts")["http"].(string)
 	}
-	if m := waitLog("consuming"); m["model"] != first.Meta.Version {
+	if m := log.wait("consuming"); m["model"] != first.Meta.Version {
 		t.Errorf("consuming logged model %v, want %q", m["model"], first.Meta.Version)
 	}
 	if by == "POST /-/reload" {
@@ -164,10 +129,10 @@ func testReloadsModel(t *testing.T, bin forecasterBin, by string, ds *pems.Datas
 	if by == "POST /-/reload" && (code != http.StatusConflict || !strings.Contains(body, path) || !strings.Contains(body, "serving crash-test")) {
 		t.Errorf("POST /-/reload of a truncated file: %d %q, want 409 naming %s and the model served crash-test", code, body, path)
 	}
-	if m := waitLog("reloading the model"); m["by"] != by {
+	if m := log.wait("reloading the model"); m["by"] != by {
 		t.Errorf("reload logged %v, want by %q", m, by)
 	}
-	refused := waitLog("reload refused: the model served is kept")
+	refused := log.wait("reload refused: the model served is kept")
 	if e, _ := refused["error"].(string); !strings.Contains(e, path) || refused["serving"] != "crash-test" {
 		t.Errorf("refusal %v: want the error to name %s and the model served crash-test", refused, path)
 	}
@@ -179,7 +144,7 @@ func testReloadsModel(t *testing.T, bin forecasterBin, by string, ds *pems.Datas
 	if code, body := reload(); by == "POST /-/reload" && (code != http.StatusOK || body != "serving reloaded\n") {
 		t.Errorf("POST /-/reload: %d %q, want 200 \"serving reloaded\"", code, body)
 	}
-	if m := waitLog("model reloaded"); m["model"] != "reloaded" || m["was"] != "crash-test" {
+	if m := log.wait("model reloaded"); m["model"] != "reloaded" || m["was"] != "crash-test" {
 		t.Errorf("reload logged %v", m)
 	}
 
@@ -209,7 +174,7 @@ func testReloadsModel(t *testing.T, bin forecasterBin, by string, ds *pems.Datas
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Wait(); err != nil {
+	if err := log.exit(); err != nil {
 		t.Fatalf("serve after SIGTERM: %v", err)
 	}
 }

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -43,29 +41,7 @@ func TestServeSIGHUPWhileStarting(t *testing.T) {
 	emb := startBroker(ctx, t)
 	bin := buildForecaster(t, t.TempDir())
 	cmd := bin.command("serve", "-model", fifo, "-brokers", emb.Addr, "-log-json", "-http", "")
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { cmd.Process.Signal(syscall.SIGKILL); cmd.Wait() }()
-	exited := make(chan error, 1)
-	lines := make(chan map[string]any, 256)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			var m map[string]any
-			if json.Unmarshal(sc.Bytes(), &m) == nil {
-				lines <- m
-			} else {
-				t.Logf("serve: %s", sc.Text())
-			}
-		}
-		close(lines)
-		exited <- cmd.Wait()
-	}()
+	log := startLogged(ctx, t, cmd)
 	// feed writes the model into the FIFO once serve opens it to read.
 	// The open returns once serve has opened it: serve is then loading
 	// its model.
@@ -83,47 +59,24 @@ func TestServeSIGHUPWhileStarting(t *testing.T) {
 		}
 		return f.Close()
 	}
-	// waitLogs waits for a log line of each message, in any order.
-	waitLogs := func(msgs ...string) map[string]map[string]any {
-		t.Helper()
-		got := map[string]map[string]any{}
-		for len(got) < len(msgs) {
-			select {
-			case m, ok := <-lines:
-				if !ok {
-					t.Fatalf("serve exited before logging %q: %v", msgs, <-exited)
-				}
-				for _, msg := range msgs {
-					if m["message"] == msg {
-						got[msg] = m
-					}
-				}
-			case <-ctx.Done():
-				t.Fatalf("log lines %q: only %v", msgs, got)
-			}
-		}
-		return got
-	}
 	if err := feed(func() {
 		cmd.Process.Signal(syscall.SIGHUP)
 		time.Sleep(100 * time.Millisecond) // delivered before the load ends
 	}); err != nil {
-		t.Fatalf("%v; serve: %v", err, <-exited)
+		t.Fatalf("%v; serve: %v", err, log.exit())
 	}
 	// The reload waits for the FIFO while the service starts.
-	if m := waitLogs("reloading the model")["reloading the model"]; m["by"] != "SIGHUP" {
+	if m := log.wait("reloading the model"); m["by"] != "SIGHUP" {
 		t.Errorf("reload logged %v, want by SIGHUP", m)
 	}
 	if err := feed(nil); err != nil {
 		t.Fatal(err)
 	}
-	waitLogs("model reloaded", "consuming")
+	log.waitAll("model reloaded", "consuming")
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	for range lines {
-	}
-	if err := <-exited; err != nil {
+	if err := log.exit(); err != nil {
 		t.Fatalf("serve after SIGTERM: %v", err)
 	}
 }
