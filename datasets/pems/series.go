@@ -183,8 +183,10 @@ var py2Long = regexp.MustCompile(`(\d)L`)
 // py2Shape returns what to read br's npy header from: br itself, or, for
 // a header that Python 2 wrote with long dimensions ((16992L, 307L, 3L),
 // which NumPy reads and npyio does not), that header without the L
-// suffixes, padded to its length, and br after it. Anything it does not
-// recognise is left to readNPYHeader to report.
+// suffixes, padded to its length, and br after it. A format 3.0 header,
+// which differs from 2.0 only in allowing UTF-8 in its text and which
+// npyio refuses, is presented as 2.0. Anything it does not recognise is
+// left to readNPYHeader to report.
 func py2Shape(br *bufio.Reader) io.Reader {
 	pre, err := br.Peek(12)
 	if err != nil || !bytes.Equal(pre[:6], npy.Magic[:]) {
@@ -200,12 +202,15 @@ func py2Shape(br *bufio.Reader) io.Reader {
 		return br
 	}
 	full, err := br.Peek(off + n)
-	if err != nil || !py2Long.Match(full[off:]) {
+	if err != nil || (pre[6] != 3 && !py2Long.Match(full[off:])) {
 		return br
 	}
 	fixed := bytes.TrimRight(py2Long.ReplaceAll(full[off:], []byte("$1")), "\n")
 	hdr := make([]byte, 0, off+n)
 	hdr = append(hdr, full[:off]...)
+	if hdr[6] == 3 {
+		hdr[6] = 2 // same layout as 2.0: 4-byte header length
+	}
 	hdr = append(hdr, fixed...)
 	for len(hdr) < off+n-1 {
 		hdr = append(hdr, ' ')

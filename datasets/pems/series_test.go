@@ -363,3 +363,48 @@ func TestReadNPZPython2Shape(t *testing.T) {
 		checkSeries(t, got, want)
 	}
 }
+
+// TestReadNPZFormat3 reads npy format 3.0 headers, which numpy.load reads
+// and numpy.save writes when the header text needs UTF-8; the layout is
+// 2.0's. Fortran order is checked end to end as well.
+func TestReadNPZFormat3(t *testing.T) {
+	want := testSeries(7, 4, 3)
+	dir := t.TempDir()
+	for _, fortran := range []string{"False", "True"} {
+		path := filepath.Join(dir, "v3-"+fortran+".npz")
+		dict := "{'descr': '<f8', 'fortran_order': " + fortran + ", 'shape': (7, 4, 3), }"
+		var hdr bytes.Buffer
+		hdr.Write(npy.Magic[:])
+		hdr.Write([]byte{3, 0})
+		size := 128 - 12
+		binary.Write(&hdr, binary.LittleEndian, uint32(size))
+		hdr.WriteString(dict + strings.Repeat(" ", size-len(dict)-1) + "\n")
+		for k := range want.Data {
+			v := want.Data[k]
+			if fortran == "True" { // element (s, i, c) at s + 7*(i + 4*c)
+				s, i, c := k%7, k/7%4, k/28
+				v = want.At(s, i, c)
+			}
+			binary.Write(&hdr, binary.LittleEndian, v)
+		}
+		f, err := os.Create(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		zw := zip.NewWriter(f)
+		w, err := zw.Create("data.npy")
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Write(hdr.Bytes())
+		if err := zw.Close(); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		got, err := ReadNPZ(path)
+		if err != nil {
+			t.Fatalf("format 3.0, fortran_order %s: %v", fortran, err)
+		}
+		checkSeries(t, got, want)
+	}
+}
