@@ -120,6 +120,9 @@ func readNPZ(path string) (*Series, error) {
 	defer rc.Close()
 	br := bufio.NewReaderSize(rc, 1<<16)
 
+	if err := checkNPYHeaderLen(br); err != nil {
+		return nil, fmt.Errorf("array %q: %w", SeriesKey, err)
+	}
 	hdr, err := readNPYHeader(py2Shape(br))
 	if err != nil {
 		return nil, fmt.Errorf("array %q: %w", SeriesKey, err)
@@ -218,6 +221,42 @@ func py2Shape(br *bufio.Reader) io.Reader {
 	hdr = append(hdr, '\n')
 	br.Discard(off + n) // peeked: cannot fail
 	return io.MultiReader(bytes.NewReader(hdr), br)
+}
+
+// maxNPYHeader is the longest npy header text ReadNPZ accepts, in bytes:
+// numpy.load's default max_header_size. The headers of the arrays it
+// reads are about 120 bytes.
+const maxNPYHeader = 10000
+
+// checkNPYHeaderLen reports an npy header whose stated length is
+// implausible or runs past the end of the data. npyio allocates the
+// stated length (up to 4 GiB for format 2.0) before reading, scans it,
+// and on a short header slices out of range. Data that does not start
+// with the npy magic is left to readNPYHeader to report.
+func checkNPYHeaderLen(br *bufio.Reader) error {
+	pre, err := br.Peek(12)
+	if err != nil || !bytes.Equal(pre[:6], npy.Magic[:]) {
+		return nil
+	}
+	var off, n int
+	switch pre[6] {
+	case 1:
+		off, n = 10, int(binary.LittleEndian.Uint16(pre[8:10]))
+	case 2, 3:
+		off, n = 12, int(binary.LittleEndian.Uint32(pre[8:12]))
+	default:
+		return nil
+	}
+	if n > maxNPYHeader {
+		return fmt.Errorf("corrupt npy header: states a length of %d bytes, more than the %d NumPy reads", n, maxNPYHeader)
+	}
+	if _, err := br.Peek(off + n); err != nil {
+		if !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+			return err
+		}
+		return fmt.Errorf("truncated npy header: %d of its %d bytes present", max(br.Buffered()-off, 0), n)
+	}
+	return nil
 }
 
 // readNPYHeader parses an npy header with npyio. npyio slices the header

@@ -197,6 +197,8 @@ func TestReadNPZErrors(t *testing.T) {
 		{"bad-dtype", ints, []string{"ints.npz", "dtype"}},
 		{"corrupt", write("corrupt.npz", corrupt(raw)), []string{"corrupt.npz", `array "data"`}},
 		{"short-data", truncatedMember(t, dir), []string{"short.npz", "truncated", "of 600 values"}},
+		{"short-header", npzMember(t, dir, "shorthdr.npz", npyHeader("<f8", []int{10, 20, 3})[:40]), []string{"shorthdr.npz", "truncated npy header", "30 of its 118 bytes"}},
+		{"huge-header", npzMember(t, dir, "hugehdr.npz", append([]byte("\x93NUMPY\x02\x00\xf0\xff\xff\xff"), npyHeader("<f8", []int{2, 2, 1})[10:]...)), []string{"hugehdr.npz", "corrupt npy header", "4294967280 bytes"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, err := ReadNPZ(tc.path)
@@ -239,6 +241,29 @@ func truncatedMember(t *testing.T, dir string) string {
 	}
 	w.Write(npyHeader("<f8", []int{10, 20, 3}))
 	w.Write(make([]byte, 8*100))
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// npzMember writes a zip archive at dir/name whose data.npy holds b.
+func npzMember(t *testing.T, dir, name string, b []byte) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	f, err := os.Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zw := zip.NewWriter(f)
+	w, err := zw.Create("data.npy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Write(b)
 	if err := zw.Close(); err != nil {
 		t.Fatal(err)
 	}
