@@ -381,7 +381,11 @@ func TestServeMutualTLS(t *testing.T) {
 		t.Helper()
 		resp, err := c.Get("https://" + addr + "/healthz")
 		if err != nil {
-			if !strings.Contains(err.Error(), "certificate") {
+			// In TLS 1.3 the client's handshake ends before the server has
+			// checked its certificate: the refusal may reach it as an
+			// alert, or as the connection closed under its request (a
+			// resumed session's most often).
+			if !strings.Contains(err.Error(), "certificate") && !errors.Is(err, syscall.EPIPE) && !errors.Is(err, syscall.ECONNRESET) {
 				t.Errorf("%s: %v, want a refusal for the certificate", name, err)
 			}
 			return false, false
