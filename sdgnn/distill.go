@@ -157,6 +157,7 @@ func Distill(ctx context.Context, m *teacher.Model, norm snapshot.Normalizer, ca
 	opt := nn.NewAdam(cfg.LR, cfg.Lambda2)
 	best := NewStudent(n, d, cfg.PhiHidden, rng)
 	bestScore := math.Inf(1)
+	reachedEnd := false // some round ran at the final budget
 	var rounds []Round
 	var phiLoss float64
 
@@ -198,6 +199,7 @@ func Distill(ctx context.Context, m *teacher.Model, norm snapshot.Normalizer, ca
 			rd := Round{Epoch: e, Budget: stats.Budget, MeanReceptive: stats.MeanReceptive, KKT: stats.MeanKKT, PhiLoss: phiLoss, WarmEpochs: warm}
 			rd.NR, rd.MSE, rd.Val = validate(st, m.Dec, norm, val, cfg.MAPEFloor)
 			score := selectScore(cfg.Select, rd.Val)
+			reachedEnd = reachedEnd || stats.Budget == cfg.BudgetEnd
 			if stats.Budget == cfg.BudgetEnd && score < bestScore {
 				bestScore, rd.Best = score, true
 				if err := nn.Copy(best.Phi.Params(), st.Phi.Params()); err != nil {
@@ -217,6 +219,13 @@ func Distill(ctx context.Context, m *teacher.Model, norm snapshot.Normalizer, ca
 		if phiLoss, err = st.PhasePhi(train, opt, cfg.PhiBatch, rng); err != nil {
 			return nil, fmt.Errorf("epoch %d: %w", e, err)
 		}
+	}
+	if math.IsInf(bestScore, 1) && reachedEnd {
+		why := "a non-finite forecast"
+		if cfg.Select == "mape" {
+			why += fmt.Sprintf(", or no truth at or above the MAPE floor %g", cfg.MAPEFloor)
+		}
+		return nil, fmt.Errorf("distill: no round at the final budget %d had a finite validation %s (%s)", cfg.BudgetEnd, cfg.Select, why)
 	}
 	if math.IsInf(bestScore, 1) {
 		return nil, fmt.Errorf("distill: no round reached the final budget %d (epochs %d too few for the schedule)", cfg.BudgetEnd, cfg.Epochs)
