@@ -371,13 +371,19 @@ func decodeTheta(f *checkpoint.File, n int) (*Theta, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(ptr.Data) != n+1 || len(col.Data) != len(val.Data) || int(ptr.Data[n]) != len(col.Data) || ptr.Data[0] != 0 {
-		return nil, fmt.Errorf("theta: row pointers (%d) do not fit %d nodes and %d weights", len(ptr.Data), n, len(val.Data))
+	if len(ptr.Data) != n+1 {
+		return nil, fmt.Errorf("theta: tensor %s has %d row pointers, want %d for %d nodes", ptr.Name, len(ptr.Data), n+1, n)
+	}
+	if len(col.Data) != len(val.Data) {
+		return nil, fmt.Errorf("theta: tensor %s has %d node ids but tensor %s has %d weights", col.Name, len(col.Data), val.Name, len(val.Data))
 	}
 	// Positions and node ids are stored as float64: one that is not a
 	// whole number in range would be truncated to another.
 	if err := wholeIn(ptr, len(col.Data)); err != nil {
 		return nil, err
+	}
+	if ptr.Data[0] != 0 || int(ptr.Data[n]) != len(col.Data) {
+		return nil, fmt.Errorf("theta: tensor %s runs from %v to %v, want from 0 to %d, the number of weights", ptr.Name, ptr.Data[0], ptr.Data[n], len(col.Data))
 	}
 	if err := wholeIn(col, n-1); err != nil {
 		return nil, err
