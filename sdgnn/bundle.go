@@ -311,6 +311,9 @@ func decodeBundle(f *checkpoint.File) (*Bundle, error) {
 	if err := meta.Norm.Validate(C); err != nil {
 		return nil, fmt.Errorf("metadata: %w", err)
 	}
+	if len(meta.Channels) != 0 && len(meta.Channels) != C { // none: written before names were kept
+		return nil, fmt.Errorf("metadata: channel_names %q name %d channels, the normaliser has %d", meta.Channels, len(meta.Channels), C)
+	}
 	in, H, P, D := meta.Norm.Inputs(), meta.Hidden, meta.Config.PhiHidden, decHidden(f, meta.Hidden)
 	if D < 1 {
 		return nil, fmt.Errorf("tensor dec.l1.W has %d columns, want at least 1", D)
