@@ -213,6 +213,9 @@ func checkThetaInputs(phi, z *mat.Dense, n int, cands [][]int) error {
 
 // phaseTheta is PhaseTheta with φ(H) read through phi.
 func phaseTheta(phi phiRows, z *mat.Dense, n int, cands [][]int, lambda1 float64, budget int, refit, keepSelf bool) (*Theta, ThetaStats, error) {
+	if budget < 1 {
+		return nil, ThetaStats{}, fmt.Errorf("phase theta: budget %d, want at least 1 receptive node", budget)
+	}
 	gram, corr, err := thetaProducts(phi, z, n, cands, thetaChunkBytes)
 	if err != nil {
 		return nil, ThetaStats{}, err
