@@ -207,3 +207,77 @@ func TestDecodeThetaRefuses(t *testing.T) {
 		})
 	}
 }
+
+// TestDecodeBundleChannelNames gives the decoder a bundle whose metadata
+// names another number of channels than its normaliser and decoder have:
+// the service's CSV header would then misalign every value after the
+// forecasts'. It must be refused, naming channel_names; a bundle without
+// names (written before they were kept) still loads.
+func TestDecodeBundleChannelNames(t *testing.T) {
+	for _, c := range []struct {
+		names []string
+		ok    bool
+	}{
+		{[]string{"a", "b"}, true},
+		{nil, true},
+		{[]string{"a", "b", "c"}, false},
+		{[]string{"a"}, false},
+	} {
+		b := tinyBundle(t)
+		b.Meta.Channels = c.names
+		f, _, err := b.file()
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = decodeBundle(f)
+		if c.ok && err != nil {
+			t.Errorf("channel names %q for 2 channels: %v", c.names, err)
+		}
+		if !c.ok && (err == nil || !strings.Contains(err.Error(), "channel_names")) {
+			t.Errorf("channel names %q for 2 channels: got error %v, want one naming channel_names", c.names, err)
+		}
+	}
+}
+
+// TestDecodeThetaNamesTensor gives the decoder Θ tensors whose lengths do
+// not fit together, the checksum passing: the error must name the tensors
+// that disagree, not blame the row pointers when they are right.
+func TestDecodeThetaNamesTensor(t *testing.T) {
+	good, _, err := tinyBundle(t).file()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name   string
+		tensor string // its last value is dropped
+		want   []string
+		not    string
+	}{
+		{"a weight missing", "theta.val", []string{"theta.val", "theta.col"}, "row pointers"},
+		{"a node id missing", "theta.col", []string{"theta.val", "theta.col"}, ""},
+		{"a row pointer missing", "theta.rowptr", []string{"theta.rowptr"}, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := *good
+			f.Tensors = slices.Clone(good.Tensors)
+			for i := range f.Tensors {
+				if f.Tensors[i].Name == c.tensor {
+					f.Tensors[i].Data = f.Tensors[i].Data[:len(f.Tensors[i].Data)-1]
+					f.Tensors[i].Shape = []int{len(f.Tensors[i].Data)}
+				}
+			}
+			_, err := decodeBundle(&f)
+			if err == nil {
+				t.Fatal("decoded")
+			}
+			for _, w := range c.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("got error %q, want one naming %s", err, w)
+				}
+			}
+			if c.not != "" && strings.Contains(err.Error(), c.not) {
+				t.Errorf("got error %q, which blames the %s", err, c.not)
+			}
+		})
+	}
+}
