@@ -3,6 +3,7 @@ package sdgnn
 import (
 	"context"
 	"errors"
+	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -88,5 +89,42 @@ func TestPhaseThetaRefusesBudgetBelowOne(t *testing.T) {
 				t.Errorf("keepSelf %v, budget %d: no error; receptive sets %v", keepSelf, budget, th.Nodes)
 			}
 		}
+	}
+}
+
+// TestSolveNodeKeepSelfNegativeOwnWeight: with keepSelf, the other
+// candidates' weights are solved with the node's own weight left free; a
+// node whose own least-squares weight comes out negative (its own
+// embedding, strongly like a neighbour's, is anti-correlated with what
+// that neighbour leaves) must not keep those weights with its own
+// clipped to zero, which solve no problem: without refit its column is
+// solved on the plain path, whose answer meets the non-negative Lasso's
+// optimality conditions.
+func TestSolveNodeKeepSelfNegativeOwnWeight(t *testing.T) {
+	const rho, lambda = 0.9, 0.01
+	g := []float64{1, rho, rho, 1} // candidates: the node (0) and a neighbour (1)
+	cv := []float64{0.1, 1}
+	ids, ws, _, err := solveNode(g, cv, []int{0, 1}, 0, lambda, 6, false, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	theta := make([]float64, 2)
+	for i, id := range ids {
+		theta[id] = ws[i]
+	}
+	if v := KKTViolation(g, cv, lambda, theta); !(v < 1e-9) {
+		t.Errorf("θ %v: KKT violation %g of the plain problem, want 0", theta, v)
+	}
+	if want := 1 - lambda; math.Abs(theta[1]-want) > 1e-9 || theta[0] != 0 {
+		t.Errorf("θ %v, want [0 %g]", theta, want)
+	}
+	// A node whose own weight is positive keeps it unpenalised.
+	cv = []float64{1, 0.5}
+	ids, ws, _, err = solveNode(g, cv, []int{0, 1}, 0, lambda, 6, false, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ids) == 0 || ids[0] != 0 || !(ws[0] > 0) {
+		t.Errorf("own weight positive: receptive %v weights %v, want the node in", ids, ws)
 	}
 }

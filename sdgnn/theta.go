@@ -164,7 +164,8 @@ type ThetaStats struct {
 //
 // With keepSelf, node z itself is not left to the path: its term is
 // unpenalised and always in the support (as long as its least-squares
-// weight is positive), and LARS chooses at most budget−1 other nodes for
+// weight is positive; a node whose own weight would be negative is solved
+// on the plain path without refit, and keeps a zero weight with it), and LARS chooses at most budget−1 other nodes for
 // what z's own embedding does not explain (the path runs on the Gram matrix
 // and correlations with z's column partialled out, by Frisch–Waugh). On
 // SZ-taxi the plain path sometimes leaves a node out of its own receptive
@@ -319,6 +320,14 @@ func solveNode(g, cv []float64, c []int, node int, lambda1 float64, budget int, 
 		r := cv[self]
 		for i, a := range sel {
 			r -= float64(g[self*m+a] * ws[i])
+		}
+		if r < 0 && !refit {
+			// The others' weights were solved with self's free to go
+			// negative: clipped to zero, they would solve no problem.
+			// Such a node is better explained without itself, and the
+			// plain path solves that. (With refit, the support's NNLS
+			// below gives every weight again, self's at zero.)
+			return solveNode(g, cv, c, node, lambda1, budget, refit, false)
 		}
 		sel = append(sel, self)
 		ws = append(ws, max(r/g[self*m+self], 0))
