@@ -654,8 +654,8 @@ func DecodeForecast(value []byte) (Forecast, error) {
 	if err := json.Unmarshal(value, &m); err != nil {
 		return Forecast{}, fmt.Errorf("decode forecast: %w", err)
 	}
-	if m.V == nil || *m.V != Version {
-		return Forecast{}, fmt.Errorf("decode forecast: version %v, want %d", m.V, Version)
+	if err := checkVersion(m.V); err != nil {
+		return Forecast{}, fmt.Errorf("decode forecast: %w", err)
 	}
 	return m.Forecast, nil
 }
@@ -714,8 +714,8 @@ func DecodeDeadLetter(value []byte) (DeadLetter, error) {
 	if err := json.Unmarshal(value, &m); err != nil {
 		return DeadLetter{}, fmt.Errorf("decode dead letter: %w", err)
 	}
-	if m.V == nil || *m.V != Version {
-		return DeadLetter{}, fmt.Errorf("decode dead letter: version %v, want %d", m.V, Version)
+	if err := checkVersion(m.V); err != nil {
+		return DeadLetter{}, fmt.Errorf("decode dead letter: %w", err)
 	}
 	l := DeadLetter{Reason: m.Reason, Detail: m.Detail, Topic: m.Topic, Partition: m.Partition, Offset: m.Offset}
 	var err error
@@ -726,6 +726,17 @@ func DecodeDeadLetter(value []byte) (DeadLetter, error) {
 		return DeadLetter{}, fmt.Errorf("decode dead letter value: %w", err)
 	}
 	return l, nil
+}
+
+// checkVersion says what is wrong with a message's "v" field, or nil.
+func checkVersion(v *int) error {
+	if v == nil {
+		return fmt.Errorf("field \"v\" missing, want %d", Version)
+	}
+	if *v != Version {
+		return fmt.Errorf("version %d, want %d", *v, Version)
+	}
+	return nil
 }
 
 func fromEncoding(s, enc string) ([]byte, error) {

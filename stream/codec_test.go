@@ -267,3 +267,23 @@ func FuzzDecodeReading(f *testing.F) {
 		}
 	})
 }
+
+// TestDecodeVersionError: a forecast or dead letter of another version is
+// refused naming that version (not the address of a pointer to it), and
+// one without "v" naming that it is missing.
+func TestDecodeVersionError(t *testing.T) {
+	for _, tc := range []struct {
+		name, msg, want string
+		decode          func([]byte) error
+	}{
+		{"forecast v2", `{"v":2,"sensor":1,"ts":0,"values":[1]}`, "version 2, want 1", func(b []byte) error { _, err := DecodeForecast(b); return err }},
+		{"forecast no v", `{"sensor":1,"ts":0,"values":[1]}`, `"v" missing`, func(b []byte) error { _, err := DecodeForecast(b); return err }},
+		{"dead letter v7", `{"v":7,"reason":"malformed"}`, "version 7, want 1", func(b []byte) error { _, err := DecodeDeadLetter(b); return err }},
+		{"dead letter no v", `{"reason":"malformed"}`, `"v" missing`, func(b []byte) error { _, err := DecodeDeadLetter(b); return err }},
+	} {
+		err := tc.decode([]byte(tc.msg))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want an error containing %q", tc.name, err, tc.want)
+		}
+	}
+}
