@@ -170,6 +170,11 @@ func (c *CSVReader) Read() (Reading, error) {
 			c.row[k] = 0 // missing
 			continue
 		}
+		// ParseFloat reads Go's float syntax: digits separated by '_'
+		// and hexadecimal mantissas are not decimal numbers here.
+		if strings.ContainsAny(s, "_xX") {
+			return Reading{}, &CSVError{Line: line, Column: c.names[k], Err: fmt.Errorf("%q is not a number", s)}
+		}
 		if c.row[k], err = strconv.ParseFloat(s, 64); err != nil {
 			var ne *strconv.NumError
 			if errors.As(err, &ne) && ne.Err == strconv.ErrRange {

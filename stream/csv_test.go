@@ -94,6 +94,10 @@ func TestCSVReaderRows(t *testing.T) {
 			[]row{{line: 2, err: "bare \""}, {line: 3, err: "extraneous"}, {r: Reading{9, 1767225600000, []float64{2, 3, 1}}, line: 4}}},
 		{"unclosed quote", "1,1767225600000,9,2,3\n\"1,1767225600000,7,2,3\n",
 			[]row{{r: Reading{9, 1767225600000, []float64{2, 3, 1}}, line: 2}, {line: 3, err: "extraneous or missing \" in quoted-field"}}},
+		// Go's float syntax is not the CSV's: 1_000 and 0x1p4 are not
+		// decimal numbers, whatever strconv.ParseFloat makes of them.
+		{"underscore", "1,1767225600000,7,1_5,3\n", []row{{line: 2, column: "flow", err: `"1_5" is not a number`}}},
+		{"hexadecimal", "0x1p4,1767225600000,7,2,3\n", []row{{line: 2, column: "speed", err: `"0x1p4" is not a number`}}},
 		// NaN parses: whether it may pass is the Validator's to say.
 		{"NaN", "NaN,1767225600000,7,2,3\n", []row{{r: Reading{7, 1767225600000, []float64{2, 3, 0}}, line: 2}}},
 	} {
