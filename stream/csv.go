@@ -161,7 +161,12 @@ func (c *CSVReader) Read() (Reading, error) {
 	s := strings.TrimSpace(rec[c.node])
 	n, err := strconv.ParseInt(s, 10, 0)
 	if err != nil {
-		return Reading{}, &CSVError{Line: line, Column: "sensor", Err: fmt.Errorf("%q is not a whole number", s)}
+		if errors.Is(err, strconv.ErrRange) {
+			err = fmt.Errorf("%q is out of range", s)
+		} else {
+			err = fmt.Errorf("%q is not a whole number", s)
+		}
+		return Reading{}, &CSVError{Line: line, Column: "sensor", Err: err}
 	}
 	r.Sensor = int(n)
 	for k, col := range c.cols {

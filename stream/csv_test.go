@@ -82,6 +82,7 @@ func TestCSVReaderRows(t *testing.T) {
 		{"empty ts", "1,,7,2,3\n", []row{{line: 2, column: "ts", err: "empty"}}},
 		{"sub-millisecond", "1,2026-01-01T00:00:00.0005Z,7,2,3\n", []row{{line: 2, column: "ts", err: "not a whole millisecond"}}},
 		{"fractional sensor", "1,1767225600000,7.5,2,3\n", []row{{line: 2, column: "sensor", err: `"7.5" is not a whole number`}}},
+		{"huge sensor", "1,1767225600000,99999999999999999999,2,3\n", []row{{line: 2, column: "sensor", err: `"99999999999999999999" is out of range`}}},
 		{"bad value", "1,1767225600000,7,lots,3\n", []row{{line: 2, column: "flow", err: `"lots" is not a number`}}},
 		{"overflow", "1,1767225600000,7,1e999,3\n", []row{{line: 2, column: "flow", err: `"1e999" overflows float64`}}},
 		{"short row then good", "1,1767225600000,7\n\n1,1767225600000,9,2,3\n",
