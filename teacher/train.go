@@ -102,6 +102,53 @@ type Trainer struct {
 
 	batch snapshot.Batch
 	dy    *mat.Dense
+
+	// The parameters and Adam's state at the start of the epoch in
+	// progress, put back when Run is cancelled in its middle.
+	undoW, undoM, undoV []*mat.Dense
+	undoT               int
+}
+
+// markEpoch records the parameters ps and Adam's state, for undoEpoch.
+func (t *Trainer) markEpoch(ps []*nn.Param) {
+	t.undoW = keepCopy(t.undoW, values(ps))
+	t.undoM = keepCopy(t.undoM, t.Opt.M)
+	t.undoV = keepCopy(t.undoV, t.Opt.V)
+	t.undoT = t.Opt.T
+}
+
+// keepCopy returns copies of src, reusing dst's matrices when it holds as
+// many (of the same shapes: those of one model's parameters).
+func keepCopy(dst, src []*mat.Dense) []*mat.Dense {
+	if len(dst) != len(src) {
+		dst = make([]*mat.Dense, len(src))
+	}
+	for i, m := range src {
+		if dst[i] == nil {
+			dst[i] = mat.DenseCopyOf(m)
+		} else {
+			dst[i].Copy(m)
+		}
+	}
+	return dst
+}
+
+// undoEpoch puts back what markEpoch recorded: the updates of an epoch
+// that is not finished are dropped, so that the trainer's state is that of
+// the end of its last whole epoch.
+func (t *Trainer) undoEpoch(ps []*nn.Param) {
+	for i, p := range ps {
+		p.W.Copy(t.undoW[i])
+	}
+	if len(t.undoM) == 0 {
+		t.Opt.M, t.Opt.V = nil, nil
+	} else {
+		for i := range t.Opt.M {
+			t.Opt.M[i].Copy(t.undoM[i])
+			t.Opt.V[i].Copy(t.undoV[i])
+		}
+	}
+	t.Opt.T = t.undoT
 }
 
 // NewTrainer returns a trainer for m.
@@ -126,8 +173,9 @@ func (t *Trainer) Stopped() bool {
 
 // Run trains until Stopped, calling onEpoch after each epoch. When ctx is
 // cancelled it returns ctx.Err() between batches; the epoch in progress is
-// discarded (its parameters updates are kept in Model, but Epoch is not
-// advanced), so that a saved state resumes cleanly at the start of an epoch.
+// discarded (its updates of Model and of the optimiser are undone, and
+// Epoch is not advanced), so that a saved state resumes at the start of
+// that epoch exactly as an uninterrupted run would go on.
 //
 // The shuffling and the training noise of epoch e are drawn from generators
 // seeded by (Seed, e), so a resumed run sees the same batches as an
@@ -147,8 +195,12 @@ func (t *Trainer) Run(ctx context.Context, set *snapshot.Set, split snapshot.Spl
 			batches = batches[:t.Config.MaxBatches]
 		}
 		var lossSum float64
-		for _, idx := range batches {
+		t.markEpoch(ps)
+		for i, idx := range batches {
 			if err := ctx.Err(); err != nil {
+				if i > 0 {
+					t.undoEpoch(ps)
+				}
 				return err
 			}
 			l, err := t.step(set, split.Train, idx, a, noise, ps)

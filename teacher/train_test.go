@@ -374,3 +374,62 @@ func TestScaledSelectionOneChannel(t *testing.T) {
 		t.Errorf("loaded state: score %v, selection %q; saved %v", back.BestValScore, back.Config.Select, scaled.BestValScore)
 	}
 }
+
+// TestResumeAfterMidEpochInterrupt interrupts training in the middle of an
+// epoch (a Ctrl-C between two batches, as `teacher` gets it), saves the
+// state as `teacher` then does, resumes, and checks that the result equals
+// an uninterrupted run bit for bit.
+func TestResumeAfterMidEpochInterrupt(t *testing.T) {
+	set, split, adj := realData(t, 300)
+	cfg := Config{Kind: KindGRUGCN, Window: 12, Channels: set.Channels, Hidden: 8, NoiseStd: 0.05, Seed: 4}
+	tc := DefaultTrain()
+	tc.MaxEpochs = 3
+	tc.MaxBatches = 3
+	newTrainer := func() *Trainer {
+		m, err := New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr, err := NewTrainer(m, tc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tr
+	}
+	full := newTrainer()
+	if err := full.Run(context.Background(), set, split, adj, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, after := range []int{1, tc.MaxBatches + 2} { // in epoch 1, in epoch 2
+		part := newTrainer()
+		err := part.Run(&stopAfter{Context: context.Background(), n: after}, set, split, adj, nil)
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("interrupted run returned %v, want context.Canceled", err)
+		}
+		path := filepath.Join(t.TempDir(), "run.state")
+		if err := part.SaveState(path, Meta{Norm: set.Norm, Dataset: "sz-taxi", Nodes: set.Nodes, Split: split}); err != nil {
+			t.Fatal(err)
+		}
+		resumed, _, err := LoadState(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := resumed.Run(context.Background(), set, split, adj, nil); err != nil {
+			t.Fatal(err)
+		}
+		for i, p := range full.Model.Params() {
+			if !equalData(p, resumed.Model.Params()[i]) {
+				t.Fatalf("interrupted after %d batches: parameter %s differs after resume", after, p.Name)
+			}
+		}
+		for i, p := range full.Best.Params() {
+			if !equalData(p, resumed.Best.Params()[i]) {
+				t.Fatalf("interrupted after %d batches: best parameter %s differs after resume", after, p.Name)
+			}
+		}
+		if full.BestEpoch != resumed.BestEpoch || full.BestValMAE != resumed.BestValMAE || full.Opt.T != resumed.Opt.T {
+			t.Fatalf("interrupted after %d batches: best epoch/MAE/adam t %d/%g/%d vs resumed %d/%g/%d", after,
+				full.BestEpoch, full.BestValMAE, full.Opt.T, resumed.BestEpoch, resumed.BestValMAE, resumed.Opt.T)
+		}
+	}
+}
