@@ -248,6 +248,15 @@ func LoadState(path string) (*Trainer, Meta, error) {
 	if err := json.Unmarshal(f.Meta, &sm); err != nil {
 		return fail(fmt.Errorf("metadata: %w", err))
 	}
+	// The checksum refuses a damaged file; these refuse counters that no
+	// run writes (a file edited by hand), which would resume into NaN
+	// updates or a best epoch after the last.
+	switch {
+	case sm.AdamT < 0:
+		return fail(fmt.Errorf("metadata: adam_t %d, want 0 or more", sm.AdamT))
+	case sm.Epochs < 0 || sm.BestEpoch < 0 || sm.BestEpoch > sm.Epochs:
+		return fail(fmt.Errorf("metadata: best epoch %d of %d epochs, want 0 ≤ best ≤ epochs", sm.BestEpoch, sm.Epochs))
+	}
 	cur, err := decodeModel(f, "model.")
 	if err != nil {
 		return fail(err)

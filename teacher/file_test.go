@@ -384,3 +384,56 @@ func TestModelFileNonFinite(t *testing.T) {
 		}
 	}
 }
+
+// TestLoadStateRefusesCounters edits the counters of a saved state, as a
+// hand edit would, and rewrites the file with a valid checksum: a negative
+// Adam step (its bias correction would make every update NaN) or a best
+// epoch after the last must be refused, naming the field.
+func TestLoadStateRefusesCounters(t *testing.T) {
+	m, err := New(Config{Kind: KindGRUGCN, Window: 3, Channels: 1, Hidden: 4, Seed: 6})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := NewTrainer(m, DefaultTrain())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr.Epoch, tr.BestEpoch, tr.BestValMAE, tr.BestValScore = 3, 2, 1.5, 1.5
+	dir := t.TempDir()
+	path := filepath.Join(dir, "run.state")
+	meta := Meta{Norm: snapshot.Normalizer{Mean: []float64{0}, Std: []float64{1}}, Dataset: "sz-taxi", Nodes: 5}
+	if err := tr.SaveState(path, meta); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := LoadState(path); err != nil {
+		t.Fatalf("the state as saved: %v", err)
+	}
+	for _, c := range []struct{ field, value, want string }{
+		{"adam_t", "-1", "adam_t -1"},
+		{"best_epoch", "4", "best epoch 4 of 3 epochs"},
+		{"epochs", "-1", "best epoch 2 of -1 epochs"},
+	} {
+		f, err := checkpoint.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var sm map[string]json.RawMessage
+		if err := json.Unmarshal(f.Meta, &sm); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := sm[c.field]; !ok && c.field != "adam_t" {
+			t.Fatalf("no field %q in the state's metadata", c.field)
+		}
+		sm[c.field] = json.RawMessage(c.value)
+		if f.Meta, err = json.Marshal(sm); err != nil {
+			t.Fatal(err)
+		}
+		edited := filepath.Join(dir, c.field+".state")
+		if err := checkpoint.WriteFile(edited, f); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := LoadState(edited); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s %s: %v, want an error with %q", c.field, c.value, err, c.want)
+		}
+	}
+}
