@@ -199,8 +199,12 @@ func ParseTS(s string) (int64, error) {
 	if s == "" {
 		return 0, fmt.Errorf("empty")
 	}
-	if ms, err := strconv.ParseInt(s, 10, 64); err == nil {
+	ms, err := strconv.ParseInt(s, 10, 64)
+	switch {
+	case err == nil:
 		return ms, nil
+	case errors.Is(err, strconv.ErrRange):
+		return 0, fmt.Errorf("%q is out of range of Unix milliseconds", s)
 	}
 	t, err := time.Parse(time.RFC3339Nano, s)
 	if err != nil {

@@ -80,6 +80,7 @@ func TestCSVReaderRows(t *testing.T) {
 		{"bad ts then good", "1,yesterday,7,2,3\n1,1767225600000,8,2,3\n",
 			[]row{{line: 2, column: "ts", err: `"yesterday" is neither Unix milliseconds nor RFC 3339`}, {r: Reading{8, 1767225600000, []float64{2, 3, 1}}, line: 3}}},
 		{"empty ts", "1,,7,2,3\n", []row{{line: 2, column: "ts", err: "empty"}}},
+		{"huge ts", "1,99999999999999999999,7,2,3\n", []row{{line: 2, column: "ts", err: `"99999999999999999999" is out of range of Unix milliseconds`}}},
 		{"sub-millisecond", "1,2026-01-01T00:00:00.0005Z,7,2,3\n", []row{{line: 2, column: "ts", err: "not a whole millisecond"}}},
 		{"fractional sensor", "1,1767225600000,7.5,2,3\n", []row{{line: 2, column: "sensor", err: `"7.5" is not a whole number`}}},
 		{"huge sensor", "1,1767225600000,99999999999999999999,2,3\n", []row{{line: 2, column: "sensor", err: `"99999999999999999999" is out of range`}}},
