@@ -22,6 +22,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/rs/zerolog"
 	"github.com/segmentio/kafka-go"
@@ -548,7 +549,7 @@ func (s *Service) Run(ctx context.Context) error {
 		// RequiredAcks must be set: the zero value does not wait for the
 		// broker and so hides its errors.
 		return &kafka.Writer{Addr: kafka.TCP(cfg.Brokers...), Topic: topic, Balancer: &kafka.Hash{}, Transport: roundTripper(transport),
-			RequiredAcks: kafka.RequireAll, BatchTimeout: time.Millisecond, BatchSize: 1000, BatchBytes: 16 << 20}
+			RequiredAcks: kafka.RequireAll, BatchTimeout: time.Millisecond, BatchSize: 1000, BatchBytes: writerBatchBytes}
 	}
 	s.forecasts, s.letters = newWriter(cfg.ForecastsTopic), newWriter(cfg.DeadLetterTopic)
 	defer func() {
@@ -830,8 +831,7 @@ func (s *Service) Run(ctx context.Context) error {
 					}
 				}
 				s.state.Counters.Reject(err)
-				dl := NewDeadLetter(err, m.Key, m.Value, cfg.ReadingsTopic, int32(m.Partition), m.Offset)
-				dead = append(dead, kafka.Message{Key: m.Key, Value: EncodeDeadLetter(nil, &dl)})
+				dead = append(dead, deadLetterMessage(NewDeadLetter(err, m.Key, m.Value, cfg.ReadingsTopic, int32(m.Partition), m.Offset)))
 			}
 			if holding {
 				if err = s.emitDue(&j.fc); err != nil { // fresh and past deadline
@@ -1251,6 +1251,50 @@ func (c *commitSet) messages(dst []kafka.Message, topic string) []kafka.Message 
 		dst = append(dst, kafka.Message{Topic: topic, Partition: p, Offset: c.last[p]})
 	}
 	return dst
+}
+
+// writerBatchBytes caps the bytes of the messages the service's writers
+// send to a partition in one record batch: under the 1 MB a Kafka broker
+// takes in one by default (max.message.bytes, 1,048,588 bytes with the
+// batch's header), which it refuses whole (Message Size Too Large) and a
+// retry would only send again.
+const writerBatchBytes = 1_000_000
+
+// MaxDeadLetterBytes is the most a dead letter's message (its key and
+// value) takes, well within writerBatchBytes: a refused message near the
+// topic's limit, whose letter (escaped, base64-encoded, with the reason)
+// is larger, would otherwise be refused by the broker, retried until
+// Config.RetryFor and end Run, and stop the service at every restart. A
+// larger letter keeps the first bytes of the message's key, value and
+// reason, and says so in its detail.
+const MaxDeadLetterBytes = 256 << 10
+
+// deadLetterMessage returns the message of the dead-letter topic for l:
+// keyed by l.Key, l encoded, both cut to fit MaxDeadLetterBytes.
+func deadLetterMessage(l DeadLetter) kafka.Message {
+	v := EncodeDeadLetter(nil, &l)
+	if len(l.Key)+len(v) <= MaxDeadLetterBytes {
+		return kafka.Message{Key: l.Key, Value: v}
+	}
+	// Escaped, a byte takes at most 6 (\u00XX): 1 KiB of key (twice:
+	// the message's key and the letter's), 1 KiB of detail and 32 KiB of
+	// value fit with room to spare.
+	prefix := func(b []byte, n int) []byte {
+		if len(b) <= n {
+			return b
+		}
+		if utf8.Valid(b) { // kept readable: cut at a character's start
+			for n > 0 && !utf8.RuneStart(b[n]) {
+				n--
+			}
+		}
+		return b[:n]
+	}
+	key, value := prefix(l.Key, 1<<10), prefix(l.Value, MaxDeadLetterBytes/8)
+	l.Detail = fmt.Sprintf("%s (this dead letter keeps the first %d of the key's %d bytes and %d of the value's %d)",
+		strings.ToValidUTF8(string(prefix([]byte(l.Detail), 1<<10)), ""), len(key), len(l.Key), len(value), len(l.Value))
+	l.Key, l.Value = key, value
+	return kafka.Message{Key: key, Value: EncodeDeadLetter(nil, &l)}
 }
 
 // DefaultRetryFor is how long a batch that cannot be written or committed
