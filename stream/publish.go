@@ -139,7 +139,7 @@ func Publish(ctx context.Context, s Series, cfg PublishConfig) (int, error) {
 		batch = min(batch, max(s.Nodes, 1))
 	}
 	w := &kafka.Writer{Addr: kafka.TCP(cfg.Brokers...), Topic: cfg.Topic, Balancer: &kafka.Hash{}, Transport: roundTripper(t),
-		RequiredAcks: kafka.RequireAll, BatchTimeout: time.Millisecond, BatchSize: batch, BatchBytes: 16 << 20}
+		RequiredAcks: kafka.RequireAll, BatchTimeout: time.Millisecond, BatchSize: batch, BatchBytes: writerBatchBytes}
 	defer func() {
 		w.Close()
 		closeTransport(t)
@@ -245,7 +245,7 @@ func PublishReadings(ctx context.Context, next func() (Reading, error), cfg Feed
 	}
 	t := cfg.Security.Transport()
 	w := &kafka.Writer{Addr: kafka.TCP(cfg.Brokers...), Topic: cfg.Topic, Balancer: &kafka.Hash{}, Transport: roundTripper(t),
-		RequiredAcks: kafka.RequireAll, BatchTimeout: time.Millisecond, BatchSize: 1000, BatchBytes: 16 << 20}
+		RequiredAcks: kafka.RequireAll, BatchTimeout: time.Millisecond, BatchSize: 1000, BatchBytes: writerBatchBytes}
 	defer func() {
 		w.Close()
 		closeTransport(t)

@@ -1253,8 +1253,8 @@ func (c *commitSet) messages(dst []kafka.Message, topic string) []kafka.Message 
 	return dst
 }
 
-// writerBatchBytes caps the bytes of the messages the service's writers
-// send to a partition in one record batch: under the 1 MB a Kafka broker
+// writerBatchBytes caps the bytes of the messages the service's and the
+// publishers' writers send to a partition in one record batch: under the 1 MB a Kafka broker
 // takes in one by default (max.message.bytes, 1,048,588 bytes with the
 // batch's header), which it refuses whole (Message Size Too Large) and a
 // retry would only send again.
