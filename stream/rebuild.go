@@ -399,34 +399,34 @@ func retentionProblems(topic string, configs map[string]string, span time.Durati
 const recordOverhead = 24
 
 // spanBytes estimates the bytes one of parts partitions of a topic takes
-// for the messages of the window and history: a message per sensor and
+// for the messages of st's window and history: a message per sensor and
 // slot, spread over the partitions by key, each of the size of msg.
-func (s *Service) spanBytes(msg []byte, parts int) int64 {
-	perPart := (int64(s.state.r)*int64(s.state.n) + int64(parts) - 1) / int64(max(parts, 1))
-	key := len(strconv.Itoa(s.state.n - 1))
+func spanBytes(st *State, msg []byte, parts int) int64 {
+	perPart := (int64(st.r)*int64(st.n) + int64(parts) - 1) / int64(max(parts, 1))
+	key := len(strconv.Itoa(st.n - 1))
 	return perPart * int64(len(msg)+key+recordOverhead)
 }
 
 // typicalMessages returns a reading and a forecast message of about the
-// size the service reads and writes: the largest sensor id, a timestamp of
+// size the service reads and writes with st: the largest sensor id, a timestamp of
 // today, values of six digits, and the most receptive inputs.
-func (s *Service) typicalMessages() (reading, forecast []byte) {
-	b := s.Bundle()
+func (s *Service) typicalMessages(st *State) (reading, forecast []byte) {
+	b := st.Bundle()
 	C := len(b.Meta.Norm.Mean)
 	vals := make([]float64, C)
 	for c := range vals {
 		vals[c] = 1234.56
 	}
 	ts := time.Now().UnixMilli() / s.cfg.StepMs * s.cfg.StepMs
-	r := Reading{Sensor: s.state.n - 1, TS: ts, Values: vals}
-	f := Forecast{Sensor: s.state.n - 1, TS: ts, Values: vals, Model: b.Meta.Version, EmittedMs: ts}
+	r := Reading{Sensor: st.n - 1, TS: ts, Values: vals}
+	f := Forecast{Sensor: st.n - 1, TS: ts, Values: vals, Model: b.Meta.Version, EmittedMs: ts}
 	most := 0
-	for z := 0; z < s.state.n; z++ {
+	for z := 0; z < st.n; z++ {
 		ks, _ := b.Receptive(z)
 		most = max(most, len(ks))
 	}
 	for range most {
-		f.Inputs = append(f.Inputs, Input{Sensor: s.state.n - 1, TS: ts})
+		f.Inputs = append(f.Inputs, Input{Sensor: st.n - 1, TS: ts})
 	}
 	return EncodeReading(nil, &r), EncodeForecast(nil, &f)
 }
@@ -437,10 +437,15 @@ func (s *Service) typicalMessages() (reading, forecast []byte) {
 // refusing DescribeConfigs) is logged too; the service goes on either way.
 func (s *Service) checkRetention(ctx context.Context, t *kafka.Transport) []string {
 	cfg := s.cfg
+	// The state as it is now: a reload (SIGHUP or POST /-/reload while
+	// the service starts) replaces s.state, under s.loop.
+	s.loop <- struct{}{}
+	st := s.state
+	<-s.loop
 	client := brokerClient(cfg.Brokers, t)
-	span := time.Duration(s.state.r) * time.Duration(cfg.StepMs) * time.Millisecond
+	span := time.Duration(st.r) * time.Duration(cfg.StepMs) * time.Millisecond
 	names := []string{"retention.ms", "retention.bytes", "cleanup.policy"}
-	reading, forecast := s.typicalMessages()
+	reading, forecast := s.typicalMessages(st)
 	size := map[string][]byte{cfg.ReadingsTopic: reading, cfg.ForecastsTopic: forecast}
 	resp, err := client.DescribeConfigs(ctx, &kafka.DescribeConfigsRequest{Resources: []kafka.DescribeConfigRequestResource{
 		{ResourceType: kafka.ResourceTypeTopic, ResourceName: cfg.ReadingsTopic, ConfigNames: names},
@@ -462,7 +467,7 @@ func (s *Service) checkRetention(ctx context.Context, t *kafka.Transport) []stri
 		}
 		var need int64 // retention.bytes is per partition
 		if parts, err := partitionsOf(ctx, t, cfg.Brokers, r.ResourceName); err == nil {
-			need = s.spanBytes(size[r.ResourceName], len(parts))
+			need = spanBytes(st, size[r.ResourceName], len(parts))
 		}
 		problems = append(problems, retentionProblems(r.ResourceName, configs, span, need, r.ResourceName != cfg.ReadingsTopic)...)
 	}

@@ -333,11 +333,11 @@ func TestSpanBytes(t *testing.T) {
 	msg := make([]byte, 100)
 	// 8 slots of 4 sensors: 32 messages, of 100 + 1 (key "3") + overhead.
 	for _, tc := range []struct{ parts, perPart int64 }{{1, 32}, {4, 8}, {3, 11}, {64, 1}} {
-		if got, want := svc.spanBytes(msg, int(tc.parts)), tc.perPart*(100+1+recordOverhead); got != want {
+		if got, want := spanBytes(svc.state, msg, int(tc.parts)), tc.perPart*(100+1+recordOverhead); got != want {
 			t.Errorf("%d partitions: %d bytes, want %d", tc.parts, got, want)
 		}
 	}
-	reading, forecast := svc.typicalMessages()
+	reading, forecast := svc.typicalMessages(svc.state)
 	if _, err := DecodeReading([]byte(strconv.Itoa(n-1)), reading); err != nil {
 		t.Errorf("typical reading %s: %v", reading, err)
 	}

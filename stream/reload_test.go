@@ -381,3 +381,58 @@ func TestReloadContextWaits(t *testing.T) {
 		t.Errorf("POST /-/reload after the batch: %d %q, serving %s", w.Code, w.Body.String(), svc.Bundle().Meta.Version)
 	}
 }
+
+// TestReloadWhileStarting reloads the model over and over while Run
+// starts (a SIGHUP or POST /-/reload as the service comes up): Run reads
+// the state as it checks the topics' retention and sizes its aligner,
+// which a reload replaces; under the race detector (CI's race run) a read
+// outside s.loop is reported. The service must come up and consume with
+// the last model reloaded.
+func TestReloadWhileStarting(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a broker")
+	}
+	const n, T, C, d = 4, 3, 2, 5
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	emb := testBroker(ctx, t, 2, "readings")
+	models := []*sdgnn.Bundle{testBundle(t, n, T, C, d, 1), testBundle(t, n, T, C, d, 2)}
+	models[1].Meta.Version = "test-v2"
+	var log lockedLog
+	svc, err := NewService(models[0], Config{Brokers: []string{emb.Addr}, StepMs: testStep, Log: zerolog.New(&log)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reloads := make(chan int)
+	stopReloads := make(chan struct{})
+	go func() {
+		i := 0
+		for {
+			select {
+			case <-stopReloads:
+				reloads <- i
+				return
+			default:
+			}
+			i++
+			if err := svc.Reload(models[i%2]); err != nil {
+				t.Errorf("reload %d: %v", i, err)
+			}
+		}
+	}()
+	stop := serveInTest(ctx, t, svc)
+	for !strings.Contains(log.String(), `"message":"consuming"`) {
+		if ctx.Err() != nil {
+			t.Fatalf("the service never consumed:\n%s", log.String())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	close(stopReloads)
+	i := <-reloads
+	if want := models[i%2].Meta.Version; svc.Bundle().Meta.Version != want || i < 2 {
+		t.Errorf("after %d reloads serving %s, want %s", i, svc.Bundle().Meta.Version, want)
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+}

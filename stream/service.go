@@ -594,7 +594,11 @@ func (s *Service) Run(ctx context.Context) error {
 		return err
 	}
 	// Partitions may run at most half the history apart (see Aligner).
-	align := NewAligner(parts, int64(max(s.state.History()/2, 1)), time.Second, 1<<20, time.Now())
+	// s.state is read under s.loop: a reload may replace it meanwhile.
+	s.loop <- struct{}{}
+	history := s.state.History()
+	<-s.loop
+	align := NewAligner(parts, int64(max(history/2, 1)), time.Second, 1<<20, time.Now())
 	align.BacklogWait = 30 * time.Second
 	// The batch in hand is flushed (written, its state saved, committed)
 	// while the next is fetched and applied; two jobs' buffers take turns.
