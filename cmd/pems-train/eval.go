@@ -84,6 +84,11 @@ func cmdEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := checkPart(*part); err != nil {
 		return err
 	}
+	if *preds != "" {
+		if err := checkOut("predictions", *preds, *model, *against); err != nil {
+			return err
+		}
+	}
 	lm, err := loadAny(*model)
 	if err != nil {
 		return err
