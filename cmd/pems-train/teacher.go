@@ -109,7 +109,7 @@ func cmdTeacher(ctx context.Context, args []string, stdout, stderr io.Writer) er
 				tr.Config.MaxEpochs = tc.MaxEpochs
 			case "patience":
 				tr.Config.Patience = tc.Patience
-			case "resume", "out", "data", "dataset", "log-json", "chunks":
+			case "resume", "out", "data", "dataset", "log-json", "chunks", "mape-floor": // not in the state: the final report and the run's files
 			default:
 				fixed = append(fixed, "-"+f.Name)
 			}
