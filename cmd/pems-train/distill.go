@@ -59,6 +59,10 @@ func cmdDistill(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if *scale < 1 {
 		return badFlags(fmt.Errorf("-schedule-scale %d: want 1 (the paper's schedule) or more", *scale))
 	}
+	if *quick && flagSet(fs, "schedule-scale") {
+		// -quick sets the epochs, Θ and budget intervals that the scale shortens.
+		return badFlags(fmt.Errorf("-schedule-scale is for the paper's schedule: -quick has its own (set -epochs, -theta-every, -budget-every)"))
+	}
 	if err := checkReportFlags(*chunks, cfg.MAPEFloor); err != nil {
 		return err
 	}

@@ -220,6 +220,7 @@ func TestBadInvocations(t *testing.T) {
 		{"out is a directory", []string{"teacher", "-data", nowhere, "-dataset", "pems08", "-out", dir}, 2, "-out " + dir + " is a directory, want a file"},
 		{"distill onto its teacher", []string{"distill", "-teacher", bad, "-out", bad}, 2, "is the input " + bad + ", which it would replace"},
 		{"distill schedule scale", []string{"distill", "-teacher", bad, "-schedule-scale", "0"}, 2, "-schedule-scale 0: want 1"},
+		{"distill schedule scale with quick", []string{"distill", "-teacher", bad, "-quick", "-schedule-scale", "10"}, 2, "-quick has its own"},
 		{"distill NaN lambda", []string{"distill", "-teacher", bad, "-lambda1", "NaN"}, 2, "λ1 NaN"},
 		{"distill infinite learning rate", []string{"distill", "-teacher", bad, "-lr", "Inf"}, 2, "lr +Inf"},
 		{"distill infinite mape floor", []string{"distill", "-teacher", bad, "-mape-floor", "Inf"}, 2, "-mape-floor +Inf"},
