@@ -248,6 +248,8 @@ func TestBadInvocations(t *testing.T) {
 		{"reproduce schedule scale", []string{"reproduce", "-data", nowhere, "-dataset", "pems08", "-schedule-scale", "0"}, 2, "-schedule-scale 0"},
 		{"reproduce schedule scale with quick", []string{"reproduce", "-data", nowhere, "-dataset", "pems08", "-quick", "-schedule-scale", "10"}, 2, "-quick has its own"},
 		{"reproduce negative sdgnn epochs", []string{"reproduce", "-data", nowhere, "-dataset", "pems08", "-sdgnn-epochs", "-3"}, 2, "-sdgnn-epochs -3"},
+		{"reproduce zero teacher epochs", []string{"reproduce", "-data", nowhere, "-dataset", "pems08", "-teacher-epochs", "0"}, 2, "-teacher-epochs 0: want at least 1"},
+		{"reproduce zero teacher patience", []string{"reproduce", "-data", nowhere, "-dataset", "pems08", "-patience", "0"}, 2, "-patience 0: want at least 1"},
 		{"reproduce zero baseline epochs", []string{"reproduce", "-data", nowhere, "-dataset", "pems08", "-baseline-epochs", "0"}, 2, "-baseline-epochs 0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

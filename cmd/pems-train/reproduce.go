@@ -98,9 +98,15 @@ func cmdReproduce(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	stepsSet := false
 	fs.Visit(func(f *flag.Flag) { stepsSet = stepsSet || f.Name == "steps" })
-	if *tEpochs < 0 || *patience < 0 {
-		fmt.Fprintf(stderr, "reproduce: -teacher-epochs %d and -patience %d must not be negative\n", *tEpochs, *patience)
-		return errUsage
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"teacher-epochs", *tEpochs}, {"patience", *patience}} {
+		// 0 is the flags' default, which stands for the mode's: given, it
+		// would train the teachers longest (500 epochs) rather than least.
+		if f.v < 0 || f.v == 0 && flagSet(fs, f.name) {
+			return badFlags(fmt.Errorf("-%s %d: want at least 1 (leave it out for the default)", f.name, f.v))
+		}
 	}
 	var names []string
 	for _, name := range strings.Split(*datasets, ",") {
