@@ -353,3 +353,36 @@ func TestCheckReuseScaling(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckReuseLayers checks that a saved GRU-GCN whose GCN has another
+// number of layers than this run's (a `pems-train teacher -layers 1` file
+// copied into the model directory) is refused: the table would report a
+// one-layer teacher, and students distilled from it, as the paper's
+// two-layer one. A teacher file's explicit 2 is the default's 0.
+func TestCheckReuseLayers(t *testing.T) {
+	norm := snapshot.Normalizer{Kind: snapshot.KindZScore, Mean: []float64{0}, Std: []float64{1}}
+	set, err := snapshot.NewSet(make([]float64, 20*2), 20, 2, 1, 3, norm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &snapshot.Prepared{Set: set}
+	cfg := Config{Dataset: "pems08"}
+	tc := teacher.DefaultTrain()
+	for _, c := range []struct {
+		kind        string
+		saved, want int
+		refused     bool
+	}{
+		{teacher.KindGRUGCN, 0, 0, false},
+		{teacher.KindGRUGCN, 2, 0, false},
+		{teacher.KindGRUGCN, 1, 0, true},
+		{teacher.KindGRUGCN, 0, 1, true},
+		{teacher.KindGRU, 0, 0, false},
+	} {
+		m := teacher.Meta{Dataset: "pems08", Norm: norm, Train: tc, Config: teacher.Config{Kind: c.kind, Layers: c.saved}}
+		err := checkReuse("t.model", m, cfg, p, tc, teacher.Config{Kind: c.kind, Layers: c.want})
+		if c.refused && (err == nil || !strings.Contains(err.Error(), "t.model")) || !c.refused && err != nil {
+			t.Errorf("%s of %d layers saved, %d wanted: %v, want refused %v", c.kind, c.saved, c.want, err, c.refused)
+		}
+	}
+}
