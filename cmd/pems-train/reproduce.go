@@ -55,6 +55,18 @@ func cmdReproduce(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return errUsage
 	}
 	if *merge != "" {
+		// The tables hold their settings: any other flag would be ignored.
+		var ignored []string
+		fs.Visit(func(f *flag.Flag) {
+			switch f.Name {
+			case "merge", "out", "log-json":
+			default:
+				ignored = append(ignored, "-"+f.Name)
+			}
+		})
+		if len(ignored) > 0 {
+			return badFlags(fmt.Errorf("%v do not apply to -merge, which takes only -out: the tables hold their settings and seeds", ignored))
+		}
 		return mergeTables(strings.Split(*merge, ","), *out, stdout)
 	}
 	seedList, err := parseSeeds(*seeds)
