@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -125,6 +126,11 @@ func cmdReproduce(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		name, err := checkDataset(name)
 		if err != nil {
 			return err
+		}
+		if slices.Contains(names, name) {
+			// Its seeds would be trained twice and its table written twice,
+			// which -merge then refuses (each seed twice).
+			return badFlags(fmt.Errorf("-dataset %s: %s twice", *datasets, name))
 		}
 		names = append(names, name)
 	}
