@@ -213,6 +213,7 @@ func TestBadInvocations(t *testing.T) {
 		{"negative mape floor of teacher", []string{"teacher", "-data", nowhere, "-dataset", "pems08", "-mape-floor", "-1"}, 2, "-mape-floor -1: want a finite value ≥ 0"},
 		{"zero chunks of teacher", []string{"teacher", "-data", nowhere, "-dataset", "pems08", "-chunks", "0"}, 2, "-chunks 0: want at least 1"},
 		{"NaN weight decay", []string{"teacher", "-data", nowhere, "-dataset", "pems08", "-weight-decay", "NaN"}, 2, "weight decay NaN"},
+		{"negative max batches", []string{"teacher", "-data", nowhere, "-dataset", "pems08", "-max-batches", "-3"}, 2, "-max-batches -3: want"},
 		{"negative clip", []string{"teacher", "-data", nowhere, "-dataset", "pems08", "-clip", "-1"}, 2, "gradient clip -1"},
 		{"NaN split ratio", []string{"teacher", "-data", nowhere, "-dataset", "pems08", "-split", "NaN,1,1"}, 2, `ratio "NaN" is not a positive number`},
 		{"infinite split ratio", []string{"teacher", "-data", nowhere, "-dataset", "pems08", "-split", "Inf,1,1"}, 2, `ratio "Inf" is not a positive number`},

@@ -160,6 +160,9 @@ func cmdTeacher(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		if err := tc.Validate(); err != nil {
 			return badFlags(err)
 		}
+		if tc.MaxBatches < 0 {
+			return badFlags(fmt.Errorf("-max-batches %d: want a number of batches per epoch, or 0 for all", tc.MaxBatches))
+		}
 		if p, err = snapshot.PrepareFit(*dataDir, *dataset, *window, spec, prep); err != nil {
 			return err
 		}
