@@ -1719,6 +1719,13 @@ func (s *Service) Handler() http.Handler {
 				http.Error(w, fmt.Sprintf("since: %v", err), http.StatusBadRequest)
 				return
 			}
+			// No forecast is of a slot before 1970 or after 9999 (the
+			// Validator refuses such readings): a since out there, a
+			// time in µs or ns say, would answer nothing for good.
+			if since < 0 || since > MaxTS {
+				http.Error(w, fmt.Sprintf("since: %q is outside 1970 to 9999 (Unix ms, want 0..%d; µs or ns?)", v, MaxTS), http.StatusBadRequest)
+				return
+			}
 		}
 		asCSV, err := wantsCSV(q, r.Header)
 		if err != nil {
