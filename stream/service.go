@@ -1833,7 +1833,9 @@ func bearer(r *http.Request, token string) bool {
 // wantsCSV reports whether a request for forecasts asks for CSV:
 // ?format=csv, or, without format, an Accept header that gives text/csv
 // a quality above 0 and above application/json's (a spreadsheet's or BI
-// tool's fetch); on a tie, JSON.
+// tool's fetch); on a tie, JSON. Media ranges (text/*, */*) count as RFC
+// 9110 has it: a type takes the quality of the most specific range that
+// matches it.
 func wantsCSV(q url.Values, h http.Header) (bool, error) {
 	switch f := q.Get("format"); f {
 	case "csv":
@@ -1849,14 +1851,26 @@ func wantsCSV(q url.Values, h http.Header) (bool, error) {
 	}
 }
 
-// acceptQ returns the quality an Accept header gives mediaType when it
-// names it (its largest q, 1 by default; the names compared without
-// regard to case), and −1 when it does not.
+// acceptQ returns the quality an Accept header gives mediaType: that of
+// the most specific media range matching it (type/subtype, then type/*,
+// then */*; the largest q among ranges equally specific; 1 by default;
+// names compared without regard to case), and −1 when none matches.
 func acceptQ(accept, mediaType string) float64 {
-	best := -1.0
+	typ, _, _ := strings.Cut(mediaType, "/")
+	best, rank := -1.0, 0
 	for _, part := range strings.Split(accept, ",") {
 		name, params, _ := strings.Cut(part, ";")
-		if !strings.EqualFold(strings.TrimSpace(name), mediaType) {
+		name = strings.TrimSpace(name)
+		r := 0
+		switch {
+		case strings.EqualFold(name, mediaType):
+			r = 3
+		case strings.EqualFold(name, typ+"/*"):
+			r = 2
+		case name == "*/*":
+			r = 1
+		}
+		if r == 0 || r < rank {
 			continue
 		}
 		q := 1.0
@@ -1867,7 +1881,11 @@ func acceptQ(accept, mediaType string) float64 {
 				}
 			}
 		}
-		best = max(best, q)
+		if r > rank {
+			best, rank = q, r
+		} else {
+			best = max(best, q)
+		}
 	}
 	return best
 }
