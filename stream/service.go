@@ -1708,6 +1708,14 @@ func (s *Service) Handler() http.Handler {
 			http.Error(w, fmt.Sprintf("query %q: %v", r.URL.RawQuery, err), http.StatusBadRequest)
 			return
 		}
+		// Nor is a parameter given twice read from its first value
+		// alone (?sensors=1&sensors=2 answered sensor 1).
+		for _, name := range []string{"sensors", "since", "format"} {
+			if vs := q[name]; len(vs) > 1 {
+				http.Error(w, fmt.Sprintf("%s: given %d times (%q); give it once (sensors: ids separated by commas)", name, len(vs), vs), http.StatusBadRequest)
+				return
+			}
+		}
 		ids, err := sensorList(q.Get("sensors"), s.live.Nodes())
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
