@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"sync"
@@ -46,6 +47,9 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	// Checked before a bundle is trained.
 	if err := (replay{dataset: *dataset, speedup: *speedup, limit: *steps}).check(); err != nil {
 		return err
+	}
+	if !(*floor >= 0) || math.IsInf(*floor, 0) {
+		return usagef("-mape-floor %g: want a finite value ≥ 0, as pems-train's", *floor)
 	}
 	sec, err := bf.security()
 	if err != nil {

@@ -61,6 +61,8 @@ func TestBadInvocations(t *testing.T) {
 		{"NaN speed-up", []string{"publish", "-brokers", "127.0.0.1:1", "-speedup", "NaN"}, 2, "-speedup NaN: want 0"},
 		{"demo with negative steps", []string{"demo", "-model", missing, "-steps", "-1"}, 2, "-steps -1: want 0"},
 		{"demo with a negative speed-up", []string{"demo", "-speedup", "-1"}, 2, "-speedup -1: want 0"},
+		{"demo with a negative MAPE floor", []string{"demo", "-model", missing, "-mape-floor", "-1"}, 2, "-mape-floor -1: want a finite value ≥ 0"},
+		{"demo with a NaN MAPE floor", []string{"demo", "-model", missing, "-mape-floor", "NaN"}, 2, "-mape-floor NaN: want a finite value ≥ 0"},
 		{"negative max-future", []string{"serve", "-model", missing, "-max-future", "-1h"}, 2, "-max-future -1h0m0s: want 0 (off) or more"},
 		{"negative lateness", []string{"serve", "-model", missing, "-lateness", "-5m"}, 2, "-lateness -5m0s: want 0 or more"},
 		{"empty group", []string{"serve", "-model", missing, "-group", " "}, 2, "-group is empty"},
