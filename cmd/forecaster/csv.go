@@ -92,6 +92,12 @@ func newCSVJob(f csvFlags, dataset string, b *sdgnn.Bundle) (*csvJob, error) {
 		if err != nil {
 			return nil, usagef("-from-ts: %v", err)
 		}
+		// Every row's ts is in this range (the Validator refuses the
+		// others): one outside it, a time in µs or ns say, would leave
+		// out every row and publish nothing, exit 0.
+		if ts < 0 || ts > stream.MaxTS {
+			return nil, usagef("-from-ts %q is outside 1970 to 9999 (Unix ms, want 0..%d; µs or ns?)", f.fromTS, stream.MaxTS)
+		}
 		j.fromTS, j.fromTSSet = ts, true
 	}
 	info, err := pems.Lookup(dataset)

@@ -101,6 +101,8 @@ func TestBadInvocations(t *testing.T) {
 		{"sort without csv", []string{"publish", "-brokers", "127.0.0.1:1", "-sort"}, 2, "-sort goes with -csv"},
 		{"from-ts without csv", []string{"publish", "-brokers", "127.0.0.1:1", "-from-ts", "0"}, 2, "-from-ts goes with -csv"},
 		{"bad from-ts", []string{"publish", "-csv", blank, "-dataset", "sz-taxi", "-dry-run", "-from-ts", "yesterday"}, 2, `-from-ts: "yesterday" is neither Unix milliseconds nor RFC 3339`},
+		{"from-ts before 1970", []string{"publish", "-csv", blank, "-dataset", "sz-taxi", "-dry-run", "-from-ts", "-1"}, 2, `-from-ts "-1" is outside 1970 to 9999`},
+		{"from-ts in µs", []string{"publish", "-csv", blank, "-dataset", "sz-taxi", "-dry-run", "-sort", "-from-ts", "1420070400000000"}, 2, `-from-ts "1420070400000000" is outside 1970 to 9999`},
 		{"negative retry", []string{"publish", "-brokers", "127.0.0.1:1", "-retry-for", "-1s"}, 2, "-retry-for -1s: want 0 or more"},
 		{"negative history", []string{"publish", "-csv", blank, "-dataset", "sz-taxi", "-dry-run", "-history", "-1"}, 2, "-history -1: want 1 to 1048576 slots, as serve's"},
 		{"zero history of publish", []string{"publish", "-csv", blank, "-dataset", "sz-taxi", "-dry-run", "-history", "0"}, 2, "-history 0: want 1 to 1048576 slots, as serve's"},
