@@ -339,6 +339,23 @@ func (j *csvJob) run(ctx context.Context, stdin io.Reader, brokers []string, sec
 	bad := &badRows{name: name, w: stderr}
 	order := newDisorder(j.valid.StepMs, j.history)
 	checked := 0
+	// Rows left out by -from-line or -from-ts, and rows after them: a
+	// flag that leaves out every row (past the end: a typo in a resume)
+	// is an error, not a publish of nothing.
+	leftOut, passed := 0, 0
+	pastEnd := func() error {
+		if leftOut == 0 || passed > 0 {
+			return nil
+		}
+		flag := fmt.Sprintf("-from-line %d", j.fromLine)
+		if j.fromTSSet {
+			flag = fmt.Sprintf("-from-ts %s", tsString(j.fromTS))
+			if j.fromLine > 0 {
+				flag = fmt.Sprintf("-from-line %d with %s", j.fromLine, flag)
+			}
+		}
+		return fmt.Errorf("%s: %s leaves out every row (%d): nothing to publish", name, flag, leftOut)
+	}
 	// row returns the next reading that fits, and its line. A bad row is
 	// returned as a *badRowError, or named and passed over.
 	row := func() (stream.Reading, int, error) {
@@ -353,8 +370,10 @@ func (j *csvJob) run(ctx context.Context, stdin io.Reader, brokers []string, sec
 				return r, line, err // io.EOF, or the input failed
 			}
 			if line < j.fromLine || err == nil && j.fromTSSet && r.TS < j.fromTS {
+				leftOut++
 				continue
 			}
+			passed++
 			if err == nil {
 				if err = j.valid.Check(r); err == nil {
 					checked++
@@ -378,6 +397,9 @@ func (j *csvJob) run(ctx context.Context, stdin io.Reader, brokers []string, sec
 			} else if err != nil {
 				return fmt.Errorf("%s: %w", name, err)
 			}
+		}
+		if err := pastEnd(); err != nil {
+			return err
 		}
 		fmt.Fprintf(stdout, "%s: %d readings fit %s (sensors 0–%d; %s; %d-minute slots); %s\n",
 			name, checked, j.dataset, j.valid.Nodes-1, strings.Join(j.channels, ", "), j.valid.StepMs/60000, badCount(bad.n))
@@ -417,6 +439,9 @@ func (j *csvJob) run(ctx context.Context, stdin io.Reader, brokers []string, sec
 				return fmt.Errorf("%s: %w; nothing is published (-sort reads every row first)", name, err)
 			}
 			rows.add(r)
+		}
+		if err := pastEnd(); err != nil {
+			return err
 		}
 		rows.sort()
 		i := 0
@@ -475,6 +500,9 @@ func (j *csvJob) run(ctx context.Context, stdin io.Reader, brokers []string, sec
 		}
 		return fmt.Errorf("%s: %w; the %d readings of the rows before line %d are published to %s: publish again with %s (a reading sent twice is applied once)",
 			name, err, n, line, j.topic, from(n))
+	}
+	if err := pastEnd(); err != nil {
+		return err
 	}
 	fmt.Fprintf(stdout, "published %d readings from %s to %s", n, name, j.topic)
 	var notes []string
