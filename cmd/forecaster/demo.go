@@ -138,6 +138,14 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		case pubErr = <-pubDone:
 			pubFinished = true
 			if pubErr != nil {
+				// The service stops before the broker closes (deferred),
+				// whether the publisher failed or was interrupted (ctx
+				// ended: it may report that before ctx.Done is picked).
+				stopSvc()
+				<-svcDone
+				if ctx.Err() != nil {
+					return nil
+				}
 				return pubErr
 			}
 			log.Info().Int64("readings", published.Load()).Msg("replay finished; waiting for the last forecasts")
