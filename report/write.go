@@ -287,21 +287,21 @@ func (d *Document) Markdown(w io.Writer) error {
 
 // text writes the Markdown body; img renders a drawn figure.
 func (d *Document) text(b *strings.Builder, img func(Figure) string) {
-	fmt.Fprintf(b, "# %s: %s on %s, %s split\n\n", reportTitleDefault, d.Bundle, d.Dataset, d.Part)
+	fmt.Fprintf(b, "# %s: %s on %s, %s split\n\n", reportTitleDefault, oneLine(d.Bundle), oneLine(d.Dataset), oneLine(d.Part))
 	dealt := ""
 	if d.Deal.Every > 0 {
 		dealt = fmt.Sprintf(" at positions %d–%d of every %d", d.Deal.Lo, d.Deal.Hi-1, d.Deal.Every)
 	}
-	fmt.Fprintf(b, "Snapshots %d–%d%s (%d), %d sensors, channels %s. Created %s", d.Range.Start, d.Range.End-1, dealt, d.Snapshots, d.Nodes, strings.Join(d.Channels, ", "), d.Created)
+	fmt.Fprintf(b, "Snapshots %d–%d%s (%d), %d sensors, channels %s. Created %s", d.Range.Start, d.Range.End-1, dealt, d.Snapshots, d.Nodes, oneLine(strings.Join(d.Channels, ", ")), oneLine(d.Created))
 	if d.Host != "" {
-		fmt.Fprintf(b, " on %s", d.Host)
+		fmt.Fprintf(b, " on %s", oneLine(d.Host))
 	}
 	b.WriteString(".\n\n")
 	if d.Scored != nil {
-		fmt.Fprintf(b, "The bundle's split divides sensors: every sensor is replayed, %d of the %d are scored (the %s part's).\n\n", len(d.Scored), d.Nodes, d.Part)
+		fmt.Fprintf(b, "The bundle's split divides sensors: every sensor is replayed, %d of the %d are scored (the %s part's).\n\n", len(d.Scored), d.Nodes, oneLine(d.Part))
 	}
 	if d.Command != "" {
-		fmt.Fprintf(b, "Command: `%s`\n\n", d.Command)
+		fmt.Fprintf(b, "Command: `%s`\n\n", oneLine(d.Command))
 	}
 	b.WriteString("MAE and RMSE on the original scale, masked: missing readings (0) are left out")
 	if d.MAPEFloor > 0 {
@@ -312,13 +312,13 @@ func (d *Document) text(b *strings.Builder, img func(Figure) string) {
 	b.WriteString("## Summary\n\n| model | predictions | mean receptive field | MAE | RMSE | MAPE % | paper MAPE % |\n|---|---|---:|---:|---:|---:|---:|\n")
 	for _, m := range d.Models {
 		o := m.Report.Overall
-		fmt.Fprintf(b, "| %s | %s | %.2f | %.4f | %.4f | %.3f | %.3f |\n", m.Name, m.Source, m.Receptive, o.MAE, o.RMSE, o.MAPE, m.Paper.MAPE)
+		fmt.Fprintf(b, "| %s | %s | %.2f | %.4f | %.4f | %.3f | %.3f |\n", oneLine(m.Name), oneLine(m.Source), m.Receptive, o.MAE, o.RMSE, o.MAPE, m.Paper.MAPE)
 	}
 	if len(d.Channels) > 1 {
 		b.WriteString("\n### Per channel\n\n| model | channel | MAE | RMSE | MAPE % |\n|---|---|---:|---:|---:|\n")
 		for _, m := range d.Models {
 			for c, pc := range m.Report.PerChannel {
-				fmt.Fprintf(b, "| %s | %s | %.4f | %.4f | %.3f |\n", m.Name, d.Channels[c], pc.MAE, pc.RMSE, pc.MAPE)
+				fmt.Fprintf(b, "| %s | %s | %.4f | %.4f | %.3f |\n", oneLine(m.Name), oneLine(d.Channels[c]), pc.MAE, pc.RMSE, pc.MAPE)
 			}
 		}
 	}
@@ -329,7 +329,7 @@ func (d *Document) text(b *strings.Builder, img func(Figure) string) {
 		}
 		b.WriteString("\n|---|" + strings.Repeat("---:|", len(d.Models[0].Report.Chunks)) + "\n")
 		for _, m := range d.Models {
-			fmt.Fprintf(b, "| %s |", m.Name)
+			fmt.Fprintf(b, "| %s |", oneLine(m.Name))
 			for k, c := range m.Report.Chunks {
 				if c.Count == 0 {
 					b.WriteString(" — |")
@@ -347,7 +347,7 @@ func (d *Document) text(b *strings.Builder, img func(Figure) string) {
 			if s.Budget > 0 {
 				bud = fmt.Sprint(s.Budget)
 			}
-			fmt.Fprintf(b, "| %s | %s | %.2f | %.4f | %.3f | %.1f |\n", s.Series, bud, s.Receptive, s.Metrics.MAE, s.Metrics.MAPE, s.Seconds)
+			fmt.Fprintf(b, "| %s | %s | %.2f | %.4f | %.3f | %.1f |\n", oneLine(s.Series), bud, s.Receptive, s.Metrics.MAE, s.Metrics.MAPE, s.Seconds)
 		}
 	}
 	if len(d.Reductions) > 0 {
@@ -389,13 +389,13 @@ func (d *Document) text(b *strings.Builder, img func(Figure) string) {
 	}
 	for _, dist := range d.Distributions {
 		fmt.Fprintf(b, "\n%s: receptive-set size mean %.2f, max %.0f; median row-normalised weight %.3f.\n",
-			dist.Model, meanOf(dist.Sizes), slices.Max(dist.Sizes), medianOf(dist.Weights))
+			oneLine(dist.Model), meanOf(dist.Sizes), slices.Max(dist.Sizes), medianOf(dist.Weights))
 	}
 	b.WriteString("\n## Figures\n\n")
 	for _, f := range d.Figures {
-		fmt.Fprintf(b, "### %s\n\n%s\n\n", f.Title, f.Caption)
+		fmt.Fprintf(b, "### %s\n\n%s\n\n", oneLine(f.Title), oneLine(f.Caption))
 		if f.Skipped != "" {
-			fmt.Fprintf(b, "Not drawn: %s.\n\n", f.Skipped)
+			fmt.Fprintf(b, "Not drawn: %s.\n\n", oneLine(f.Skipped))
 			continue
 		}
 		b.WriteString(img(f))
@@ -407,9 +407,17 @@ func (d *Document) text(b *strings.Builder, img func(Figure) string) {
 	if len(d.Notes) > 0 {
 		b.WriteString("\n## Left out\n\n")
 		for _, n := range d.Notes {
-			fmt.Fprintf(b, "- %s\n", n)
+			fmt.Fprintf(b, "- %s\n", oneLine(n))
 		}
 	}
+}
+
+// oneLine returns s with its line breaks as spaces: text from the data (a
+// path, the bundle's dataset or channel names) must not start a line of
+// the Markdown, where the HTML rendering would take a line starting with
+// "<" as markup.
+func oneLine(s string) string {
+	return strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ").Replace(s)
 }
 
 func meanOf(v []float64) float64 {
