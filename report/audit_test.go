@@ -67,3 +67,27 @@ func TestHTMLEscapesData(t *testing.T) {
 		}
 	}
 }
+
+// TestTablesWithPipeInName checks that a channel name holding "|" keeps
+// the Markdown and HTML tables' columns.
+func TestTablesWithPipeInName(t *testing.T) {
+	d := tinyDocument([]string{"flow", "a|b"}, SDGNN)
+	var md strings.Builder
+	if err := d.Markdown(&md); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(md.String(), "\n") {
+		if strings.HasPrefix(l, "| "+SDGNN+" | a") {
+			if n := strings.Count(l, "|") - strings.Count(l, `\|`); n != 6 {
+				t.Errorf("per-channel row %q has %d cell separators, want 6", l, n)
+			}
+		}
+	}
+	var h strings.Builder
+	if err := d.HTML(&h); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(h.String(), "<td>a|b</td>") {
+		t.Errorf("HTML per-channel table splits the channel name a|b:\n%s", h.String())
+	}
+}

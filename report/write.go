@@ -312,13 +312,13 @@ func (d *Document) text(b *strings.Builder, img func(Figure) string) {
 	b.WriteString("## Summary\n\n| model | predictions | mean receptive field | MAE | RMSE | MAPE % | paper MAPE % |\n|---|---|---:|---:|---:|---:|---:|\n")
 	for _, m := range d.Models {
 		o := m.Report.Overall
-		fmt.Fprintf(b, "| %s | %s | %.2f | %.4f | %.4f | %.3f | %.3f |\n", oneLine(m.Name), oneLine(m.Source), m.Receptive, o.MAE, o.RMSE, o.MAPE, m.Paper.MAPE)
+		fmt.Fprintf(b, "| %s | %s | %.2f | %.4f | %.4f | %.3f | %.3f |\n", cell(m.Name), cell(m.Source), m.Receptive, o.MAE, o.RMSE, o.MAPE, m.Paper.MAPE)
 	}
 	if len(d.Channels) > 1 {
 		b.WriteString("\n### Per channel\n\n| model | channel | MAE | RMSE | MAPE % |\n|---|---|---:|---:|---:|\n")
 		for _, m := range d.Models {
 			for c, pc := range m.Report.PerChannel {
-				fmt.Fprintf(b, "| %s | %s | %.4f | %.4f | %.3f |\n", oneLine(m.Name), oneLine(d.Channels[c]), pc.MAE, pc.RMSE, pc.MAPE)
+				fmt.Fprintf(b, "| %s | %s | %.4f | %.4f | %.3f |\n", cell(m.Name), cell(d.Channels[c]), pc.MAE, pc.RMSE, pc.MAPE)
 			}
 		}
 	}
@@ -329,7 +329,7 @@ func (d *Document) text(b *strings.Builder, img func(Figure) string) {
 		}
 		b.WriteString("\n|---|" + strings.Repeat("---:|", len(d.Models[0].Report.Chunks)) + "\n")
 		for _, m := range d.Models {
-			fmt.Fprintf(b, "| %s |", oneLine(m.Name))
+			fmt.Fprintf(b, "| %s |", cell(m.Name))
 			for k, c := range m.Report.Chunks {
 				if c.Count == 0 {
 					b.WriteString(" — |")
@@ -347,7 +347,7 @@ func (d *Document) text(b *strings.Builder, img func(Figure) string) {
 			if s.Budget > 0 {
 				bud = fmt.Sprint(s.Budget)
 			}
-			fmt.Fprintf(b, "| %s | %s | %.2f | %.4f | %.3f | %.1f |\n", oneLine(s.Series), bud, s.Receptive, s.Metrics.MAE, s.Metrics.MAPE, s.Seconds)
+			fmt.Fprintf(b, "| %s | %s | %.2f | %.4f | %.3f | %.1f |\n", cell(s.Series), bud, s.Receptive, s.Metrics.MAE, s.Metrics.MAPE, s.Seconds)
 		}
 	}
 	if len(d.Reductions) > 0 {
@@ -418,6 +418,12 @@ func (d *Document) text(b *strings.Builder, img func(Figure) string) {
 // "<" as markup.
 func oneLine(s string) string {
 	return strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ").Replace(s)
+}
+
+// cell returns s as the text of a Markdown table cell: on one line, its
+// "|" escaped as "\|" so that it does not end the cell.
+func cell(s string) string {
+	return strings.ReplaceAll(oneLine(s), "|", `\|`)
 }
 
 func meanOf(v []float64) float64 {
@@ -498,7 +504,7 @@ func markdownToHTML(md string) string {
 	for _, l := range lines {
 		switch {
 		case strings.HasPrefix(l, "|"):
-			cells := strings.Split(strings.Trim(l, "|"), "|")
+			cells := splitCells(l)
 			if strings.HasPrefix(strings.TrimSpace(cells[0]), "---") {
 				continue
 			}
@@ -540,6 +546,30 @@ func markdownToHTML(md string) string {
 	}
 	closeBlocks()
 	return out.String()
+}
+
+// splitCells returns the cells of the table row l: split at every "|" but
+// an escaped one ("\|", which becomes "|"), the outer ones dropped.
+func splitCells(l string) []string {
+	l = strings.TrimPrefix(l, "|")
+	if strings.HasSuffix(l, "|") && !strings.HasSuffix(l, `\|`) {
+		l = l[:len(l)-1]
+	}
+	var cells []string
+	var c strings.Builder
+	for i := 0; i < len(l); i++ {
+		switch {
+		case l[i] == '\\' && i+1 < len(l) && l[i+1] == '|':
+			c.WriteByte('|')
+			i++
+		case l[i] == '|':
+			cells = append(cells, c.String())
+			c.Reset()
+		default:
+			c.WriteByte(l[i])
+		}
+	}
+	return append(cells, c.String())
 }
 
 // inline escapes s and renders `code` spans.
