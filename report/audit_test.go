@@ -1,6 +1,7 @@
 package report
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -89,5 +90,40 @@ func TestTablesWithPipeInName(t *testing.T) {
 	}
 	if !strings.Contains(h.String(), "<td>a|b</td>") {
 		t.Errorf("HTML per-channel table splits the channel name a|b:\n%s", h.String())
+	}
+}
+
+// TestWriteModelWithNaNForecasts checks that a model whose forecasts are
+// NaN somewhere in every chunk (its MAE and MAPE NaN: a broken baseline)
+// does not stop the report from being written.
+func TestWriteModelWithNaNForecasts(t *testing.T) {
+	d := tinyDocument([]string{"speed"}, SDGNN, GRU)
+	g := &d.Models[1]
+	nan := math.NaN()
+	bad := evaluation.Metrics{MAE: nan, RMSE: nan, MAPE: nan, Count: 4, MAPECount: 3}
+	g.Report.Overall = bad
+	g.Report.Chunks = []evaluation.Metrics{bad, bad}
+	g.Report.ChunkMAEStd = []float64{nan, nan}
+	d.Sweep[1].Metrics = bad
+	g.pred[0], g.pred[2] = nan, nan
+	if err := d.Write(t.TempDir()); err != nil {
+		t.Fatalf("a model with NaN forecasts stops the report: %v", err)
+	}
+	for _, f := range d.Figures {
+		if f.Name == "staleness" && (len(f.Files) == 0 || !strings.Contains(f.Caption, GRU)) {
+			t.Errorf("staleness figure %+v: want it drawn, naming %s as left out", f, GRU)
+		}
+	}
+}
+
+// TestWriteMAPEFloorAboveEveryTruth checks that a MAPE floor above every
+// truth (MAPE NaN for every model) does not stop the report.
+func TestWriteMAPEFloorAboveEveryTruth(t *testing.T) {
+	d := tinyDocument([]string{"speed"}, SDGNN)
+	d.MAPEFloor = 100
+	d.Sweep[0].Metrics.MAPE = math.NaN()
+	d.Models[0].Report.Overall.MAPE = math.NaN()
+	if err := d.Write(t.TempDir()); err != nil {
+		t.Fatalf("MAPE NaN everywhere stops the report: %v", err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"html/template"
 	"io"
@@ -90,6 +91,12 @@ func (d *Document) Write(dir string) error {
 // drawFigures draws every figure it has the numbers for into dir/figures.
 func (d *Document) drawFigures(dir string) error {
 	d.Figures = nil
+	// leftOut names what a figure's make left out for having no finite
+	// value (a model whose forecasts are NaN somewhere in every chunk, a
+	// MAPE over no truth above the floor): the figure package refuses a
+	// series with nothing to draw, and one such model must not stop the
+	// report.
+	var leftOut []string
 	add := func(name, title, caption string, w, h vg.Length, make func() (*plot.Plot, error), skip string) error {
 		f := Figure{Name: name, Title: title, Caption: caption}
 		if skip != "" {
@@ -97,9 +104,19 @@ func (d *Document) drawFigures(dir string) error {
 			d.Figures = append(d.Figures, f)
 			return nil
 		}
+		leftOut = nil
 		p, err := make()
+		var none noFinite
+		if errors.As(err, &none) {
+			f.Skipped = string(none)
+			d.Figures = append(d.Figures, f)
+			return nil
+		}
 		if err != nil {
 			return fmt.Errorf("report: figure %s: %w", name, err)
+		}
+		if len(leftOut) > 0 {
+			f.Caption += fmt.Sprintf(" Not drawn, having no finite value: %s.", strings.Join(leftOut, ", "))
 		}
 		paths, err := figure.Save(p, filepath.Join(dir, DirFigures), name, w, h)
 		if err != nil {
@@ -135,7 +152,14 @@ func (d *Document) drawFigures(dir string) error {
 					l.Y = append(l.Y, y)
 					l.Err = append(l.Err, e)
 				}
+				if !slices.ContainsFunc(l.Y, isFinite) {
+					leftOut = append(leftOut, m.Name)
+					continue
+				}
 				lines = append(lines, l)
+			}
+			if len(lines) == 0 {
+				return nil, noFinite("no model has a finite MAE in any chunk")
 			}
 			return figure.Staleness(lines)
 		}, "")
@@ -149,11 +173,22 @@ func (d *Document) drawFigures(dir string) error {
 		figureW, figureH, func() (*plot.Plot, error) {
 			var pts []figure.Point
 			for _, s := range d.Sweep {
+				if !isFinite(s.Receptive) || !isFinite(s.Metrics.MAPE) {
+					continue
+				}
 				p := figure.Point{Series: s.Series, X: s.Receptive, Y: s.Metrics.MAPE}
 				if s.Budget > 0 && s.Model == SDGNN {
 					p.Label = fmt.Sprint(s.Budget)
 				}
 				pts = append(pts, p)
+			}
+			for _, s := range d.Sweep {
+				if !slices.ContainsFunc(pts, func(p figure.Point) bool { return p.Series == s.Series }) && !slices.Contains(leftOut, s.Series) {
+					leftOut = append(leftOut, s.Series)
+				}
+			}
+			if len(pts) == 0 {
+				return nil, noFinite("no model has a finite MAPE")
 			}
 			return figure.MAPEReceptive(pts)
 		}, "")
@@ -171,8 +206,13 @@ func (d *Document) drawFigures(dir string) error {
 		figureW, figureW, func() (*plot.Plot, error) {
 			x := make([]float64, len(d.Reductions))
 			y := make([]float64, len(d.Reductions))
+			finite := false
 			for i, r := range d.Reductions {
 				x[i], y[i] = r.SDGNN, r.GRUGCN
+				finite = finite || isFinite(r.SDGNN) && isFinite(r.GRUGCN)
+			}
+			if !finite {
+				return nil, noFinite("no sensor has a finite reduction under both models")
 			}
 			return figure.NodeReduction(x, y, SDGNN, GRUGCN)
 		}, skip)
@@ -201,6 +241,9 @@ func (d *Document) drawFigures(dir string) error {
 					e = r.NR
 				}
 				cps = append(cps, figure.Checkpoint{Epoch: r.Epoch, Budget: r.Budget, ApproxErr: e, MAPE: r.Val.MAPE, Best: r.Best})
+			}
+			if !slices.ContainsFunc(cps, func(c figure.Checkpoint) bool { return isFinite(c.ApproxErr) && isFinite(c.MAPE) }) {
+				return nil, noFinite("no distillation round has a finite approximation error and validation MAPE")
 			}
 			return figure.ApproxError(cps, errName)
 		}, skip)
@@ -249,7 +292,14 @@ func (d *Document) drawFigures(dir string) error {
 				if kind == "weights" {
 					v = dist.Weights
 				}
+				if !slices.ContainsFunc(v, isFinite) {
+					leftOut = append(leftOut, dist.Model)
+					continue
+				}
 				ss = append(ss, figure.Sample{Name: dist.Model, Values: v})
+			}
+			if len(ss) == 0 {
+				return nil, noFinite("no model has a finite value to draw")
 			}
 			return figure.ECDF(title, xl, ss)
 		}, "")
@@ -259,6 +309,14 @@ func (d *Document) drawFigures(dir string) error {
 	}
 	return nil
 }
+
+// noFinite is returned by a figure's make when it has nothing finite to
+// draw: the figure is left out, with the message as why.
+type noFinite string
+
+func (e noFinite) Error() string { return string(e) }
+
+func isFinite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 
 func chunkName(d *Document) string {
 	if len(d.Models) == 0 {
