@@ -414,8 +414,10 @@ func WriteAtomic(path string, write func(w io.Writer) error) (err error) {
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
+	// Removed unless renamed: on an error, and on a panic in write too.
+	renamed := false
 	defer func() {
-		if err != nil {
+		if !renamed {
 			tmp.Close()
 			os.Remove(tmp.Name())
 		}
@@ -435,6 +437,7 @@ func WriteAtomic(path string, write func(w io.Writer) error) (err error) {
 	if err := os.Rename(tmp.Name(), path); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
+	renamed = true
 	// Make the rename itself durable. Not every system can sync a
 	// directory, so a failure here is not reported.
 	if d, err := os.Open(dir); err == nil {
