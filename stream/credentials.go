@@ -197,12 +197,13 @@ func LoadAuthorities(file, name string) (*Authorities, error) {
 }
 
 // Reload reads the file again and, if it holds one certificate or more
-// and nothing else, checks clients against them from the next handshake
-// on and returns them; otherwise it returns why, naming the file, and the
-// authorities in use are kept. Unlike x509.CertPool.AppendCertsFromPEM,
-// which skips what does not parse, a block that is not a certificate, or
-// text after the last block, is an error: a file read while it is being
-// rewritten must not silently drop the authorities it was cut before.
+// and nothing else (but comments before a block), checks clients against
+// them from the next handshake on and returns them; otherwise it returns
+// why, naming the file, and the authorities in use are kept. Unlike
+// x509.CertPool.AppendCertsFromPEM, which skips what does not parse, a
+// block that is not a certificate or does not decode, or text after the
+// last block, is an error: a file read while it is being rewritten must
+// not silently drop the authorities it was cut before.
 func (a *Authorities) Reload() ([]*x509.Certificate, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -227,16 +228,25 @@ func (a *Authorities) Reload() ([]*x509.Certificate, error) {
 }
 
 // parseCertificates returns the certificates of the PEM blocks in data:
-// an error for none, for a block of another type or that does not parse,
-// and for anything but white space around them.
+// an error for none, for a block of another type, that does not decode or
+// does not parse, and for anything but white space after the last block.
+// Text before a block (comments, as openssl and CA bundles write) is
+// skipped.
 func parseCertificates(data []byte) ([]*x509.Certificate, error) {
 	var certs []*x509.Certificate
 	rest := data
 	for {
 		var b *pem.Block
+		before := rest
 		b, rest = pem.Decode(rest)
 		if b == nil {
 			break
+		}
+		// pem.Decode passes over a block that does not decode (its END
+		// line lost, a character that is not base64) to the next: that
+		// authority would be dropped without a word.
+		if bytes.Count(before[:len(before)-len(rest)], []byte("-----BEGIN ")) > 1 {
+			return nil, fmt.Errorf("PEM block %d does not decode (its END line or part of its text lost?)", len(certs)+1)
 		}
 		if b.Type != "CERTIFICATE" {
 			return nil, fmt.Errorf("PEM block %d is a %q, want a CERTIFICATE", len(certs)+1, b.Type)

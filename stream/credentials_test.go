@@ -399,3 +399,49 @@ func TestClientCertReloadWriter(t *testing.T) {
 		}
 	}
 }
+
+// TestAuthoritiesRefuseDamagedBlock checks that a PEM block that does not
+// decode (its END line lost, a character that is not base64) is an error
+// when another block follows it, as it is when it is the last: pem.Decode
+// passes over such a block to the next one, which dropped the damaged
+// authority without a word. Text outside the blocks (comments, as in
+// openssl's output or CA bundles) is still skipped.
+func TestAuthoritiesRefuseDamagedBlock(t *testing.T) {
+	certs, other := tlstest.New(t), tlstest.New(t)
+	ca, err := os.ReadFile(certs.CAFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherCA, err := os.ReadFile(other.CAFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "ca.pem")
+	put := func(parts ...[]byte) {
+		t.Helper()
+		if err := os.WriteFile(file, bytes.Join(parts, nil), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put([]byte("# the clients' authorities\n"), ca, []byte("subject=CN=other\n"), otherCA)
+	a, err := LoadAuthorities(file, "-client-ca")
+	if err != nil || len(a.Certificates()) != 2 {
+		t.Fatalf("authorities with comments around them: %d taken, %v; want 2", len(a.Certificates()), err)
+	}
+	lines := bytes.Split(ca, []byte("\n"))
+	noEnd := bytes.Replace(ca, []byte("-----END CERTIFICATE-----"), nil, 1)
+	badChar := bytes.Replace(ca, lines[2], append([]byte("*"), lines[2][1:]...), 1)
+	for _, c := range []struct {
+		name string
+		data []byte
+	}{{"END line lost", noEnd}, {"not base64", badChar}} {
+		put(c.data, otherCA)
+		got, err := a.Reload()
+		if err == nil || !strings.Contains(err.Error(), "PEM block 1 does not decode") {
+			t.Errorf("%s, then an authority: %d taken, %v; want an error naming block 1", c.name, len(got), err)
+		}
+		if n := len(a.Certificates()); n != 2 {
+			t.Errorf("%s: %d authorities in use, want the 2 read before", c.name, n)
+		}
+	}
+}
