@@ -2,6 +2,8 @@ package main
 
 import (
 	"bufio"
+	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -152,5 +154,26 @@ func TestResumeTakesReportFlags(t *testing.T) {
 	code, _, stderr := runCmd(t, "teacher", "-data", dir, "-resume", state, "-epochs", "1", "-mape-floor", "1", "-chunks", "2")
 	if code != 0 {
 		t.Fatalf("resume with -mape-floor 1 -chunks 2: exit %d, stderr:\n%s", code, stderr)
+	}
+}
+
+// TestInterruptHintKeepsReportFlags checks that the command an interrupted
+// teacher run names to resume it repeats the final report's flags given
+// (-mape-floor, -chunks), which the state does not hold: the hint without
+// them resumed into a report counting SZ-taxi's near-zero speeds in MAPE.
+func TestInterruptHintKeepsReportFlags(t *testing.T) {
+	dir := writePeMS08Layout(t, 120)
+	model := filepath.Join(t.TempDir(), "m.model")
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // interrupted before its first batch
+	var stdout, stderr bytes.Buffer
+	err := cmdTeacher(ctx, []string{"-data", dir, "-dataset", "pems08", "-epochs", "2", "-out", model,
+		"-mape-floor", "1", "-chunks", "2", "-log-json"}, &stdout, &stderr)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("interrupted run: %v, want context.Canceled; log:\n%s", err, stderr.String())
+	}
+	want := "resume with: pems-train teacher -resume " + model + ".state -out " + model + " -chunks 2 -mape-floor 1"
+	if !strings.Contains(stderr.String(), want) {
+		t.Errorf("log:\n%s\nwant the hint %q", stderr.String(), want)
 	}
 }

@@ -207,7 +207,15 @@ func cmdTeacher(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		if serr := tr.SaveState(state, meta); serr != nil {
 			return fmt.Errorf("interrupted, and saving the state failed: %w", serr)
 		}
-		log.Warn().Str("state", state).Int("epochs_done", tr.Epoch).Msgf("interrupted: resume with: pems-train teacher -resume %s -out %s", state, *out)
+		// The final report's flags are not in the state: the resume
+		// repeats those given, or its report would differ.
+		hint := fmt.Sprintf("pems-train teacher -resume %s -out %s", state, *out)
+		fs.Visit(func(f *flag.Flag) {
+			if f.Name == "chunks" || f.Name == "mape-floor" {
+				hint += fmt.Sprintf(" -%s %s", f.Name, f.Value)
+			}
+		})
+		log.Warn().Str("state", state).Int("epochs_done", tr.Epoch).Msgf("interrupted: resume with: %s", hint)
 		return err
 	}
 	if err != nil {
