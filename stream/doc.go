@@ -75,6 +75,16 @@
 // again what the brokers did not acknowledge, for as long as their Retry
 // says, so that a broker restart does not stop them.
 //
+// # Security
+//
+// A Security says how the brokers are reached: TLS (NewTLS), SASL
+// (NewSASL: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512) or both. Credentials
+// rotate without a restart: a RotatingSASL takes a new password, a
+// KeyPair reads a client certificate (or the HTTPS endpoints' server
+// certificate) again, and Authorities read again the authorities the
+// HTTPS endpoints check client certificates against; each is used from
+// the next connection or handshake on.
+//
 // # Encoding
 //
 // Messages are JSON, versioned by a "v" field (Version), so that they are
