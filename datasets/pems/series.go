@@ -191,21 +191,12 @@ var py2Long = regexp.MustCompile(`(\d)L`)
 // npyio refuses, is presented as 2.0. Anything it does not recognise is
 // left to readNPYHeader to report.
 func py2Shape(br *bufio.Reader) io.Reader {
-	pre, err := br.Peek(12)
-	if err != nil || !bytes.Equal(pre[:6], npy.Magic[:]) {
-		return br
-	}
-	var off, n int
-	switch pre[6] {
-	case 1:
-		off, n = 10, int(binary.LittleEndian.Uint16(pre[8:10]))
-	case 2, 3:
-		off, n = 12, int(binary.LittleEndian.Uint32(pre[8:12]))
-	default:
+	version, off, n, ok := npyPrefix(br)
+	if !ok {
 		return br
 	}
 	full, err := br.Peek(off + n)
-	if err != nil || (pre[6] != 3 && !py2Long.Match(full[off:])) {
+	if err != nil || (version != 3 && !py2Long.Match(full[off:])) {
 		return br
 	}
 	fixed := bytes.TrimRight(py2Long.ReplaceAll(full[off:], []byte("$1")), "\n")
@@ -223,6 +214,24 @@ func py2Shape(br *bufio.Reader) io.Reader {
 	return io.MultiReader(bytes.NewReader(hdr), br)
 }
 
+// npyPrefix peeks at the fixed start of an npy header in br: its major
+// version, where its text starts and the text's stated length. ok is
+// false for data without the npy magic or of a version other than 1, 2
+// or 3, which readNPYHeader reports.
+func npyPrefix(br *bufio.Reader) (version byte, off, n int, ok bool) {
+	pre, err := br.Peek(12)
+	if err != nil || !bytes.Equal(pre[:6], npy.Magic[:]) {
+		return 0, 0, 0, false
+	}
+	switch pre[6] {
+	case 1:
+		return 1, 10, int(binary.LittleEndian.Uint16(pre[8:10])), true
+	case 2, 3:
+		return pre[6], 12, int(binary.LittleEndian.Uint32(pre[8:12])), true
+	}
+	return 0, 0, 0, false
+}
+
 // maxNPYHeader is the longest npy header text ReadNPZ accepts, in bytes:
 // numpy.load's default max_header_size. The headers of the arrays it
 // reads are about 120 bytes.
@@ -234,17 +243,8 @@ const maxNPYHeader = 10000
 // and on a short header slices out of range. Data that does not start
 // with the npy magic is left to readNPYHeader to report.
 func checkNPYHeaderLen(br *bufio.Reader) error {
-	pre, err := br.Peek(12)
-	if err != nil || !bytes.Equal(pre[:6], npy.Magic[:]) {
-		return nil
-	}
-	var off, n int
-	switch pre[6] {
-	case 1:
-		off, n = 10, int(binary.LittleEndian.Uint16(pre[8:10]))
-	case 2, 3:
-		off, n = 12, int(binary.LittleEndian.Uint32(pre[8:12]))
-	default:
+	_, off, n, ok := npyPrefix(br)
+	if !ok {
 		return nil
 	}
 	if n > maxNPYHeader {
