@@ -70,6 +70,50 @@ func TestRotatingSASL(t *testing.T) {
 	}
 }
 
+// rotatingClient is a client of brokers that presents the certificate of
+// files of its own, read by a KeyPair; put copies another pair over them,
+// for the KeyPair's Reload.
+type rotatingClient struct {
+	t                 *testing.T
+	kp                *KeyPair
+	sec               Security
+	certFile, keyFile string
+}
+
+// newRotatingClient returns a rotatingClient trusting the authorities of
+// caFile, its files holding the pair cert, key.
+func newRotatingClient(t *testing.T, caFile, cert, key string) *rotatingClient {
+	t.Helper()
+	dir := t.TempDir()
+	rc := &rotatingClient{t: t, certFile: filepath.Join(dir, "client.pem"), keyFile: filepath.Join(dir, "client-key.pem")}
+	rc.put(cert, key)
+	var err error
+	if rc.kp, err = LoadKeyPair(rc.certFile, rc.keyFile, "-tls-cert", "-tls-key"); err != nil {
+		t.Fatal(err)
+	}
+	client, err := NewTLS(caFile, "", "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	client.GetClientCertificate = rc.kp.GetClientCertificate
+	rc.sec = Security{TLS: client}
+	return rc
+}
+
+// put copies the pair cert, key over the client's files.
+func (rc *rotatingClient) put(cert, key string) {
+	rc.t.Helper()
+	for _, f := range [][2]string{{cert, rc.certFile}, {key, rc.keyFile}} {
+		b, err := os.ReadFile(f[0])
+		if err == nil {
+			err = os.WriteFile(f[1], b, 0o600)
+		}
+		if err != nil {
+			rc.t.Fatal(err)
+		}
+	}
+}
+
 // TestClientCertReload checks that a handshake after Reload presents the
 // certificate the files hold then, against a broker that wants one its
 // authority signed; and that files that do not read keep the one
@@ -80,31 +124,9 @@ func TestClientCertReload(t *testing.T) {
 	}
 	certs, other := tlstest.New(t), tlstest.New(t)
 	addr := tlstest.BrokerTLS(t, certs.RequireClientCert())
-	dir := t.TempDir()
-	certFile, keyFile := filepath.Join(dir, "client.pem"), filepath.Join(dir, "client-key.pem")
-	put := func(cert, key string) {
-		t.Helper()
-		for _, f := range [][2]string{{cert, certFile}, {key, keyFile}} {
-			b, err := os.ReadFile(f[0])
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(f[1], b, 0o600); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	put(other.ClientCert, other.ClientKey) // signed by an authority the broker does not trust
-	cc, err := LoadKeyPair(certFile, keyFile, "", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	client, err := NewTLS(certs.CAFile, "", "", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	client.GetClientCertificate = cc.GetClientCertificate
-	sec := Security{TLS: client}
+	// Signed by an authority the broker does not trust.
+	rc := newRotatingClient(t, certs.CAFile, other.ClientCert, other.ClientKey)
+	cc, sec, put, keyFile := rc.kp, rc.sec, rc.put, rc.keyFile
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := sec.CheckBrokers(ctx, []string{addr}); err == nil {
@@ -287,8 +309,8 @@ func TestAuthoritiesReload(t *testing.T) {
 // TestClientCertReloadWriter checks the path of the forecasts' writer:
 // a kafka.Writer on Security.Transport presents, on each new connection,
 // the client certificate a KeyPair last read, as the broker sees it,
-// also after its first connection was refused. The service's Reader dials through Security.Dialer, which
-// TestClientCertReload covers.
+// also after its first connection was refused. The service's Reader
+// dials through Security.Dialer, which TestClientCertReload covers.
 func TestClientCertReloadWriter(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a broker")
@@ -314,31 +336,9 @@ func TestClientCertReloadWriter(t *testing.T) {
 		}
 		return seen[len(seen)-1]
 	}
-	dir := t.TempDir()
-	certFile, keyFile := filepath.Join(dir, "client.pem"), filepath.Join(dir, "client-key.pem")
-	put := func(cert, key string) {
-		t.Helper()
-		for _, f := range [][2]string{{cert, certFile}, {key, keyFile}} {
-			b, err := os.ReadFile(f[0])
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(f[1], b, 0o600); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	put(other.ClientCert, other.ClientKey) // of an authority the broker does not trust
-	kp, err := LoadKeyPair(certFile, keyFile, "-tls-cert", "-tls-key")
-	if err != nil {
-		t.Fatal(err)
-	}
-	client, err := NewTLS(certs.CAFile, "", "", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	client.GetClientCertificate = kp.GetClientCertificate
-	sec := Security{TLS: client}
+	// Of an authority the broker does not trust.
+	rc := newRotatingClient(t, certs.CAFile, other.ClientCert, other.ClientKey)
+	kp, sec, put := rc.kp, rc.sec, rc.put
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	transport := sec.Transport()
