@@ -82,10 +82,11 @@ func TestEarlyStopping(t *testing.T) {
 	}
 }
 
-// TestResumeMatchesUninterruptedRun interrupts training, saves and reloads
-// its state, resumes, and checks that the result equals an uninterrupted run
-// bit for bit.
-func TestResumeMatchesUninterruptedRun(t *testing.T) {
+// resumeFixture is what the resume tests share: SZ-taxi's first 300
+// steps, a maker of trainers of one small configuration (3 epochs of 3
+// batches), and the run of one of them uninterrupted.
+func resumeFixture(t *testing.T) (*snapshot.Set, snapshot.Split, *pems.CSR, func() *Trainer, *Trainer) {
+	t.Helper()
 	set, split, adj := realData(t, 300)
 	cfg := Config{Kind: KindGRUGCN, Window: 12, Channels: set.Channels, Hidden: 8, NoiseStd: 0.05, Seed: 4}
 	tc := DefaultTrain()
@@ -106,6 +107,14 @@ func TestResumeMatchesUninterruptedRun(t *testing.T) {
 	if err := full.Run(context.Background(), set, split, adj, nil); err != nil {
 		t.Fatal(err)
 	}
+	return set, split, adj, newTrainer, full
+}
+
+// TestResumeMatchesUninterruptedRun interrupts training, saves and reloads
+// its state, resumes, and checks that the result equals an uninterrupted run
+// bit for bit.
+func TestResumeMatchesUninterruptedRun(t *testing.T) {
+	set, split, adj, newTrainer, full := resumeFixture(t)
 
 	part := newTrainer()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -380,27 +389,8 @@ func TestScaledSelectionOneChannel(t *testing.T) {
 // state as `teacher` then does, resumes, and checks that the result equals
 // an uninterrupted run bit for bit.
 func TestResumeAfterMidEpochInterrupt(t *testing.T) {
-	set, split, adj := realData(t, 300)
-	cfg := Config{Kind: KindGRUGCN, Window: 12, Channels: set.Channels, Hidden: 8, NoiseStd: 0.05, Seed: 4}
-	tc := DefaultTrain()
-	tc.MaxEpochs = 3
-	tc.MaxBatches = 3
-	newTrainer := func() *Trainer {
-		m, err := New(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tr, err := NewTrainer(m, tc)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return tr
-	}
-	full := newTrainer()
-	if err := full.Run(context.Background(), set, split, adj, nil); err != nil {
-		t.Fatal(err)
-	}
-	for _, after := range []int{1, tc.MaxBatches + 2} { // in epoch 1, in epoch 2
+	set, split, adj, newTrainer, full := resumeFixture(t)
+	for _, after := range []int{1, full.Config.MaxBatches + 2} { // in epoch 1, in epoch 2
 		part := newTrainer()
 		err := part.Run(&stopAfter{Context: context.Background(), n: after}, set, split, adj, nil)
 		if !errors.Is(err, context.Canceled) {
