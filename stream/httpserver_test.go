@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -100,7 +99,7 @@ func TestHTTPServerTLS(t *testing.T) {
 	served.Store(&first)
 	b := testBundle(t, 4, 3, 2, 4, 1)
 	httpAddr := "127.0.0.1:" + strconv.Itoa(freePort(t))
-	var logs lockedBuffer
+	var logs lockedLog
 	// No broker: the HTTP endpoints serve while the service waits for one.
 	svc, err := NewService(b, Config{Brokers: []string{"127.0.0.1:" + strconv.Itoa(freePort(t))}, StepMs: testStep,
 		WaitBrokers: time.Minute, HTTPAddr: httpAddr, Log: zerolog.New(&logs),
@@ -183,25 +182,6 @@ func TestHTTPServerTLS(t *testing.T) {
 			t.Errorf("HTTP server line %s, want a warning about the handshake", line)
 		}
 	}
-}
-
-// lockedBuffer is a strings.Builder that a logger may write while a test
-// reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // A TLS configuration without a certificate is refused at once, rather
