@@ -229,25 +229,7 @@ func corrupt(raw []byte) []byte {
 // its header's shape (10, 20, 3) says.
 func truncatedMember(t *testing.T, dir string) string {
 	t.Helper()
-	p := filepath.Join(dir, "short.npz")
-	f, err := os.Create(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	zw := zip.NewWriter(f)
-	w, err := zw.Create("data.npy")
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.Write(npyHeader("<f8", []int{10, 20, 3}))
-	w.Write(make([]byte, 8*100))
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return npzMember(t, dir, "short.npz", append(npyHeader("<f8", []int{10, 20, 3}), make([]byte, 8*100)...))
 }
 
 // npzMember writes a zip archive at dir/name whose data.npy holds b.
@@ -352,7 +334,7 @@ func TestReadNPZPython2Shape(t *testing.T) {
 	want := testSeries(7, 4, 3)
 	dir := t.TempDir()
 	for _, version := range []byte{1, 2} {
-		path := filepath.Join(dir, fmt.Sprintf("py2-v%d.npz", version))
+		path := fmt.Sprintf("py2-v%d.npz", version)
 		dict := "{'descr': '<f8', 'fortran_order': False, 'shape': (7L, 4L, 3L), }"
 		var hdr bytes.Buffer
 		hdr.Write(npy.Magic[:])
@@ -367,21 +349,7 @@ func TestReadNPZPython2Shape(t *testing.T) {
 		for _, v := range want.Data {
 			binary.Write(&hdr, binary.LittleEndian, v)
 		}
-		f, err := os.Create(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		zw := zip.NewWriter(f)
-		w, err := zw.Create("data.npy")
-		if err != nil {
-			t.Fatal(err)
-		}
-		w.Write(hdr.Bytes())
-		if err := zw.Close(); err != nil {
-			t.Fatal(err)
-		}
-		f.Close()
-		got, err := ReadNPZ(path)
+		got, err := ReadNPZ(npzMember(t, dir, path, hdr.Bytes()))
 		if err != nil {
 			t.Fatalf("format %d: %v", version, err)
 		}
@@ -396,7 +364,7 @@ func TestReadNPZFormat3(t *testing.T) {
 	want := testSeries(7, 4, 3)
 	dir := t.TempDir()
 	for _, fortran := range []string{"False", "True"} {
-		path := filepath.Join(dir, "v3-"+fortran+".npz")
+		path := "v3-" + fortran + ".npz"
 		dict := "{'descr': '<f8', 'fortran_order': " + fortran + ", 'shape': (7, 4, 3), }"
 		var hdr bytes.Buffer
 		hdr.Write(npy.Magic[:])
@@ -412,21 +380,7 @@ func TestReadNPZFormat3(t *testing.T) {
 			}
 			binary.Write(&hdr, binary.LittleEndian, v)
 		}
-		f, err := os.Create(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		zw := zip.NewWriter(f)
-		w, err := zw.Create("data.npy")
-		if err != nil {
-			t.Fatal(err)
-		}
-		w.Write(hdr.Bytes())
-		if err := zw.Close(); err != nil {
-			t.Fatal(err)
-		}
-		f.Close()
-		got, err := ReadNPZ(path)
+		got, err := ReadNPZ(npzMember(t, dir, path, hdr.Bytes()))
 		if err != nil {
 			t.Fatalf("format 3.0, fortran_order %s: %v", fortran, err)
 		}
