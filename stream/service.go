@@ -1645,11 +1645,11 @@ func (s *Service) Handler() http.Handler {
 			}
 		}
 		fmt.Fprintf(w, "# HELP sdgnn_model_info The model being served (1), by version and dataset.\n# TYPE sdgnn_model_info gauge\nsdgnn_model_info{version=\"%s\",dataset=\"%s\"} 1\n", promLabel(meta.Version), promLabel(meta.Dataset))
-		if leaf := clientCert(s.cfg.Security.TLS); leaf != nil {
+		if leaf := presentedCert(s.cfg.Security.TLS, true); leaf != nil {
 			fmt.Fprintf(w, "# HELP sdgnn_kafka_tls_client_cert_expiry_timestamp_seconds When the client certificate presented to the brokers expires (its NotAfter, Unix seconds), by serial number.\n# TYPE sdgnn_kafka_tls_client_cert_expiry_timestamp_seconds gauge\nsdgnn_kafka_tls_client_cert_expiry_timestamp_seconds{serial=\"%s\"} %d\n",
 				leaf.SerialNumber, leaf.NotAfter.Unix())
 		}
-		if leaf := servedCert(s.cfg.HTTPTLS); leaf != nil {
+		if leaf := presentedCert(s.cfg.HTTPTLS, false); leaf != nil {
 			fmt.Fprintf(w, "# HELP sdgnn_http_tls_cert_expiry_timestamp_seconds When the certificate that -http serves HTTPS with expires (its NotAfter, Unix seconds), by serial number: alert well before it.\n# TYPE sdgnn_http_tls_cert_expiry_timestamp_seconds gauge\nsdgnn_http_tls_cert_expiry_timestamp_seconds{serial=\"%s\"} %d\n",
 				leaf.SerialNumber, leaf.NotAfter.Unix())
 		}
@@ -1987,20 +1987,26 @@ func b2i(b bool) int {
 	return 0
 }
 
-// clientCert returns the leaf of the client certificate that the TLS
-// configuration c presents now (its GetClientCertificate's answer, else
-// its first certificate), nil without one.
-func clientCert(c *tls.Config) *x509.Certificate {
+// presentedCert returns the leaf of the certificate that the TLS
+// configuration c presents now, as a client (its GetClientCertificate's
+// answer) or as a server (its GetCertificate's, which may change from one
+// handshake to the next), else its first certificate; nil without one.
+func presentedCert(c *tls.Config, client bool) *x509.Certificate {
 	if c == nil {
 		return nil
 	}
 	var cert *tls.Certificate
-	if c.GetClientCertificate != nil {
-		if got, err := c.GetClientCertificate(&tls.CertificateRequestInfo{}); err == nil {
-			cert = got
-		}
-	} else if len(c.Certificates) > 0 {
+	var err error
+	switch {
+	case client && c.GetClientCertificate != nil:
+		cert, err = c.GetClientCertificate(&tls.CertificateRequestInfo{})
+	case !client && c.GetCertificate != nil:
+		cert, err = c.GetCertificate(&tls.ClientHelloInfo{})
+	case len(c.Certificates) > 0:
 		cert = &c.Certificates[0]
+	}
+	if err != nil {
+		return nil
 	}
 	return leafOf(cert)
 }
@@ -2019,22 +2025,4 @@ func leafOf(cert *tls.Certificate) *x509.Certificate {
 		return nil
 	}
 	return leaf
-}
-
-// servedCert returns the leaf certificate that the HTTPS configuration c
-// serves now (its GetCertificate's answer, which may change from one
-// handshake to the next, else its first certificate), nil without one.
-func servedCert(c *tls.Config) *x509.Certificate {
-	if c == nil {
-		return nil
-	}
-	var cert *tls.Certificate
-	if c.GetCertificate != nil {
-		if got, err := c.GetCertificate(&tls.ClientHelloInfo{}); err == nil {
-			cert = got
-		}
-	} else if len(c.Certificates) > 0 {
-		cert = &c.Certificates[0]
-	}
-	return leafOf(cert)
 }
