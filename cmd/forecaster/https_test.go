@@ -178,21 +178,7 @@ func TestServeHTTPS(t *testing.T) {
 	}
 	reload := func() (int, string) {
 		t.Helper()
-		req, err := http.NewRequest(http.MethodPost, "https://"+addr+"/-/reload", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("Authorization", "Bearer s3cret")
-		resp, err := client.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		body, err := io.ReadAll(resp.Body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return resp.StatusCode, string(body)
+		return postReloadURL(t, client, "https://"+addr+"/-/reload", "s3cret")
 	}
 	if got := serial(); got != 2 {
 		t.Errorf("serial %d served, want 2", got)
@@ -425,18 +411,7 @@ func TestServeMutualTLS(t *testing.T) {
 	}
 	reload := func(c *http.Client) (int, string) {
 		t.Helper()
-		req, err := http.NewRequest(http.MethodPost, "https://"+addr+"/-/reload", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("Authorization", "Bearer s3cret")
-		resp, err := c.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(body)
+		return postReloadURL(t, c, "https://"+addr+"/-/reload", "s3cret")
 	}
 	check("at start", true, false)
 	if _, resumed := served("the first authority's again", ours); !resumed {

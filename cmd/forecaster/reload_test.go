@@ -432,16 +432,22 @@ func unstartedService(t *testing.T, b *sdgnn.Bundle, log zerolog.Logger) *stream
 	return svc
 }
 
-// postReload asks the service at addr to reload, with the bearer token,
-// and returns the HTTP status and answer.
+// postReload asks the service at addr to reload over plain HTTP, with the
+// bearer token, and returns the HTTP status and answer.
 func postReload(t *testing.T, addr, token string) (int, string) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, "http://"+addr+"/-/reload", nil)
+	return postReloadURL(t, http.DefaultClient, "http://"+addr+"/-/reload", token)
+}
+
+// postReloadURL is postReload at url through client (HTTPS, say).
+func postReloadURL(t *testing.T, client *http.Client, url, token string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
