@@ -702,3 +702,36 @@ func TestForecastsRepeatedParameter(t *testing.T) {
 		}
 	}
 }
+
+// TestForecastsUnknownParameter checks that GET /forecasts refuses a
+// parameter it does not know, naming it and the ones it knows, rather
+// than ignoring it: ?sensor=3 (for sensors) answered every sensor.
+func TestForecastsUnknownParameter(t *testing.T) {
+	b := testBundle(t, 5, 4, 2, 3, 1)
+	svc, err := NewService(b, Config{Brokers: []string{"127.0.0.1:1"}, StepMs: testStep})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := svc.Handler()
+	for _, tc := range []struct {
+		query, name string
+		code        int
+	}{
+		{"sensor=3", "sensor", http.StatusBadRequest},
+		{"sensors=3&Since=0", "Since", http.StatusBadRequest},
+		{"fmt=csv", "fmt", http.StatusBadRequest},
+		{"sensors=3&since=0&format=json", "", http.StatusOK},
+		{"", "", http.StatusOK},
+	} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/forecasts?"+tc.query, nil))
+		body := rec.Body.String()
+		if rec.Code != tc.code {
+			t.Errorf("GET /forecasts?%s: %d %q, want %d", tc.query, rec.Code, body, tc.code)
+			continue
+		}
+		if tc.code == http.StatusBadRequest && (!strings.Contains(body, strconv.Quote(tc.name)) || !strings.Contains(body, "sensors, since, format")) {
+			t.Errorf("GET /forecasts?%s: %q, want the error to name %q and the known parameters", tc.query, body, tc.name)
+		}
+	}
+}

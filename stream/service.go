@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"net"
 	"net/http"
@@ -1709,9 +1710,16 @@ func (s *Service) Handler() http.Handler {
 			return
 		}
 		// Nor is a parameter given twice read from its first value
-		// alone (?sensors=1&sensors=2 answered sensor 1).
-		for _, name := range []string{"sensors", "since", "format"} {
-			if vs := q[name]; len(vs) > 1 {
+		// alone (?sensors=1&sensors=2 answered sensor 1), nor one it
+		// does not know ignored (?sensor=3 answered every sensor).
+		known := []string{"sensors", "since", "format"}
+		for _, name := range slices.Sorted(maps.Keys(q)) {
+			vs := q[name]
+			if !slices.Contains(known, name) {
+				http.Error(w, fmt.Sprintf("unknown parameter %q: want %s", name, strings.Join(known, ", ")), http.StatusBadRequest)
+				return
+			}
+			if len(vs) > 1 {
 				http.Error(w, fmt.Sprintf("%s: given %d times (%q); give it once (sensors: ids separated by commas)", name, len(vs), vs), http.StatusBadRequest)
 				return
 			}
