@@ -39,10 +39,12 @@ const pprMaxIter = 100000
 // from x = α e_z, to within 1e-8 in Euclidean norm (‖Â‖₂ ≤ 1 makes the
 // iteration contract by 1−α).
 //
-// Ties in the top-k selection are broken by the smaller node id, so the
-// result is deterministic; nodes with a zero score (outside z's connected
-// component) are never selected, so a node of a small component keeps fewer
-// than topK nodes. An isolated node keeps itself with weight one. z itself
+// Ties in the top-k selection, ranks equal to within rounding (1e-12
+// relative), are broken by the smaller node id, so the result is
+// deterministic and nodes that a symmetry of the graph makes equal are
+// chosen by id, not by rounding; nodes with a zero score (outside z's
+// connected component) are never selected, so a node of a small component
+// keeps fewer than topK nodes. An isolated node keeps itself with weight one. z itself
 // usually, but not necessarily, is chosen. Each node's receptive nodes are
 // returned sorted, as sdgnn.Theta requires.
 //
@@ -158,9 +160,15 @@ func walkScores(pi []float64, adj [][]int) []float64 {
 	return out
 }
 
+// pprTieTol is the relative difference below which two ranks count as
+// tied. Nodes that a symmetry of the graph makes equal get ranks a few ulps
+// apart (the power iteration sums their neighbours in different orders), a
+// difference of rounding that must not decide between them.
+const pprTieTol = 1e-12
+
 // topKNormalised returns the ids (sorted) of the k nodes of positive score
-// with the largest rank, ties going to the smaller id, with their scores
-// divided by their sum.
+// with the largest rank, ties (ranks within pprTieTol of each other, relative)
+// going to the smaller id, with their scores divided by their sum.
 func topKNormalised(scores, rank []float64, k int) ([]int, []float64) {
 	ids := make([]int, 0, len(scores))
 	for i, s := range scores {
@@ -177,6 +185,16 @@ func topKNormalised(scores, rank []float64, k int) ([]int, []float64) {
 		}
 		return a - b
 	})
+	// Runs of ranks within pprTieTol of the run's largest are ties: order
+	// them by id.
+	for lo := 0; lo < len(ids) && lo < k; {
+		hi := lo + 1
+		for hi < len(ids) && rank[ids[lo]]-rank[ids[hi]] <= pprTieTol*rank[ids[lo]] {
+			hi++
+		}
+		slices.Sort(ids[lo:hi])
+		lo = hi
+	}
 	ids = ids[:min(k, len(ids))]
 	slices.Sort(ids)
 	ws := make([]float64, len(ids))

@@ -202,6 +202,35 @@ func TestPPRTiesAndDeterminism(t *testing.T) {
 	}
 }
 
+// On the 6-dimensional hypercube every node's six neighbours tie exactly,
+// but the power iteration sums their neighbours in different orders, so
+// their computed ranks differ in the last bits: the tie must still go to
+// the smaller ids, not to whichever rounding came out ahead.
+func TestPPRTiesWithinRounding(t *testing.T) {
+	const dim = 6
+	n := 1 << dim
+	nb := make([][]int, n)
+	for i := range nb {
+		for b := 0; b < dim; b++ {
+			nb[i] = append(nb[i], i^(1<<b))
+		}
+		slices.Sort(nb[i])
+	}
+	for _, k := range []int{2, 3, 4} {
+		th, err := PPR(nb, 0.15, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for z := range nb {
+			want := append([]int{z}, nb[z][:k-1]...)
+			slices.Sort(want)
+			if !slices.Equal(th.Nodes[z], want) {
+				t.Errorf("k %d node %d: %v, want itself and its %d smallest neighbours %v", k, z, th.Nodes[z], k-1, want)
+			}
+		}
+	}
+}
+
 func TestPPRSmallComponents(t *testing.T) {
 	// Node 3 is isolated, 4–5 a pair; duplicates and self loops are ignored.
 	nb := [][]int{{1, 2, 1, 0}, {0, 2}, {0, 1}, {3}, {5}, {4}}
