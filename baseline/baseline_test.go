@@ -206,3 +206,49 @@ func TestFromSDGNNSeedsEverything(t *testing.T) {
 		}
 	}
 }
+
+// TestConfigValidate checks that Validate refuses what would train nothing
+// silently: an infinite weight decay or fine-tuning step turns every
+// trained epoch to NaN, so that the untrained epoch 0 (or the teacher's
+// decoder) is kept without an error, and a NaN or infinite MAPE floor
+// leaves every validation MAPE empty.
+func TestConfigValidate(t *testing.T) {
+	if err := DefaultConfig().Validate(); err != nil {
+		t.Fatalf("default config: %v", err)
+	}
+	inf, nan := math.Inf(1), math.NaN()
+	tests := []struct {
+		name string
+		edit func(*Config)
+	}{
+		{"epochs -1", func(c *Config) { c.Epochs = -1 }},
+		{"batch 0", func(c *Config) { c.Batch = 0 }},
+		{"lr 0", func(c *Config) { c.LR = 0 }},
+		{"lr inf", func(c *Config) { c.LR = inf }},
+		{"weight decay -1", func(c *Config) { c.WeightDecay = -1 }},
+		{"weight decay NaN", func(c *Config) { c.WeightDecay = nan }},
+		{"weight decay inf", func(c *Config) { c.WeightDecay = inf }},
+		{"fine-tune lr 0", func(c *Config) { c.FineTuneLR = 0 }},
+		{"fine-tune lr inf", func(c *Config) { c.FineTuneLR = inf }},
+		{"MAPE floor -1", func(c *Config) { c.MAPEFloor = -1 }},
+		{"MAPE floor NaN", func(c *Config) { c.MAPEFloor = nan }},
+		{"MAPE floor inf", func(c *Config) { c.MAPEFloor = inf }},
+		{"select rmse", func(c *Config) { c.Select = "rmse" }},
+		{"top-k 0", func(c *Config) { c.TopK = 0 }},
+		{"alpha 0", func(c *Config) { c.Alpha = 0 }},
+		{"sim weight inf", func(c *Config) { c.SimWeight = inf }},
+		{"sim nodes 1", func(c *Config) { c.SimNodes = 1 }},
+	}
+	for _, tc := range tests {
+		c := DefaultConfig()
+		tc.edit(&c)
+		if err := c.Validate(); err == nil {
+			t.Errorf("%s: accepted", tc.name)
+		}
+	}
+	c := DefaultConfig()
+	c.FineTuneEpochs, c.FineTuneLR = 0, 0 // no fine-tuning: its step is unused
+	if err := c.Validate(); err != nil {
+		t.Errorf("no fine-tuning, step 0: %v", err)
+	}
+}

@@ -114,9 +114,12 @@ func (c Config) Validate() error {
 	case c.Epochs < 0 || c.Batch < 1 || c.Hidden < 1 || c.FineTuneEpochs < 0:
 		return fmt.Errorf("baseline config: epochs %d, batch %d, hidden %d, fine-tune epochs %d: need epochs ≥ 0 and positive sizes",
 			c.Epochs, c.Batch, c.Hidden, c.FineTuneEpochs)
-	case !(c.LR > 0) || math.IsInf(c.LR, 0) || !(c.WeightDecay >= 0) || (c.FineTuneEpochs > 0 && !(c.FineTuneLR > 0)):
-		return fmt.Errorf("baseline config: lr %g, weight decay %g, fine-tune lr %g: need positive learning rates and a non-negative decay",
+	case !(c.LR > 0) || math.IsInf(c.LR, 0) || !(c.WeightDecay >= 0) || math.IsInf(c.WeightDecay, 0) ||
+		(c.FineTuneEpochs > 0 && (!(c.FineTuneLR > 0) || math.IsInf(c.FineTuneLR, 0))):
+		return fmt.Errorf("baseline config: lr %g, weight decay %g, fine-tune lr %g: need finite positive learning rates and a finite non-negative decay",
 			c.LR, c.WeightDecay, c.FineTuneLR)
+	case !(c.MAPEFloor >= 0) || math.IsInf(c.MAPEFloor, 0):
+		return fmt.Errorf("baseline config: MAPE floor %g: must be finite and ≥ 0", c.MAPEFloor)
 	case c.Select != selectMAPE && c.Select != selectMAE:
 		return fmt.Errorf("baseline config: select %q: want mape or mae", c.Select)
 	case c.TopK < 1 || !(c.Alpha > 0 && c.Alpha <= 1):
