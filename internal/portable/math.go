@@ -2,6 +2,7 @@ package portable
 
 import (
 	"math"
+	"math/bits"
 	"runtime"
 
 	"golang.org/x/sys/cpu"
@@ -278,9 +279,9 @@ func hypot(p, q float64) float64 {
 
 // Cos returns the cosine of x as math.Cos computes it where no compiler
 // fuses its products (amd64 at its default level): math.Cos's Go (sin.go,
-// the Cephes algorithm) with every product rounded, for |x| below 2²⁹.
-// Beyond, where math.Cos reduces x by Payne–Hanek, it returns math.Cos
-// itself.
+// the Cephes algorithm) with every product rounded, its argument reduced
+// as math.Cos reduces it: by π/4 in three parts below 2²⁹, by Payne–Hanek
+// (trigReduce) from there on.
 func Cos(x float64) float64 {
 	const (
 		pi4A = 7.85398125648498535156e-1  // 0x3fe921fb40000000, Pi/4 split into three parts
@@ -291,18 +292,23 @@ func Cos(x float64) float64 {
 		return math.NaN()
 	}
 	x = math.Abs(x)
-	if x >= 1<<29 {
-		return math.Cos(x)
-	}
 	sign := false
-	j := uint64(x * (4 / math.Pi))
-	y := float64(j)
-	if j&1 == 1 {
-		j++
-		y++
+	var j uint64
+	var y, z float64
+	if x >= 1<<29 {
+		// math.Cos's polynomial after its Payne–Hanek reduction: returning
+		// math.Cos(x) here gave the fused polynomial's bits on arm64.
+		j, z = trigReduce(x)
+	} else {
+		j = uint64(x * (4 / math.Pi))
+		y = float64(j)
+		if j&1 == 1 {
+			j++
+			y++
+		}
+		j &= 7
+		z = ((x - float64(y*pi4A)) - float64(y*pi4B)) - float64(y*pi4C)
 	}
-	j &= 7
-	z := ((x - float64(y*pi4A)) - float64(y*pi4B)) - float64(y*pi4C)
 	if j > 3 {
 		j -= 4
 		sign = !sign
@@ -320,6 +326,73 @@ func Cos(x float64) float64 {
 		y = -y
 	}
 	return y
+}
+
+// trigReduce is math's trigReduce (trig_reduce.go): for x ≥ π/4 the
+// octant j of x and x − jπ/4 (j made even), by Payne–Hanek, the product of
+// x's mantissa with the bits of 4/π in integer arithmetic. Its one float
+// product is rounded: Cos adds it.
+func trigReduce(x float64) (j uint64, z float64) {
+	const (
+		pi4   = math.Pi / 4
+		shift = 52
+		mask  = 0x7ff
+		bias  = 1023
+	)
+	if x < pi4 {
+		return 0, x
+	}
+	ix := math.Float64bits(x)
+	exp := int(ix>>shift&mask) - bias - shift
+	ix &^= mask << shift
+	ix |= 1 << shift
+	digit, bitshift := uint(exp+61)/64, uint(exp+61)%64
+	z0 := (mPi4[digit] << bitshift) | (mPi4[digit+1] >> (64 - bitshift))
+	z1 := (mPi4[digit+1] << bitshift) | (mPi4[digit+2] >> (64 - bitshift))
+	z2 := (mPi4[digit+2] << bitshift) | (mPi4[digit+3] >> (64 - bitshift))
+	z2hi, _ := bits.Mul64(z2, ix)
+	z1hi, z1lo := bits.Mul64(z1, ix)
+	z0lo := z0 * ix
+	lo, c := bits.Add64(z1lo, z2hi, 0)
+	hi, _ := bits.Add64(z0lo, z1hi, c)
+	j = hi >> 61
+	hi = hi<<3 | lo>>61
+	lz := uint(bits.LeadingZeros64(hi))
+	e := uint64(bias - (lz + 1))
+	hi = (hi << (lz + 1)) | (lo >> (64 - (lz + 1)))
+	hi >>= 64 - shift
+	hi |= e << shift
+	z = math.Float64frombits(hi)
+	if j&1 == 1 {
+		j++
+		j &= 7
+		z--
+	}
+	return j, float64(z * pi4)
+}
+
+// mPi4 is math's: the binary digits of 4/π, for trigReduce.
+var mPi4 = [...]uint64{
+	0x0000000000000001,
+	0x45f306dc9c882a53,
+	0xf84eafa3ea69bb81,
+	0xb6c52b3278872083,
+	0xfca2c757bd778ac3,
+	0x6e48dc74849ba5c0,
+	0x0c925dd413a32439,
+	0xfc3bd63962534e7d,
+	0xd1046bea5d768909,
+	0xd338e04d68befc82,
+	0x7323ac7306a673e9,
+	0x3908bf177bf25076,
+	0x3ff12fffbc0b301f,
+	0xde5e2316b414da3e,
+	0xda6cfd9e4f96136e,
+	0x9e8c7ecd3cbfd45a,
+	0xea4f758fd7cbe2f6,
+	0x7a0e73ef14a525d4,
+	0xd7f6bf623f1aba10,
+	0xac06608df8f6d757,
 }
 
 // The coefficients of math.Cos's polynomials (sin.go), lowest degree

@@ -141,11 +141,23 @@ func TestCosMatchesMath(t *testing.T) {
 	for range 200000 {
 		xs = append(xs, (rng.Float64()*2-1)*math.Ldexp(1, rng.IntN(40)-10))
 	}
+	xs = append(xs, math.MaxFloat64, -math.MaxFloat64, math.Nextafter(1<<29, 0), math.Nextafter(1<<29, math.Inf(1)))
+	xs = append(xs, cosLargeInputs(rand.New(rand.NewPCG(25, 26)))...)
 	for _, x := range xs {
 		if got, want := Cos(x), math.Cos(x); !same(got, want) {
 			t.Fatalf("Cos(%v) = %v, math.Cos %v", x, got, want)
 		}
 	}
+}
+
+// cosLargeInputs returns arguments from 2²⁹, where math.Cos reduces by
+// Payne–Hanek, to the largest float64.
+func cosLargeInputs(rng *rand.Rand) []float64 {
+	var xs []float64
+	for range 100000 {
+		xs = append(xs, math.Ldexp(1+rng.Float64(), 29+rng.IntN(995)))
+	}
+	return xs
 }
 
 func TestDotMatchesGonum(t *testing.T) {
@@ -250,6 +262,7 @@ func TestGoldenBits(t *testing.T) {
 		cs = append(cs, Cos(x*y))
 	}
 	got["Pow"], got["Hypot"], got["Cos"] = golden.Hash(ps), golden.Hash(hs), golden.Hash(cs)
+	hash("CosLarge", cosLargeInputs(rand.New(rand.NewPCG(25, 26))), Cos)
 	var ds []float64
 	for n := 0; n <= 70; n++ {
 		x, y := make([]float64, n), make([]float64, n)
