@@ -15,6 +15,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"math/rand/v2"
@@ -30,24 +31,40 @@ import (
 )
 
 func main() {
-	if err := run(); err != nil {
+	if err := run(os.Args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return
+		}
 		fmt.Fprintln(os.Stderr, "phasetheta:", err)
 		os.Exit(1)
 	}
 }
 
-func run() error {
+func run(args []string) error {
+	fs := flag.NewFlagSet("phasetheta", flag.ContinueOnError)
 	var (
-		data      = flag.String("data", "", "data directory (default $PEMS_DATA, then shared/datasets beside the current directory or one of its parents)")
-		dataset   = flag.String("dataset", "sz-taxi", "dataset")
-		tpath     = flag.String("teacher", "", "trained GRU-GCN model (default: a freshly initialised one)")
-		snapshots = flag.Int("snapshots", 0, "training snapshots used (0: all)")
-		budget    = flag.Int("budget", 6, "receptive-field budget (LARS stops at this many active nodes)")
-		lambda    = flag.Float64("lambda", 1e-4, "λ1, the path's end")
-		reps      = flag.Int("reps", 5, "timed repetitions (the best is kept)")
-		out       = flag.String("out", "theta.npz", "output .npz")
+		data      = fs.String("data", "", "data directory (default $PEMS_DATA, then shared/datasets beside the current directory or one of its parents)")
+		dataset   = fs.String("dataset", "sz-taxi", "dataset")
+		tpath     = fs.String("teacher", "", "trained GRU-GCN model (default: a freshly initialised one)")
+		snapshots = fs.Int("snapshots", 0, "training snapshots used (0: all)")
+		budget    = fs.Int("budget", 6, "receptive-field budget (LARS stops at this many active nodes)")
+		lambda    = fs.Float64("lambda", 1e-4, "λ1, the path's end")
+		reps      = fs.Int("reps", 5, "timed repetitions (the best is kept)")
+		out       = fs.String("out", "theta.npz", "output .npz")
 	)
-	flag.Parse()
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	// Checked before the data are read: -reps 0 left every path unsolved
+	// and wrote an empty θ with a time of 2⁶² ns.
+	switch {
+	case fs.NArg() > 0:
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	case *reps < 1:
+		return fmt.Errorf("-reps %d: at least one timed repetition", *reps)
+	case *snapshots < 0:
+		return fmt.Errorf("-snapshots %d: want 0 (all) or more", *snapshots)
+	}
 	var (
 		m    *teacher.Model
 		prep *snapshot.Prepared
