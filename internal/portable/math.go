@@ -98,8 +98,10 @@ const (
 )
 
 // Log returns the natural logarithm of x as math.Log computes it on amd64
-// (log_amd64.s, the algorithm of FreeBSD's e_log.c): within one ulp. It
-// runs its Go on amd64 too, where the tests hold it to math.Log value by
+// (log_amd64.s, the algorithm of FreeBSD's e_log.c): within one ulp for
+// normal x. A subnormal x gets the assembly's wrong result, not within
+// an ulp: its exponent is read unnormalised, so that Log(2⁻¹⁰⁷⁴) is
+// −709.09 (−1023·ln 2), not −744.44. It runs its Go on amd64 too, where the tests hold it to math.Log value by
 // value: through the assembly's call, nn's scalar Softplus took 10–20 %
 // longer (BenchmarkSoftplus).
 func Log(x float64) float64 {
