@@ -334,6 +334,9 @@ func Cos(x float64) float64 {
 // octant j of x and x − jπ/4 (j made even), by Payne–Hanek, the product of
 // x's mantissa with the bits of 4/π in integer arithmetic. Its one float
 // product is rounded: Cos adds it.
+//
+// trigReduce and mPi4 are those of Go's math (trig_reduce.go), Copyright
+// 2018 The Go Authors, under the BSD licence of the Go distribution.
 func trigReduce(x float64) (j uint64, z float64) {
 	const (
 		pi4   = math.Pi / 4
