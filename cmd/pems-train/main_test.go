@@ -101,6 +101,17 @@ func TestTeacherThenEvalOnPeMSLayout(t *testing.T) {
 	if !strings.Contains(stdout, "overall") || !strings.Contains(stderr, `"message":"epoch"`) {
 		t.Fatalf("teacher output lacks the report or epoch lines:\n%s\n%s", stdout, stderr)
 	}
+	// Each epoch line gives its time in seconds as a number, for programs
+	// (bench/run), besides took for people.
+	for _, line := range strings.Split(stderr, "\n") {
+		if !strings.Contains(line, `"message":"epoch"`) {
+			continue
+		}
+		var e struct{ Seconds *float64 }
+		if err := json.Unmarshal([]byte(line), &e); err != nil || e.Seconds == nil || !(*e.Seconds > 0) {
+			t.Errorf("epoch line without seconds > 0 (%v): %s", err, line)
+		}
+	}
 	code, stdout, stderr = runCmd(t, "eval", "-data", dir, "-model", model, "-json")
 	if code != 0 {
 		t.Fatalf("eval exited %d:\n%s", code, stderr)
