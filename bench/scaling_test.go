@@ -84,7 +84,9 @@ func pemsGraph(b testing.TB) *pems.Graph {
 // cross links between neighbouring copies) from 10³ to 10⁵ nodes (10⁶ with
 // SDGNN_BENCH_1M=1), one forecast on one core by SDGNN from cached
 // embeddings and by GRU-GCN for one node from its exact 2-hop field, and
-// the memory the streaming state holds per node (window only, no history);
+// the bytes per node of the streaming state's rings and embedding caches
+// (window only, no history; counted from their sizes, not measured: each
+// node's bookkeeping and dependency lists, about 8 % more, are left out);
 // BenchmarkScalingWholeGraph times GRU-GCN over the whole graph. 'Scaling$'
 // leaves that one out: at 10000x its 10⁵-node passes alone take hours.
 //
