@@ -1,0 +1,108 @@
+//go:build unix
+
+package stream
+
+import (
+	"bytes"
+	"context"
+	"math"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// liveBrowser returns Debian's chromium (or chromium-browser) from PATH;
+// without one it skips the test, or fails it when SDGNN_REQUIRE_BROWSER=1.
+func liveBrowser(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("runs a headless browser")
+	}
+	for _, name := range []string{"chromium", "chromium-browser"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	msg := "no chromium or chromium-browser on PATH (Debian: apt-get install chromium)"
+	if os.Getenv("SDGNN_REQUIRE_BROWSER") == "1" {
+		t.Fatal(msg + "; SDGNN_REQUIRE_BROWSER=1 requires it")
+	}
+	t.Skip(msg)
+	return ""
+}
+
+// liveDOM serves svc's handler, loads path in headless Chromium, lets the
+// page's scripts run for three seconds of virtual time (the first refresh
+// and the next) and returns the DOM as serialised then.
+func liveDOM(t *testing.T, svc *Service, path string) string {
+	t.Helper()
+	browser := liveBrowser(t)
+	srv := httptest.NewServer(svc.Handler())
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	profile := t.TempDir()
+	cmd := exec.CommandContext(ctx, browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+		"--no-first-run", "--user-data-dir="+profile, "--virtual-time-budget=3000", "--dump-dom", srv.URL+path)
+	cmd.Env = append(os.Environ(), "HOME="+profile)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 5 * time.Second
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	if cmd.Process != nil {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // helpers left behind, if any
+	}
+	if err != nil {
+		tail := stderr.String()
+		if len(tail) > 3000 {
+			tail = tail[len(tail)-3000:]
+		}
+		t.Fatalf("%s --dump-dom: %v\nstderr (tail): %s", browser, err, tail)
+	}
+	return stdout.String()
+}
+
+// liveCells returns the cells (class → text) of the table row of dom
+// whose opening tag matches rowTag.
+func liveCells(t *testing.T, dom, rowTag string) map[string]string {
+	t.Helper()
+	row := regexp.MustCompile(rowTag + `(.*?)</tr>`).FindStringSubmatch(dom)
+	if row == nil {
+		t.Fatalf("no row %s in the page:\n%s", rowTag, dom)
+	}
+	cells := map[string]string{}
+	for _, c := range regexp.MustCompile(`<td class="([a-z-]+)">([^<]*)</td>`).FindAllStringSubmatch(row[1], -1) {
+		cells[c[1]] = c[2]
+	}
+	return cells
+}
+
+// TestLivePageNonFiniteForecast loads the page of a sensor whose forecast
+// of a slot was not finite (null in the JSON) while its reading came: the
+// row shows no forecast and no error, not the reading as the error (null
+// taken as 0).
+func TestLivePageNonFiniteForecast(t *testing.T) {
+	svc, err := NewService(testBundle(t, 5, 4, 1, 3, 1), Config{Brokers: []string{"127.0.0.1:1"}, StepMs: testStep})
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := svc.Live()
+	live.Forecast(3, 10*testStep, []float64{math.NaN()})
+	live.Reading(3, 10*testStep, []float64{80})
+	live.Forecast(3, 11*testStep, []float64{90})
+	live.Reading(3, 11*testStep, []float64{100})
+	dom := liveDOM(t, svc, "/live?sensor=3")
+	if c := liveCells(t, dom, `<tr class="forecast-row" data-slot="`+strconv.FormatInt(11*testStep, 10)+`">`); c["forecast"] != "90.00" || c["abs-error"] != "10.00" {
+		t.Errorf("slot 11 (forecast 90, reading 100): cells %v", c)
+	}
+	if c := liveCells(t, dom, `<tr class="forecast-row" data-slot="`+strconv.FormatInt(10*testStep, 10)+`">`); c["reading"] != "80.00" || c["forecast"] != "–" || c["abs-error"] != "–" {
+		t.Errorf("slot 10 (forecast NaN, reading 80): cells %v, want reading 80.00, forecast and abs error –", c)
+	}
+}
