@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"regexp"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -104,5 +105,39 @@ func TestLivePageNonFiniteForecast(t *testing.T) {
 	}
 	if c := liveCells(t, dom, `<tr class="forecast-row" data-slot="`+strconv.FormatInt(10*testStep, 10)+`">`); c["reading"] != "80.00" || c["forecast"] != "–" || c["abs-error"] != "–" {
 		t.Errorf("slot 10 (forecast NaN, reading 80): cells %v, want reading 80.00, forecast and abs error –", c)
+	}
+}
+
+// TestLivePageWorstNonFinite loads the page while one sensor's scored
+// forecast was not finite, which makes its errors (and the overall ones)
+// null with values counted: that sensor heads the worst-sensors table,
+// marked so, rather than being left out of it as a sensor without data
+// is, and the MAPE figures say the errors are not finite rather than
+// showing "–" as before the first score.
+func TestLivePageWorstNonFinite(t *testing.T) {
+	svc, err := NewService(testBundle(t, 5, 4, 1, 3, 1), Config{Brokers: []string{"127.0.0.1:1"}, StepMs: testStep})
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := svc.Live()
+	for _, r := range []struct{ z, f, y float64 }{{2, math.NaN(), 50}, {3, 90, 100}, {4, 100, 100}} {
+		live.Forecast(int(r.z), 10*testStep, []float64{r.f})
+		live.Reading(int(r.z), 10*testStep, []float64{r.y})
+	}
+	dom := liveDOM(t, svc, "/live?sensor=2")
+	var order []string
+	for _, m := range regexp.MustCompile(`<tr class="worst-row" data-sensor="(\d+)">`).FindAllStringSubmatch(dom, -1) {
+		order = append(order, m[1])
+	}
+	if got := strings.Join(order, ","); got != "2,3,4" {
+		t.Errorf("worst sensors %s, want 2 (non-finite forecast), 3 (MAPE 10), 4 (MAPE 0)", got)
+	}
+	if c := liveCells(t, dom, `<tr class="worst-row" data-sensor="2">`); c["mape"] != "not finite" || c["count"] != "1" {
+		t.Errorf("worst row of sensor 2: cells %v, want MAPE not finite, count 1", c)
+	}
+	for _, id := range []string{"sensor-mape", "overall-mape"} {
+		if m := regexp.MustCompile(`id="` + id + `"[^>]*>([^<]*)<`).FindStringSubmatch(dom); m == nil || m[1] != "not finite" {
+			t.Errorf("#%s shows %v, want not finite", id, m)
+		}
 	}
 }
