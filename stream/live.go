@@ -245,7 +245,8 @@ func metricsOf(a evaluation.Accumulator) evaluation.Metrics {
 
 // Metrics returns the running metrics of sensor's forecasts (over all
 // channels), and false for an unknown sensor. The errors are NaN while no
-// pair has been scored.
+// pair has been scored, and from the first pair whose forecast was not
+// finite on (evaluation.Accumulator), Count then above 0.
 func (l *Live) Metrics(sensor int) (evaluation.Metrics, bool) {
 	if sensor < 0 || sensor >= l.n {
 		return evaluation.Metrics{}, false
@@ -327,7 +328,9 @@ func (l *Live) WritePrometheus(w io.Writer) error {
 // LiveSummary is the live view of every sensor, the body of GET
 // /api/sensors. Metrics are evaluation.Metrics: {"mae", "rmse", "mape" (in
 // percent), "count", "mape_count"}, errors null while undefined (nothing
-// scored yet; for MAPE also when every truth was below the floor).
+// scored yet; for MAPE also when every truth was below the floor) and
+// from the first non-finite forecast scored on (count then above 0: see
+// evaluation.Accumulator).
 type LiveSummary struct {
 	StepMs     int64                `json:"step_ms"`
 	Channels   []string             `json:"channels"`
