@@ -141,3 +141,36 @@ func TestLivePageWorstNonFinite(t *testing.T) {
 		}
 	}
 }
+
+// TestLivePageChartGaps checks that the chart's lines break where a slot
+// has no reading (or no forecast), as the legend has it ("missing readings
+// are gaps"), rather than join the slots on either side: here slot 12 has
+// a forecast but its reading never came, and slot 15 has neither.
+func TestLivePageChartGaps(t *testing.T) {
+	svc, err := NewService(testBundle(t, 5, 4, 1, 3, 1), Config{Brokers: []string{"127.0.0.1:1"}, StepMs: testStep})
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := svc.Live()
+	for s := int64(10); s <= 17; s++ {
+		if s != 15 {
+			live.Forecast(3, s*testStep, []float64{float64(40 + s)})
+		}
+		if s != 12 && s != 15 {
+			live.Reading(3, s*testStep, []float64{float64(41 + s)})
+		}
+	}
+	dom := liveDOM(t, svc, "/live?sensor=3")
+	for _, tc := range []struct {
+		id   string
+		want int // pieces of the line
+	}{{"chart-readings", 3}, {"chart-forecasts", 2}} {
+		m := regexp.MustCompile(`id="` + tc.id + `" d="([^"]*)"`).FindStringSubmatch(dom)
+		if m == nil {
+			t.Fatalf("no #%s in the page:\n%s", tc.id, dom)
+		}
+		if got := strings.Count(m[1], "M"); got != tc.want {
+			t.Errorf("#%s is drawn in %d pieces (%q), want %d", tc.id, got, m[1], tc.want)
+		}
+	}
+}
