@@ -402,10 +402,10 @@ func addLabels(p *plot.Plot, labels plotter.XYLabels, c color.Color, offset vg.P
 }
 
 // NodeReduction scatters per-node MAE reductions relative to the GRU
-// baseline, with the line y = x over the data range, so that nodes where
-// one model gains more than the other stand out (the SDGNN paper's
-// Fig. 3b): x[i] is node i's reduction under model xName (SDGNN), y[i]
-// under model yName (GRU-GCN).
+// baseline, in percent of the GRU's MAE, with the line y = x over the data
+// range, so that nodes where one model gains more than the other stand out
+// (the SDGNN paper's Fig. 3b): x[i] is node i's reduction under model xName
+// (SDGNN), y[i] under model yName (GRU-GCN).
 //
 // Nodes with a non-finite x or y are not drawn.
 func NodeReduction(x, y []float64, xName, yName string) (*plot.Plot, error) {
@@ -432,8 +432,8 @@ func NodeReduction(x, y []float64, xName, yName string) (*plot.Plot, error) {
 	}
 
 	p := newPlot("per-node MAE reduction vs GRU",
-		"MAE reduction vs GRU, "+xName,
-		"MAE reduction vs GRU, "+yName)
+		"MAE reduction vs GRU (%), "+xName,
+		"MAE reduction vs GRU (%), "+yName)
 	p.Legend.Top = true
 	p.Legend.Left = true
 

@@ -216,7 +216,7 @@ func TestFigureText(t *testing.T) {
 		{"mape_receptive", func() (*plot.Plot, error) { return MAPEReceptive(receptivePoints()) },
 			[]string{"MAPE (%)", "SDGNN, 2-layer target", "PPRGo", "6", "20", "50"}},
 		{"node_reduction", func() (*plot.Plot, error) { return NodeReduction(x, y, "SDGNN", "GRU-GCN") },
-			[]string{"MAE reduction vs GRU, SDGNN", "MAE reduction vs GRU, GRU-GCN", "nodes (49)", "y = x"}},
+			[]string{"MAE reduction vs GRU (%), SDGNN", "MAE reduction vs GRU (%), GRU-GCN", "nodes (49)", "y = x"}},
 		{"approx_error", func() (*plot.Plot, error) { return ApproxError(checkpoints(), "validation MSE(Ẑ, Z)") },
 			[]string{"validation MSE(Ẑ, Z)", "best (epoch 7, budget 6)"}},
 		{"receptive_field", func() (*plot.Plot, error) { return ReceptiveField(field()) },
