@@ -227,19 +227,24 @@ type Line struct {
 // errPoint is a point of a Line with its error, NaN when it has none.
 type errPoint struct{ x, y, err float64 }
 
-// Staleness plots MAE mean ± std per chronological tenth (chunk) of the
-// test split, one line per model, with a shaded band for ± Err, to show
-// how a model degrades as the test period moves away from its training
-// data (the SDGNN paper's model-staleness analysis).
+// Staleness plots MAE mean ± std per chronological chunk (a tenth, say)
+// of a split, one line per model, with a shaded band for ± Err, to show
+// how a model degrades as the period moves away from its training data
+// (the SDGNN paper's model-staleness analysis). xLabel labels the x axis
+// with the chunks and the split (e.g. "chronological tenth of the test
+// split"); "" labels it "chronological chunk of the split".
 //
 // Points with a non-finite X or Y are not drawn; a point with a
 // non-finite Err is drawn without its part of the band. Err values must
 // not be negative.
-func Staleness(lines []Line) (*plot.Plot, error) {
+func Staleness(lines []Line, xLabel string) (*plot.Plot, error) {
 	if len(lines) == 0 {
 		return nil, errors.New("figure: staleness: no lines")
 	}
-	p := newPlot("model staleness", "chronological tenth of the test split", "MAE")
+	if xLabel == "" {
+		xLabel = "chronological chunk of the split"
+	}
+	p := newPlot("model staleness", xLabel, "MAE")
 	p.Legend.Top = true
 	p.Legend.Left = true
 	for i, l := range lines {

@@ -98,7 +98,9 @@ func figures() []struct {
 		name string
 		make func() (*plot.Plot, error)
 	}{
-		{"staleness", func() (*plot.Plot, error) { return Staleness(stalenessLines()) }},
+		{"staleness", func() (*plot.Plot, error) {
+			return Staleness(stalenessLines(), "chronological tenth of the test split")
+		}},
 		{"mape_receptive", func() (*plot.Plot, error) { return MAPEReceptive(receptivePoints()) }},
 		{"node_reduction", func() (*plot.Plot, error) {
 			x, y := nodeReductions()
@@ -211,8 +213,10 @@ func TestFigureText(t *testing.T) {
 		make func() (*plot.Plot, error)
 		want []string
 	}{
-		{"staleness", func() (*plot.Plot, error) { return Staleness(stalenessLines()) },
-			[]string{"chronological tenth of the test split", "MAE", "SDGNN", "GRU-GCN"}},
+		{"staleness", func() (*plot.Plot, error) { return Staleness(stalenessLines(), "chronological 1/5 of the val split") },
+			[]string{"chronological 1/5 of the val split", "MAE", "SDGNN", "GRU-GCN"}},
+		{"staleness default label", func() (*plot.Plot, error) { return Staleness(stalenessLines(), "") },
+			[]string{"chronological chunk of the split"}},
 		{"mape_receptive", func() (*plot.Plot, error) { return MAPEReceptive(receptivePoints()) },
 			[]string{"MAPE (%)", "SDGNN, 2-layer target", "PPRGo", "6", "20", "50"}},
 		{"node_reduction", func() (*plot.Plot, error) { return NodeReduction(x, y, "SDGNN", "GRU-GCN") },
@@ -246,25 +250,25 @@ func TestErrors(t *testing.T) {
 		err  func() error
 		want string // in the error message
 	}{
-		{"staleness no lines", func() error { _, err := Staleness(nil); return err }, "staleness: no lines"},
+		{"staleness no lines", func() error { _, err := Staleness(nil, ""); return err }, "staleness: no lines"},
 		{"staleness x vs y", func() error {
-			_, err := Staleness([]Line{{Name: "SDGNN", X: x, Y: x[:2]}})
+			_, err := Staleness([]Line{{Name: "SDGNN", X: x, Y: x[:2]}}, "")
 			return err
 		}, `staleness line "SDGNN": 3 x values but 2 y values`},
 		{"staleness y vs err", func() error {
-			_, err := Staleness([]Line{{Name: "SDGNN", X: x, Y: x, Err: x[:1]}})
+			_, err := Staleness([]Line{{Name: "SDGNN", X: x, Y: x, Err: x[:1]}}, "")
 			return err
 		}, `staleness line "SDGNN": 3 y values but 1 error values`},
 		{"staleness nothing finite", func() error {
-			_, err := Staleness([]Line{{Name: "ok", X: x, Y: x}, {Name: "GRU", X: x, Y: []float64{nan, math.Inf(1), nan}}})
+			_, err := Staleness([]Line{{Name: "ok", X: x, Y: x}, {Name: "GRU", X: x, Y: []float64{nan, math.Inf(1), nan}}}, "")
 			return err
 		}, `staleness line "GRU": no finite points`},
 		{"staleness empty line", func() error {
-			_, err := Staleness([]Line{{Name: "GRU"}})
+			_, err := Staleness([]Line{{Name: "GRU"}}, "")
 			return err
 		}, `staleness line "GRU": no finite points`},
 		{"staleness negative error", func() error {
-			_, err := Staleness([]Line{{Name: "GRU", X: x, Y: x, Err: []float64{0.1, -0.1, 0.1}}})
+			_, err := Staleness([]Line{{Name: "GRU", X: x, Y: x, Err: []float64{0.1, -0.1, 0.1}}}, "")
 			return err
 		}, `staleness line "GRU": negative error`},
 

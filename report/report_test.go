@@ -352,3 +352,34 @@ func TestWriteMAPEFloorAboveEveryTruth(t *testing.T) {
 		t.Fatalf("MAPE NaN everywhere stops the report: %v", err)
 	}
 }
+
+// TestStalenessAxisNamesChunksAndPart checks that the staleness figure's
+// x axis names the chunks and the split part replayed, here halves of the
+// validation part, not tenths of the test part whatever they are.
+func TestStalenessAxisNamesChunksAndPart(t *testing.T) {
+	d := tinyDocument([]string{"speed"}, SDGNN)
+	d.Part = "val"
+	dir := t.TempDir()
+	if err := d.Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range d.Figures {
+		if f.Name != "staleness" {
+			continue
+		}
+		for _, path := range f.Files {
+			if !strings.HasSuffix(path, ".svg") {
+				continue
+			}
+			svg, err := os.ReadFile(filepath.Join(dir, path))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := ">chronological 1/2 of the val split</text>"; !strings.Contains(string(svg), want) {
+				t.Errorf("%s lacks the x label %q", path, want)
+			}
+			return
+		}
+	}
+	t.Fatalf("no staleness SVG among %+v", d.Figures)
+}

@@ -161,7 +161,7 @@ func (d *Document) drawFigures(dir string) error {
 			if len(lines) == 0 {
 				return nil, noFinite("no model has a finite MAE in any chunk")
 			}
-			return figure.Staleness(lines)
+			return figure.Staleness(lines, fmt.Sprintf("chronological %s of the %s split", chunkName(d), d.Part))
 		}, "")
 	if err != nil {
 		return err
