@@ -3,71 +3,27 @@
 package stream
 
 import (
-	"bytes"
 	"context"
 	"math"
 	"net/http/httptest"
-	"os"
-	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
-)
 
-// liveBrowser returns Debian's chromium (or chromium-browser) from PATH;
-// without one it skips the test, or fails it when SDGNN_REQUIRE_BROWSER=1.
-func liveBrowser(t *testing.T) string {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("runs a headless browser")
-	}
-	for _, name := range []string{"chromium", "chromium-browser"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	msg := "no chromium or chromium-browser on PATH (Debian: apt-get install chromium)"
-	if os.Getenv("SDGNN_REQUIRE_BROWSER") == "1" {
-		t.Fatal(msg + "; SDGNN_REQUIRE_BROWSER=1 requires it")
-	}
-	t.Skip(msg)
-	return ""
-}
+	"github.com/pemsforecast/sdgnn/internal/browsertest"
+)
 
 // liveDOM serves svc's handler, loads path in headless Chromium, lets the
 // page's scripts run for three seconds of virtual time (the first refresh
 // and the next) and returns the DOM as serialised then.
 func liveDOM(t *testing.T, svc *Service, path string) string {
 	t.Helper()
-	browser := liveBrowser(t)
+	browser := browsertest.Find(t)
 	srv := httptest.NewServer(svc.Handler())
 	defer srv.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	profile := t.TempDir()
-	cmd := exec.CommandContext(ctx, browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-		"--no-first-run", "--user-data-dir="+profile, "--virtual-time-budget=3000", "--dump-dom", srv.URL+path)
-	cmd.Env = append(os.Environ(), "HOME="+profile)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = 5 * time.Second
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	if cmd.Process != nil {
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // helpers left behind, if any
-	}
-	if err != nil {
-		tail := stderr.String()
-		if len(tail) > 3000 {
-			tail = tail[len(tail)-3000:]
-		}
-		t.Fatalf("%s --dump-dom: %v\nstderr (tail): %s", browser, err, tail)
-	}
-	return stdout.String()
+	return browsertest.DumpDOM(context.Background(), t, browser, srv.URL+path, 3*time.Second)
 }
 
 // liveCells returns the cells (class → text) of the table row of dom

@@ -11,18 +11,16 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/pemsforecast/sdgnn/internal/browsertest"
 	"github.com/rs/zerolog"
 )
 
@@ -40,7 +38,7 @@ func TestLiveViewInBrowser(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the demo and a headless browser")
 	}
-	browser := findBrowser(t)
+	browser := browsertest.Find(t)
 	dir, _, _, b := szTaxiBundle(t, 12, 8)
 	b.Meta.Config.MAPEFloor = 1 // the live view's floor: SZ-taxi has near-zero speeds
 	tmp := t.TempDir()
@@ -121,7 +119,7 @@ func TestLiveViewInBrowser(t *testing.T) {
 		code, _, err := liveGet(ctx, base+"/readyz")
 		return code == http.StatusOK, err
 	})
-	dom := dumpDOM(ctx, t, browser, fmt.Sprintf("%s/live?sensor=%d", base, sensor))
+	dom := browsertest.DumpDOM(ctx, t, browser, fmt.Sprintf("%s/live?sensor=%d", base, sensor), 8*time.Second) // four refreshes
 
 	// What the page showed against what the service holds: forecasts are
 	// recorded once, so every slot the page showed that is still in the
@@ -264,13 +262,13 @@ func TestLiveViewShowsNotReady(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a headless browser")
 	}
-	browser := findBrowser(t)
+	browser := browsertest.Find(t)
 	_, _, _, b := szTaxiBundle(t, 12, 8)
 	srv := httptest.NewServer(unstartedService(t, b, zerolog.Nop()).Handler())
 	defer srv.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
 	defer cancel()
-	dom := dumpDOM(ctx, t, browser, srv.URL+"/live")
+	dom := browsertest.DumpDOM(ctx, t, browser, srv.URL+"/live", 8*time.Second)
 	if regexp.MustCompile(`id="readiness"[^>]*hidden`).MatchString(dom) {
 		t.Fatalf("the page hides the readiness box of a service that is not consuming:\n%s", dom)
 	}
@@ -292,53 +290,6 @@ var (
 	// cell holds a link, which liveCellRE skips.
 	liveInputRE = regexp.MustCompile(`<tr class="input-row" data-sensor="(\d+)">(.*?)</tr>`)
 )
-
-// findBrowser returns Debian's chromium (or chromium-browser) from PATH;
-// without one it skips the test, or fails it when SDGNN_REQUIRE_BROWSER=1.
-func findBrowser(t *testing.T) string {
-	t.Helper()
-	for _, name := range []string{"chromium", "chromium-browser"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	msg := "no chromium or chromium-browser on PATH (Debian: apt-get install chromium)"
-	if os.Getenv("SDGNN_REQUIRE_BROWSER") == "1" {
-		t.Fatal(msg + "; SDGNN_REQUIRE_BROWSER=1 requires it")
-	}
-	t.Skip(msg)
-	return ""
-}
-
-// dumpDOM loads url in headless Chromium, lets its scripts run for eight
-// seconds of virtual time (four refreshes of the page), and returns the
-// DOM as serialised then. The browser and its helper processes (one
-// process group) are killed when ctx ends or the test does.
-func dumpDOM(ctx context.Context, t *testing.T, browser, url string) string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	profile := t.TempDir()
-	cmd := exec.CommandContext(ctx, browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-		"--no-first-run", "--user-data-dir="+profile, "--virtual-time-budget=8000", "--dump-dom", url)
-	cmd.Env = append(os.Environ(), "HOME="+profile)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = 5 * time.Second
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	began := time.Now()
-	err := cmd.Run()
-	if cmd.Process != nil {
-		// Helpers the browser left behind, if any (ESRCH when none).
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-	}
-	if err != nil {
-		t.Fatalf("%s --dump-dom %s: %v (after %v)\nstderr (tail): %s", browser, url, err, time.Since(began), liveTail(stderr.String(), 3000))
-	}
-	t.Logf("%s: DOM of %s dumped in %v", filepath.Base(browser), url, time.Since(began).Round(time.Millisecond))
-	return stdout.String()
-}
 
 // liveWaitFor polls cond every 200 ms until it holds, failing the test when
 // ctx ends first.
