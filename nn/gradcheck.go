@@ -12,8 +12,9 @@ import (
 // most maxPerParam entries, otherwise an evenly spaced subset of maxPerParam.
 //
 // It returns the largest relative error |a-n| / max(1e-5, |a|+|n|) (the floor keeps
-// round-off on near-zero gradients from counting as an error) and an
-// error naming the first entry above tol.
+// round-off on near-zero gradients from counting as an error), NaN if an
+// entry's analytic or numeric gradient is NaN or infinite, and an error
+// naming the first entry above tol or NaN.
 func GradCheck(ps []*Param, grad func(), loss func() float64, h, tol float64, maxPerParam int) (float64, error) {
 	grad()
 	var worst float64
@@ -34,10 +35,12 @@ func GradCheck(ps []*Param, grad func(), loss func() float64, h, tol float64, ma
 			w[j] = orig
 			num := (lp - lm) / (2 * h)
 			rel := math.Abs(g[j]-num) / math.Max(1e-5, math.Abs(g[j])+math.Abs(num))
-			if rel > worst {
+			if rel > worst || math.IsNaN(rel) {
 				worst = rel
 			}
-			if rel > tol && firstErr == nil {
+			// NaN (a NaN or infinite gradient or loss) fails too:
+			// rel > tol would let it through.
+			if !(rel <= tol) && firstErr == nil {
 				firstErr = fmt.Errorf("gradient of %s[%d]: analytic %.10g, numeric %.10g (relative error %.3g > %.3g)", p.Name, j, g[j], num, rel, tol)
 			}
 		}

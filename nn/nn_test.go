@@ -81,6 +81,36 @@ func TestGradCheckCatchesWrongGradient(t *testing.T) {
 	}
 }
 
+// TestGradCheckCatchesNaN: a NaN or infinite gradient, analytic or
+// numeric, is an error, not a pass (its relative error is NaN, which no
+// comparison with tol fails).
+func TestGradCheckCatchesNaN(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		analytic float64
+		loss     func(w float64) float64
+	}{
+		{"NaN analytic", math.NaN(), func(w float64) float64 { return w }},
+		{"infinite analytic", math.Inf(1), func(w float64) float64 { return w }},
+		{"NaN loss", 1, func(float64) float64 { return math.NaN() }},
+		{"infinite loss", 1, func(w float64) float64 { return w / 0 }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := NewParam("p", 1, 3)
+			grad := func() { p.G.Set(0, 0, 1); p.G.Set(0, 1, tc.analytic); p.G.Set(0, 2, 1) }
+			// The loss is w0 + w2 + f(w1): only entry 1 is wrong.
+			loss := func() float64 { return p.W.At(0, 0) + p.W.At(0, 2) + tc.loss(p.W.At(0, 1)) }
+			worst, err := GradCheck([]*Param{p}, grad, loss, 1e-6, 1e-6, 0)
+			if err == nil {
+				t.Fatalf("passed, worst %v", worst)
+			}
+			if !math.IsNaN(worst) {
+				t.Errorf("worst %v, want NaN", worst)
+			}
+		})
+	}
+}
+
 func TestSoftplusSigmoid(t *testing.T) {
 	for _, tc := range []struct{ x, sp, sg float64 }{
 		{0, math.Ln2, 0.5},
