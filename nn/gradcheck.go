@@ -22,11 +22,12 @@ func GradCheck(ps []*Param, grad func(), loss func() float64, h, tol float64, ma
 	for _, p := range ps {
 		w := p.W.RawMatrix().Data
 		g := append([]float64(nil), p.G.RawMatrix().Data...)
-		step := 1
-		if maxPerParam > 0 && len(w) > maxPerParam {
-			step = len(w) / maxPerParam
+		n := len(w)
+		if maxPerParam > 0 && n > maxPerParam {
+			n = maxPerParam
 		}
-		for j := 0; j < len(w); j += step {
+		for i := range n {
+			j := i * len(w) / n
 			orig := w[j]
 			w[j] = orig + h
 			lp := loss()

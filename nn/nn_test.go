@@ -111,6 +111,42 @@ func TestGradCheckCatchesNaN(t *testing.T) {
 	}
 }
 
+// TestGradCheckSubset: with maxPerParam > 0, GradCheck checks at most
+// maxPerParam entries of each parameter, spread over all of it, and every
+// entry of a smaller one.
+func TestGradCheckSubset(t *testing.T) {
+	for _, tc := range []struct{ size, max, want int }{
+		{10, 0, 10},
+		{10, 10, 10},
+		{10, 20, 10},
+		{10, 3, 3},
+		{101, 100, 100},
+		{199, 100, 100},
+		{1000, 7, 7},
+	} {
+		p := NewParam("p", 1, tc.size)
+		seen := map[int]bool{}
+		loss := func() float64 {
+			for j, v := range p.W.RawMatrix().Data {
+				if v != 0 {
+					seen[j] = true
+				}
+			}
+			return 0
+		}
+		if _, err := GradCheck([]*Param{p}, func() {}, loss, 1e-6, 1e-6, tc.max); err != nil {
+			t.Fatal(err)
+		}
+		last := -1
+		for j := range seen {
+			last = max(last, j)
+		}
+		if len(seen) != tc.want || last < tc.size-(tc.size+tc.want-1)/tc.want {
+			t.Errorf("%d entries, maxPerParam %d: checked %d up to entry %d, want %d spread over all", tc.size, tc.max, len(seen), last, tc.want)
+		}
+	}
+}
+
 func TestSoftplusSigmoid(t *testing.T) {
 	for _, tc := range []struct{ x, sp, sg float64 }{
 		{0, math.Ln2, 0.5},
