@@ -8,6 +8,7 @@ import (
 
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
+	"gonum.org/v1/gonum/mat"
 )
 
 // randView returns an r×c matrix of normal values whose rows are padded to
@@ -128,6 +129,48 @@ func TestMulAddShapes(t *testing.T) {
 				}
 			}()
 			tc.f()
+		})
+	}
+}
+
+// TestGemmShapes: Gemm panics on operands whose shapes do not match, also
+// where a product is long enough for gemmRows and c or b is a view whose
+// parent holds the rows the view lacks, which must stay untouched.
+func TestGemmShapes(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 5))
+	const long = 2*gemmChunk + 500
+	view := func(parent *mat.Dense, rows int) *mat.Dense {
+		_, c := parent.Dims()
+		return parent.Slice(0, rows, 0, c).(*mat.Dense)
+	}
+	for _, tc := range []struct {
+		name   string
+		ta, tb bool
+		a, b   *mat.Dense
+		c      *mat.Dense // a view of parent
+		parent *mat.Dense
+	}{
+		{name: "c short", a: randDense(rng, long, 4), b: randDense(rng, 4, 2), parent: mat.NewDense(long, 2, nil)},
+		{name: "b short", ta: true, a: randDense(rng, long, 4), b: view(randDense(rng, long, 2), long-500), parent: mat.NewDense(4, 2, nil)},
+		{name: "c short, b transposed", tb: true, a: randDense(rng, long, 4), b: randDense(rng, 2, 4), parent: mat.NewDense(long, 2, nil)},
+		{name: "inner", a: randDense(rng, 5, 3), b: randDense(rng, 4, 2), parent: mat.NewDense(5, 2, nil)},
+		{name: "c narrow", a: randDense(rng, 5, 3), b: randDense(rng, 3, 2), parent: mat.NewDense(5, 1, nil)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, _ := tc.parent.Dims()
+			c := tc.parent
+			if r == long {
+				c = view(tc.parent, long-500)
+			}
+			defer func() {
+				if recover() == nil {
+					t.Error("no panic")
+				}
+				if mat.Norm(tc.parent, 1) != 0 {
+					t.Error("c's parent written")
+				}
+			}()
+			Gemm(tc.ta, tc.tb, 1, tc.a, tc.b, 0, c)
 		})
 	}
 }

@@ -104,7 +104,8 @@ func GlorotUniform(p *Param, fanIn, fanOut int, rng *rand.Rand) {
 // one goroutine, use every core (see gemmRows), and so that the products of
 // the layers (alpha 1, beta 0 or 1, at most one operand transposed) run
 // through MulAdd and MulAddTA, several times faster than gonum's Dgemm on
-// these shapes; the others go to gonum's Dgemm.
+// these shapes; the others go to gonum's Dgemm. It panics if the shapes
+// do not match.
 func Gemm(transA, transB bool, alpha float64, a, b mat.RawMatrixer, beta float64, c mat.RawMatrixer) {
 	ta, tb := blas.NoTrans, blas.NoTrans
 	if transA {
@@ -114,6 +115,20 @@ func Gemm(transA, transB bool, alpha float64, a, b mat.RawMatrixer, beta float64
 		tb = blas.Trans
 	}
 	am, bm, cm := a.RawMatrix(), b.RawMatrix(), c.RawMatrix()
+	// Checked here, before gemmRows cuts the operands into row chunks:
+	// a chunk past the rows of a view of c (or b) is still inside its
+	// parent's array, and the products would run on it unchecked.
+	m, k := am.Rows, am.Cols
+	if transA {
+		m, k = k, m
+	}
+	kb, n := bm.Rows, bm.Cols
+	if transB {
+		kb, n = n, kb
+	}
+	if k != kb || cm.Rows != m || cm.Cols != n {
+		panic(fmt.Sprintf("nn: Gemm of %d×%d by %d×%d into %d×%d", m, k, kb, n, cm.Rows, cm.Cols))
+	}
 	if am.Rows >= 2*gemmChunk {
 		gemmRows(ta, tb, alpha, am, bm, beta, cm)
 		return
