@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"gonum.org/v1/gonum/mat"
 )
 
 // activationInputs returns arguments for the activations: normal ones of
@@ -88,6 +90,43 @@ func TestActivationsTo(t *testing.T) {
 			if dst[len(x)] != 42 {
 				t.Fatalf("%sTo wrote past its input", tc.name)
 			}
+		}
+	}
+}
+
+// TestApplyShapes: Apply and ApplyTo panic when dst's shape is not src's,
+// rather than write the neighbours of a view dst in its parent.
+func TestApplyShapes(t *testing.T) {
+	src := mat.NewDense(4, 3, []float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12})
+	for _, tc := range []struct {
+		name   string
+		parent *mat.Dense
+		r, c   int // dst is the top left r×c of parent
+	}{
+		{"narrower view", mat.NewDense(4, 3, nil), 4, 2},
+		{"shorter view", mat.NewDense(4, 3, nil), 3, 3},
+		{"wider", mat.NewDense(4, 4, nil), 4, 4},
+	} {
+		for _, f := range []struct {
+			name  string
+			apply func(dst *mat.Dense)
+		}{
+			{"Apply", func(dst *mat.Dense) { Apply(dst, src, Softplus) }},
+			{"ApplyTo", func(dst *mat.Dense) { ApplyTo(dst, src, SoftplusTo) }},
+		} {
+			t.Run(tc.name+"/"+f.name, func(t *testing.T) {
+				tc.parent.Zero()
+				dst := tc.parent.Slice(0, tc.r, 0, tc.c).(*mat.Dense)
+				defer func() {
+					if recover() == nil {
+						t.Error("no panic")
+					}
+					if mat.Norm(tc.parent, 1) != 0 {
+						t.Errorf("dst or its parent written:\n%v", mat.Formatted(tc.parent))
+					}
+				}()
+				f.apply(dst)
+			})
 		}
 	}
 }

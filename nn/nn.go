@@ -295,11 +295,21 @@ func Cols(m *mat.Dense, from, to int) *mat.Dense {
 // and src are contiguous, so that its vector kernels run long.
 func ApplyTo(dst, src *mat.Dense, f func(dst, x []float64)) {
 	d, s := dst.RawMatrix(), src.RawMatrix()
+	checkSameShape("ApplyTo", d, s)
 	if rowWorkers(s.Rows) <= 1 {
 		applyRowsTo(d, s, f, 0, s.Rows) // no closure: nothing allocated
 		return
 	}
 	ParallelRows(s.Rows, func(lo, hi int) { applyRowsTo(d, s, f, lo, hi) })
+}
+
+// checkSameShape panics unless d and s have the same shape: Apply and
+// ApplyTo index dst by src's shape, and a narrower or shorter view of a
+// larger matrix would have its parent's elements written.
+func checkSameShape(op string, d, s blas64.General) {
+	if d.Rows != s.Rows || d.Cols != s.Cols {
+		panic(fmt.Sprintf("nn: %s of %d×%d into %d×%d", op, s.Rows, s.Cols, d.Rows, d.Cols))
+	}
 }
 
 // applyRowsTo is ApplyTo for rows [lo, hi).
@@ -327,12 +337,14 @@ func MulSigmoid(d, a []float64) {
 	}
 }
 
-// Apply sets dst[i][j] = f(src[i][j]); dst and src must have equal shapes and
-// may be the same matrix. Rows are shared out over the cores (ParallelRows),
-// so f is called concurrently: the activations it serves (Softplus) cost as
-// much as the products around them.
+// Apply sets dst[i][j] = f(src[i][j]); dst and src must have equal shapes
+// (Apply panics otherwise) and may be the same matrix. Rows are shared out
+// over the cores (ParallelRows), so f is called concurrently: the
+// activations it serves (Softplus) cost as much as the products around
+// them.
 func Apply(dst, src *mat.Dense, f func(float64) float64) {
 	d, s := dst.RawMatrix(), src.RawMatrix()
+	checkSameShape("Apply", d, s)
 	ParallelRows(s.Rows, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			dr := d.Data[i*d.Stride : i*d.Stride+s.Cols]
