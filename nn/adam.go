@@ -25,7 +25,8 @@ func NewAdam(lr, weightDecay float64) *Adam {
 }
 
 // Step updates ps from their gradients. The same slice (same order) must be
-// passed on every call.
+// passed on every call. If the state does not match ps, Step returns an
+// error and changes nothing.
 func (a *Adam) Step(ps []*Param) error {
 	if a.M == nil {
 		for _, p := range ps {
@@ -34,8 +35,16 @@ func (a *Adam) Step(ps []*Param) error {
 			a.V = append(a.V, mat.NewDense(r, c, nil))
 		}
 	}
-	if len(a.M) != len(ps) {
-		return fmt.Errorf("adam: state for %d params, got %d", len(a.M), len(ps))
+	if len(a.M) != len(ps) || len(a.V) != len(ps) {
+		return fmt.Errorf("adam: state for %d and %d params, got %d", len(a.M), len(a.V), len(ps))
+	}
+	// Every parameter is checked before any is updated, so that a
+	// mismatch further down the list leaves no step half taken.
+	for i, p := range ps {
+		n := len(p.W.RawMatrix().Data)
+		if g, m, v := len(p.G.RawMatrix().Data), len(a.M[i].RawMatrix().Data), len(a.V[i].RawMatrix().Data); g != n || m != n || v != n {
+			return fmt.Errorf("adam: param %s has %d values and %d gradients, state has %d and %d", p.Name, n, g, m, v)
+		}
 	}
 	a.T++
 	bc1 := 1 - math.Pow(a.Beta1, float64(a.T))
@@ -43,9 +52,6 @@ func (a *Adam) Step(ps []*Param) error {
 	for i, p := range ps {
 		w, g := p.W.RawMatrix().Data, p.G.RawMatrix().Data
 		m, v := a.M[i].RawMatrix().Data, a.V[i].RawMatrix().Data
-		if len(m) != len(w) {
-			return fmt.Errorf("adam: param %s has %d values, state has %d", p.Name, len(w), len(m))
-		}
 		for j := range w {
 			// Every product rounded before it is added, so that no
 			// machine fuses one (see the package doc): the same step

@@ -269,6 +269,39 @@ func TestAdamFirstStepIsLR(t *testing.T) {
 	}
 }
 
+// TestAdamStateMismatch: a state that does not match the parameters is an
+// error, and Step then changes nothing, whichever parameter the mismatch
+// is in: no parameter updated, no moment moved, T not counted.
+func TestAdamStateMismatch(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		spoil func(a *Adam)
+	}{
+		{"M short", func(a *Adam) { a.M[1] = mat.NewDense(1, 2, nil) }},
+		{"V short", func(a *Adam) { a.V[1] = mat.NewDense(1, 2, nil) }},
+		{"V missing", func(a *Adam) { a.V = a.V[:1] }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ps := []*Param{NewParam("p", 2, 2), NewParam("q", 1, 3)}
+			for _, p := range ps {
+				p.G.Apply(func(i, j int, _ float64) float64 { return float64(i + j + 1) }, p.G)
+			}
+			opt := NewAdam(0.1, 0.01)
+			if err := opt.Step(ps); err != nil {
+				t.Fatal(err)
+			}
+			tc.spoil(opt)
+			w0, m0, v0 := mat.DenseCopyOf(ps[0].W), mat.DenseCopyOf(opt.M[0]), mat.DenseCopyOf(opt.V[0])
+			if err := opt.Step(ps); err == nil {
+				t.Fatal("no error")
+			}
+			if opt.T != 1 || !mat.Equal(ps[0].W, w0) || !mat.Equal(opt.M[0], m0) || !mat.Equal(opt.V[0], v0) {
+				t.Errorf("the failed step changed the state: T %d, p %v, m %v, v %v", opt.T, ps[0].W.RawMatrix().Data, opt.M[0].RawMatrix().Data, opt.V[0].RawMatrix().Data)
+			}
+		})
+	}
+}
+
 func TestClipGradNorm(t *testing.T) {
 	p := NewParam("p", 1, 2)
 	p.G.Set(0, 0, 3)
