@@ -215,10 +215,14 @@ func (g *GCN) Backward(dz *mat.Dense, a Propagator) (*mat.Dense, error) {
 // and tiny graphs; production code uses the sparse normalised adjacency.
 type Dense struct{ A *mat.Dense }
 
-// MulBlocks implements Propagator.
+// MulBlocks implements Propagator. Like pems.CSR's, it panics with
+// mat.ErrShape unless b's rows are a multiple of A's and dst has b's shape.
 func (d Dense) MulBlocks(dst, b *mat.Dense) {
 	n, _ := d.A.Dims()
 	r, c := b.Dims()
+	if rd, cd := dst.Dims(); r%n != 0 || rd != r || cd != c {
+		panic(mat.ErrShape)
+	}
 	for k := 0; k < r/n; k++ {
 		out := dst.Slice(k*n, (k+1)*n, 0, c).(*mat.Dense)
 		in := b.Slice(k*n, (k+1)*n, 0, c).(*mat.Dense)

@@ -185,6 +185,31 @@ func TestBlocksAreIndependent(t *testing.T) {
 	}
 }
 
+// TestDenseShapes: Dense.MulBlocks panics with mat.ErrShape, as pems.CSR
+// does, on a batch that is not whole blocks of N rows and on a dst of
+// another shape, instead of leaving rows of dst unwritten.
+func TestDenseShapes(t *testing.T) {
+	prop := Dense{A: pathAdjacency(3)}
+	for _, tc := range []struct {
+		name       string
+		br, dr, dc int
+	}{
+		{"partial block", 4, 4, 2},
+		{"dst short", 6, 3, 2},
+		{"dst long", 3, 6, 2},
+		{"dst narrow", 6, 6, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			defer func() {
+				if r := recover(); r != mat.ErrShape {
+					t.Errorf("recovered %v, want mat.ErrShape", r)
+				}
+			}()
+			prop.MulBlocks(mat.NewDense(tc.dr, tc.dc, nil), mat.NewDense(tc.br, 2, nil))
+		})
+	}
+}
+
 func TestBackwardWithoutForward(t *testing.T) {
 	for _, layers := range []int{1, 2} {
 		g := NewLayers(layers, 2, 2, 2, rand.New(rand.NewPCG(1, 1)))
