@@ -35,6 +35,9 @@ func TestGradients(t *testing.T) {
 		{5, 6, 3, 5},
 		{12, 4, 1, 16},
 		{3, 2*blockRows + 5, 2, 3}, // three blocks, the last one short
+		{1, 1, 1, 1},               // one row, one step, one unit: only the kernels' tails
+		{3, 1, 3, 2},               // one row
+		{4, 7, 2, 1},               // one hidden unit
 	} {
 		rng := rand.New(rand.NewPCG(uint64(tc.steps), 7))
 		g := New(tc.in, tc.hidden, rng)

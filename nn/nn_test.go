@@ -45,21 +45,31 @@ func TestLinearGradients(t *testing.T) {
 	}
 }
 
+// TestMLPGradients checks an MLP's parameter and input gradients against
+// finite differences, on a few rows, on one, and on enough rows that Gemm
+// cuts the products into chunks (gemmRows) and Backward shares the
+// softplus gradient out over the cores.
 func TestMLPGradients(t *testing.T) {
-	rng := rand.New(rand.NewPCG(3, 4))
-	m := NewMLP("mlp", 6, 8, 3, rng)
-	x := randDense(rng, 7, 6)
-	w := randDense(rng, 7, 3)
-	var dx *mat.Dense
-	loss := func() float64 { return dot(m.Forward(x), w) }
-	grad := func() { ZeroGrad(m.Params()); m.Forward(x); dx = mat.DenseCopyOf(m.Backward(w)) }
-	if worst, err := GradCheck(m.Params(), grad, loss, 1e-6, 1e-6, 0); err != nil {
-		t.Fatalf("%v (worst %.3g)", err, worst)
-	}
-	grad()
-	xp := &Param{Name: "x", W: x, G: dx}
-	if _, err := GradCheck([]*Param{xp}, func() {}, loss, 1e-6, 1e-6, 0); err != nil {
-		t.Fatal(err)
+	for _, tc := range []struct{ rows, in, hidden, out, maxPerParam int }{
+		{7, 6, 8, 3, 0},
+		{1, 1, 1, 1, 0},
+		{2*gemmChunk + 100, 3, 5, 2, 60},
+	} {
+		rng := rand.New(rand.NewPCG(3, 4))
+		m := NewMLP("mlp", tc.in, tc.hidden, tc.out, rng)
+		x := randDense(rng, tc.rows, tc.in)
+		w := randDense(rng, tc.rows, tc.out)
+		var dx *mat.Dense
+		loss := func() float64 { return dot(m.Forward(x), w) }
+		grad := func() { ZeroGrad(m.Params()); m.Forward(x); dx = mat.DenseCopyOf(m.Backward(w)) }
+		if worst, err := GradCheck(m.Params(), grad, loss, 1e-6, 1e-6, 0); err != nil {
+			t.Errorf("%d rows: %v (worst %.3g)", tc.rows, err, worst)
+		}
+		grad()
+		xp := &Param{Name: "x", W: x, G: dx}
+		if _, err := GradCheck([]*Param{xp}, func() {}, loss, 1e-6, 1e-6, tc.maxPerParam); err != nil {
+			t.Errorf("%d rows: %v", tc.rows, err)
+		}
 	}
 }
 
