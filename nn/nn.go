@@ -494,8 +494,10 @@ func NewLinear(name string, in, out int, rng *rand.Rand) *Linear {
 	return l
 }
 
-// In and Out return the layer's input and output widths.
-func (l *Linear) In() int  { r, _ := l.W.W.Dims(); return r }
+// In returns the layer's input width.
+func (l *Linear) In() int { r, _ := l.W.W.Dims(); return r }
+
+// Out returns the layer's output width.
 func (l *Linear) Out() int { _, c := l.W.W.Dims(); return c }
 
 // Params returns the layer's parameters.
