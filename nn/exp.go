@@ -11,8 +11,9 @@ const (
 	expTableBits = 6
 	expTableLen  = 1 << expTableBits
 	expInvLn2N   = expTableLen / math.Ln2
-	// ln2/64 split in two: the high part has 16 trailing zero bits, so that
-	// k·expLn2HiN is exact for every |k| < 2^16 (|x| < 709).
+	// ln2/64 split in two: the high part has 17 trailing zero bits, so that
+	// k·expLn2HiN is exact for every |k| < 2^17 (|x| < 1419), which covers
+	// expSpecial's arguments down to −745.2 (|k| up to 68806) too.
 	expLn2HiN = 0x1.62e42fefa0000p-7
 	expLn2LoN = 0x1.cf79abc9e3b3ap-46
 	// expShift rounds x·64/ln2 to the nearest integer k when added to it,

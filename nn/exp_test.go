@@ -125,6 +125,18 @@ func BenchmarkExp(b *testing.B) {
 	})
 }
 
+// TestExpLn2HiExact checks what expReduce's range reduction rests on
+// (see expLn2HiN): k·expLn2HiN is exact for every k that exp and
+// expSpecial reach, from x = −745.2 to 709.8.
+func TestExpLn2HiExact(t *testing.T) {
+	lo, hi := math.Floor(-745.2*expInvLn2N)-1, math.Ceil(709.8*expInvLn2N)+1
+	for k := lo; k <= hi; k++ {
+		if p := k * expLn2HiN; math.FMA(k, expLn2HiN, -p) != 0 {
+			t.Fatalf("k = %v: k·expLn2HiN is rounded", k)
+		}
+	}
+}
+
 // minNormal is the smallest positive normal float64.
 const minNormal = 0x1p-1022
 
