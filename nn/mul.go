@@ -48,7 +48,7 @@ func MulAddTB(c, a, b blas64.General) {
 		panic(fmt.Sprintf("nn: MulAddTB of %d×%d by (%d×%d)ᵀ into %d×%d", a.Rows, a.Cols, b.Rows, b.Cols, c.Rows, c.Cols))
 	}
 	m, n, k := c.Rows, c.Cols, a.Cols
-	if m == 0 || n == 0 {
+	if m == 0 || n == 0 || k == 0 { // as in mulAdd: no terms, and checkLen needs a last element
 		return
 	}
 	checkLen("a", a.Data, m, k, a.Stride, 1)

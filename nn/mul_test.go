@@ -133,6 +133,32 @@ func TestMulAddShapes(t *testing.T) {
 	}
 }
 
+// TestMulAddEmptySum: with k = 0 (no terms) MulAdd, MulAddTA and MulAddTB
+// leave c as it is, rather than panic on operands that hold no elements.
+func TestMulAddEmptySum(t *testing.T) {
+	empty := func(r int) blas64.General { return blas64.General{Rows: r, Cols: 0, Stride: 1} }
+	for _, tc := range []struct {
+		name string
+		f    func(c blas64.General)
+	}{
+		{"MulAdd", func(c blas64.General) { MulAdd(c, empty(3), blas64.General{Rows: 0, Cols: 2, Stride: 2}) }},
+		{"MulAddTA", func(c blas64.General) {
+			MulAddTA(c, blas64.General{Rows: 0, Cols: 3, Stride: 3}, blas64.General{Rows: 0, Cols: 2, Stride: 2})
+		}},
+		{"MulAddTB", func(c blas64.General) { MulAddTB(c, empty(3), empty(2)) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := blas64.General{Rows: 3, Cols: 2, Stride: 2, Data: []float64{1, 2, 3, 4, 5, 6}}
+			tc.f(c)
+			for i, v := range c.Data {
+				if v != float64(i+1) {
+					t.Fatalf("c = %v, want it unchanged", c.Data)
+				}
+			}
+		})
+	}
+}
+
 // TestGemmShapes: Gemm panics on operands whose shapes do not match, also
 // where a product is long enough for gemmRows and c or b is a view whose
 // parent holds the rows the view lacks, which must stay untouched.
