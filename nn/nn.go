@@ -461,7 +461,9 @@ func applyKernel(dst, x []float64, k func(dst, x *float64, n int) int, f func(fl
 
 // AddRowVector adds the 1×c row vector b to every row of m.
 func AddRowVector(m, b *mat.Dense) {
-	raw, bv := m.RawMatrix(), b.RawRowView(0)
+	raw := m.RawMatrix()
+	checkRowVector("AddRowVector", b, raw.Cols)
+	bv := b.RawRowView(0)
 	for i := 0; i < raw.Rows; i++ {
 		row := raw.Data[i*raw.Stride : i*raw.Stride+raw.Cols]
 		for j := range row {
@@ -473,12 +475,22 @@ func AddRowVector(m, b *mat.Dense) {
 // AddColSums adds the column sums of m to the 1×c row vector g: the bias
 // gradient of a layer whose output gradient is m.
 func AddColSums(g, m *mat.Dense) {
-	raw, gv := m.RawMatrix(), g.RawRowView(0)
+	raw := m.RawMatrix()
+	checkRowVector("AddColSums", g, raw.Cols)
+	gv := g.RawRowView(0)
 	for i := 0; i < raw.Rows; i++ {
 		row := raw.Data[i*raw.Stride : i*raw.Stride+raw.Cols]
 		for j, v := range row {
 			gv[j] += v
 		}
+	}
+}
+
+// checkRowVector panics unless v is 1×cols: a wider v would be read or
+// written in part without a word, a narrower one panic on an index.
+func checkRowVector(op string, v *mat.Dense, cols int) {
+	if r, c := v.Dims(); r != 1 || c != cols {
+		panic(fmt.Sprintf("nn: %s with a %d×%d vector for %d columns", op, r, c, cols))
 	}
 }
 

@@ -1,8 +1,11 @@
 package nn
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"testing"
 
 	"gonum.org/v1/gonum/mat"
@@ -455,5 +458,42 @@ func TestMLPForwardAllocatesNothing(t *testing.T) {
 	m.Forward(x)
 	if n := testing.AllocsPerRun(100, func() { m.Forward(x) }); n != 0 {
 		t.Errorf("%v allocations per forward pass of one row, want 0", n)
+	}
+}
+
+// TestRowVectorShapes: AddRowVector and AddColSums panic on a vector that
+// is not 1×(m's columns), rather than read or write a wider one in part.
+func TestRowVectorShapes(t *testing.T) {
+	m := mat.NewDense(2, 3, []float64{1, 2, 3, 4, 5, 6})
+	for _, tc := range []struct {
+		name string
+		r, c int
+	}{
+		{"wider", 1, 4},
+		{"narrower", 1, 2},
+		{"two rows", 2, 3},
+	} {
+		for _, f := range []struct {
+			name string
+			add  func(v *mat.Dense)
+		}{
+			{"AddRowVector", func(v *mat.Dense) { AddRowVector(mat.DenseCopyOf(m), v) }},
+			{"AddColSums", func(v *mat.Dense) { AddColSums(v, m) }},
+		} {
+			t.Run(tc.name+"/"+f.name, func(t *testing.T) {
+				defer func() {
+					if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), f.name) {
+						t.Errorf("recovered %v, want a panic naming %s", r, f.name)
+					}
+				}()
+				f.add(mat.NewDense(tc.r, tc.c, nil))
+			})
+		}
+	}
+	// 1×3 is right for both.
+	v := mat.NewDense(1, 3, []float64{1, 1, 1})
+	AddColSums(v, m)
+	if want := []float64{6, 8, 10}; !slices.Equal(v.RawRowView(0), want) {
+		t.Errorf("AddColSums gave %v, want %v", v.RawRowView(0), want)
 	}
 }
