@@ -10,6 +10,8 @@ import (
 // and leave the analytic gradients in ps; loss must run forward only and return
 // the scalar loss. Every entry of every parameter is checked when there are at
 // most maxPerParam entries, otherwise an evenly spaced subset of maxPerParam.
+// Each parameter's W and G must be contiguous (as NewParam makes them):
+// entries are perturbed by their index in the raw data.
 //
 // It returns the largest relative error |a-n| / max(1e-5, |a|+|n|) (the floor keeps
 // round-off on near-zero gradients from counting as an error), NaN if an
