@@ -124,6 +124,29 @@ func TestGradCheckCatchesNaN(t *testing.T) {
 	}
 }
 
+// TestGradCheckRefusesViews: a parameter whose values or gradients are a
+// view (row stride above the width) or of two shapes is refused, naming
+// it, rather than perturbed by raw index out of step with its gradients.
+func TestGradCheckRefusesViews(t *testing.T) {
+	view := func() *Param {
+		p := NewParam("view", 2, 2)
+		p.W = mat.NewDense(2, 3, nil).Slice(0, 2, 0, 2).(*mat.Dense)
+		return p
+	}
+	shapes := func() *Param {
+		p := NewParam("shapes", 2, 2)
+		p.G = mat.NewDense(1, 4, nil)
+		return p
+	}
+	for _, p := range []*Param{view(), shapes()} {
+		ran := false
+		_, err := GradCheck([]*Param{p}, func() { ran = true }, func() float64 { return 0 }, 1e-6, 1e-6, 0)
+		if err == nil || !strings.Contains(err.Error(), p.Name) || ran {
+			t.Errorf("%s: err %v (grad run: %v), want an error naming it before anything runs", p.Name, err, ran)
+		}
+	}
+}
+
 // TestGradCheckSubset: with maxPerParam > 0, GradCheck checks at most
 // maxPerParam entries of each parameter, spread over all of it, and every
 // entry of a smaller one.
