@@ -4,11 +4,14 @@ package stream
 
 import (
 	"context"
+	"io"
 	"math"
+	"net/http"
 	"net/http/httptest"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -128,5 +131,82 @@ func TestLivePageChartGaps(t *testing.T) {
 		if got := strings.Count(m[1], "M"); got != tc.want {
 			t.Errorf("#%s is drawn in %d pieces (%q), want %d", tc.id, got, m[1], tc.want)
 		}
+	}
+}
+
+// TestLivePageKeepsLatestSensor switches the page from sensor 1 to sensor
+// 2 while sensor 1's view is still on its way, and holds that view back
+// until sensor 2's has been answered: the page must show sensor 2, the
+// one chosen last, not the view that came last. The page is served with a
+// script before its own that wraps fetch and makes the switch the moment
+// sensor 1's view is asked for, as a click would.
+func TestLivePageKeepsLatestSensor(t *testing.T) {
+	svc, err := NewService(testBundle(t, 5, 4, 1, 3, 1), Config{Brokers: []string{"127.0.0.1:1"}, StepMs: testStep})
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := svc.Live()
+	for z := 1; z <= 2; z++ {
+		live.Forecast(z, 10*testStep, []float64{float64(10 * z)})
+		live.Reading(z, 10*testStep, []float64{float64(10*z + 1)})
+	}
+	hook := `<script>
+(function () {
+  var realFetch = window.fetch, switched = false;
+  window.fetch = function (url, opts) {
+    var p = realFetch(url, opts);
+    if (!switched && String(url) === "api/sensors/1") {
+      switched = true;
+      queueMicrotask(function () {
+        var sp = document.getElementById("sensor-picker");
+        sp.value = "2";
+        sp.dispatchEvent(new Event("change"));
+      });
+    }
+    return p;
+  };
+})();
+</script>
+<script>`
+	page := strings.Replace(string(livePage), "<script>", hook, 1)
+	if page == string(livePage) {
+		t.Fatal("the live page has no <script>")
+	}
+	served2 := make(chan struct{})
+	var once sync.Once
+	h := svc.Handler()
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /harness", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		io.WriteString(w, page)
+	})
+	mux.HandleFunc("GET /api/sensors/1", func(w http.ResponseWriter, r *http.Request) {
+		select { // sensor 1's view comes after sensor 2's
+		case <-served2:
+			time.Sleep(300 * time.Millisecond)
+		case <-time.After(10 * time.Second):
+		}
+		h.ServeHTTP(w, r)
+	})
+	mux.HandleFunc("GET /api/sensors/2", func(w http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(w, r)
+		once.Do(func() { close(served2) })
+	})
+	mux.Handle("/", h)
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	// One second of virtual time: both views answered (virtual time stands
+	// still while a fetch is pending), before the next refresh (2 s).
+	dom := browsertest.DumpDOM(context.Background(), t, browsertest.Find(t), srv.URL+"/harness?sensor=1", time.Second)
+	select {
+	case <-served2:
+	default:
+		t.Fatalf("the page never asked for sensor 2's view:\n%s", dom)
+	}
+	if m := regexp.MustCompile(`id="sensor-id"[^>]*>([^<]*)<`).FindStringSubmatch(dom); m == nil || m[1] != "2" {
+		t.Errorf("#sensor-id shows %v, want 2 (chosen last)", m)
+	}
+	if c := liveCells(t, dom, `<tr class="forecast-row" data-slot="`+strconv.FormatInt(10*testStep, 10)+`">`); c["forecast"] != "20.00" {
+		t.Errorf("forecast row: cells %v, want sensor 2's forecast 20.00", c)
 	}
 }
