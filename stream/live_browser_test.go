@@ -210,3 +210,51 @@ func TestLivePageKeepsLatestSensor(t *testing.T) {
 		t.Errorf("forecast row: cells %v, want sensor 2's forecast 20.00", c)
 	}
 }
+
+// TestLivePageSensorPicker checks the sensor picker where no sensor is
+// shown: before the first forecast it selects none (it showed sensor 0,
+// so that picking 0 did nothing), and for a ?sensor= the model does not
+// have it selects none and says the sensor is unknown, rather than retry
+// the 404 for good. The picker's selection is a property, not in the
+// DOM's markup, so a script copies it into an attribute of the body.
+func TestLivePageSensorPicker(t *testing.T) {
+	for _, tc := range []struct {
+		name, query string
+		forecast    bool
+		status      string
+	}{
+		{"before the first forecast", "", false, "waiting for the first forecast"},
+		{"unknown sensor", "?sensor=999", true, "unknown sensor 999: the model has sensors 0 to 4"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			svc, err := NewService(testBundle(t, 5, 4, 1, 3, 1), Config{Brokers: []string{"127.0.0.1:1"}, StepMs: testStep})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.forecast {
+				svc.Live().Forecast(3, 10*testStep, []float64{30})
+			}
+			page := strings.Replace(string(livePage), "</body>", `<script>
+setTimeout(function () { document.body.dataset.picked = String(document.getElementById("sensor-picker").selectedIndex); }, 500);
+</script>
+</body>`, 1)
+			h := svc.Handler()
+			mux := http.NewServeMux()
+			mux.HandleFunc("GET /harness", func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "text/html; charset=utf-8")
+				io.WriteString(w, page)
+			})
+			mux.Handle("/", h)
+			srv := httptest.NewServer(mux)
+			defer srv.Close()
+			dom := browsertest.DumpDOM(context.Background(), t, browsertest.Find(t), srv.URL+"/harness"+tc.query, time.Second)
+			if m := regexp.MustCompile(`data-picked="([^"]*)"`).FindStringSubmatch(dom); m == nil || m[1] != "-1" {
+				t.Errorf("the sensor picker selects option %v, want none (-1)", m)
+			}
+			st := regexp.MustCompile(`id="status"[^>]*>([^<]*)<`).FindStringSubmatch(dom)
+			if st == nil || !strings.Contains(st[1], tc.status) || strings.Contains(st[1], "retrying") {
+				t.Errorf("status %v, want %q, not retrying", st, tc.status)
+			}
+		})
+	}
+}
