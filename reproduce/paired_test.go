@@ -44,6 +44,10 @@ func TestPaired(t *testing.T) {
 		{"three seeds, no difference on average", []float64{3, 1, 2}, []float64{2, 2, 2}, Diff{Mean: 0, Std: 1, Lower: 1, P: 1}},
 		// Equal differences: no spread, no test.
 		{"equal differences", []float64{1, 2, 3}, []float64{2, 3, 4}, Diff{Mean: -1, Std: 0, Lower: 3, P: math.NaN()}},
+		// Equal differences whose mean does not come out exactly (three of
+		// 0.1 sum to 0.30000000000000004): still no spread and no test, not
+		// p 1e-32.
+		{"equal differences, inexact mean", []float64{0.1, 0.1, 0.1}, []float64{0, 0, 0}, Diff{Mean: 0.1, Std: 0, Lower: 0, P: math.NaN()}},
 		{"one seed", []float64{1}, []float64{2}, Diff{Mean: -1, Std: math.NaN(), Lower: 1, P: math.NaN()}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

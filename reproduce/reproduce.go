@@ -648,16 +648,33 @@ func mean(v []float64) float64 {
 // meanStd returns the mean and the sample standard deviation. With one
 // value the deviation is undefined: NaN, which the Markdown table leaves out
 // and the JSON writes as null, so that one seed does not read as "± 0".
+// Values all equal (and finite) have that value as their mean and no
+// spread, exactly: their sum divided by their number may miss it by an
+// ulp, which would read as a tiny spread (and a paired t-test's p of
+// 1e-32 where there is no test to make).
 func meanStd(v []float64) (float64, float64) {
 	m := mean(v)
 	if len(v) < 2 {
 		return m, math.NaN()
+	}
+	if allEqual(v) {
+		return v[0], 0
 	}
 	var ss float64
 	for _, x := range v {
 		ss += float64((x - m) * (x - m)) // rounded: the same on every machine
 	}
 	return m, math.Sqrt(ss / float64(len(v)-1))
+}
+
+// allEqual reports whether the values of v are all the same finite number.
+func allEqual(v []float64) bool {
+	for _, x := range v {
+		if x != v[0] || math.IsInf(x, 0) {
+			return false
+		}
+	}
+	return true
 }
 
 // pm formats a mean and its standard deviation with prec decimals; an

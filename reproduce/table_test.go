@@ -15,6 +15,10 @@ func TestMeanStd(t *testing.T) {
 		{[]float64{2, 4, 6}, 4, 2},
 		{[]float64{1, 1}, 1, 0},
 		{[]float64{3.5}, 3.5, math.NaN()},
+		// Equal values whose sum over their number is not the value
+		// (0.30000000000000004/3): no spread, not one of 1.7e-17.
+		{[]float64{0.1, 0.1, 0.1}, 0.1, 0},
+		{[]float64{0.7, 0.7, 0.7}, 0.7, 0},
 	} {
 		m, s := meanStd(tc.v)
 		if m != tc.mean || !(s == tc.std || math.IsNaN(s) && math.IsNaN(tc.std)) {
