@@ -200,7 +200,14 @@ func ReadSnapshots(path string) (*SnapshotTable, error) {
 		if iN, err = column(sc, colNode, arrow.INT32); err != nil {
 			return err
 		}
-		if iX, err = floatListColumn(sc, colX, tab.Window*tab.Norm.Inputs()); err != nil {
+		// The list of a row's inputs has an int32 length: a window whose
+		// product with the inputs exceeds it (or wraps around, to match a
+		// short list) is not one this file was written with.
+		xLen, ok := mulSizes(tab.Window, tab.Norm.Inputs())
+		if !ok || xLen > math.MaxInt32 {
+			return fmt.Errorf("metadata %q is %d: %d steps of %d inputs exceed a fixed-size list", metaWindow, tab.Window, tab.Window, tab.Norm.Inputs())
+		}
+		if iX, err = floatListColumn(sc, colX, xLen); err != nil {
 			return err
 		}
 		iY, err = floatListColumn(sc, colY, tab.Channels)

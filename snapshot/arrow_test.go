@@ -350,6 +350,17 @@ func TestReadSchemaErrors(t *testing.T) {
 			read: func(p string) error { _, err := ReadSnapshots(p); return err },
 			want: `column "x" has type`,
 		},
+		{
+			// A window whose product with the 3 inputs wraps around to the
+			// list's size of 2 (3·6148914691236517206 = 2⁶⁴ + 2): the
+			// table would claim a window of 6e18 steps over 2 values.
+			name: "snapshots window overflowing",
+			md:   map[string]string{"window": "6148914691236517206", "channels": "3", "nodes": "1", "normalizer": `{"mean":[0,0,0],"std":[1,1,1]}`},
+			fields: []arrow.Field{{Name: "snapshot", Type: i64}, {Name: "node", Type: i32},
+				{Name: "x", Type: arrow.FixedSizeListOf(2, f64)}, {Name: "y", Type: arrow.FixedSizeListOf(3, f64)}},
+			read: func(p string) error { _, err := ReadSnapshots(p); return err },
+			want: `metadata "window"`,
+		},
 	} {
 		path := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "_")+".arrow")
 		writeRaw(t, path, tc.md, tc.fields, noop)
