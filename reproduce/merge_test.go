@@ -1,8 +1,10 @@
 package reproduce
 
 import (
+	"context"
 	"encoding/json"
 	"math"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -136,5 +138,18 @@ func TestTableJSONRoundTrip(t *testing.T) {
 	}
 	if c := m.Cells[SDGNN]; c.MAEStd != 0 || c.MAE != 2.5 {
 		t.Errorf("merged cell %+v", c)
+	}
+}
+
+// TestRunAllRefusesSeedTwice: a seed listed twice would be run twice and
+// its identical figures counted as two seeds (the table Merge refuses),
+// so RunAll refuses it before it loads anything.
+func TestRunAllRefusesSeedTwice(t *testing.T) {
+	cfg := Quick("sz-taxi")
+	cfg.Seeds = []uint64{3, 1, 3}
+	cfg.DataDir = filepath.Join(t.TempDir(), "no-data-here")
+	_, err := RunAll(context.Background(), cfg, Hooks{})
+	if err == nil || !strings.Contains(err.Error(), "seed 3 twice") {
+		t.Fatalf("RunAll with seed 3 twice: %v, want it refused", err)
 	}
 }

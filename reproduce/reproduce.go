@@ -220,6 +220,15 @@ func RunAll(ctx context.Context, cfg Config, h Hooks) (*Table, error) {
 	if len(cfg.Seeds) == 0 {
 		return nil, fmt.Errorf("reproduce: no seeds")
 	}
+	// A seed run twice gives the same figures twice: counted as two seeds,
+	// they would shrink the deviations and the paired tests' p-values.
+	seen := map[uint64]bool{}
+	for _, seed := range cfg.Seeds {
+		if seen[seed] {
+			return nil, fmt.Errorf("reproduce: seed %d twice", seed)
+		}
+		seen[seed] = true
+	}
 	p, err := snapshot.PrepareFit(cfg.DataDir, cfg.Dataset, cfg.Window, cfg.spec(), cfg.prep())
 	if err != nil {
 		return nil, err
