@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/pemsforecast/sdgnn/internal/portable"
 )
@@ -125,6 +126,13 @@ func DieboldMariano(a, b []float64, terms int) (DM, error) {
 	}
 	if n < 2 || terms >= n {
 		return DM{}, fmt.Errorf("diebold-mariano: %d finite pairs, too few for %d cosine terms: %w", n, terms, ErrTooFewPairs)
+	}
+	// Differences that do not vary have their value as mean and no
+	// variance, exactly: the sum over n may miss it by an ulp, and the
+	// deviations of rounding would make a variance of 1e-66 and a
+	// statistic of 1e31.
+	if !slices.ContainsFunc(d, func(x float64) bool { return x != d[0] }) {
+		return DM{N: n, DF: terms, Mean: d[0], Stat: math.NaN(), P: math.NaN()}, nil
 	}
 	var mean float64
 	for _, x := range d {

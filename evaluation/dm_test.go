@@ -63,6 +63,19 @@ func TestDieboldMariano(t *testing.T) {
 	if err != nil || got.Mean != 1 || !math.IsNaN(got.Stat) || !math.IsNaN(got.P) {
 		t.Errorf("constant difference: %+v, %v; want mean 1, no statistic", got, err)
 	}
+	// Equal differences whose mean misses them by rounding (seven of 0.1
+	// sum to 0.7000000000000001): still no statistic, not a huge one from
+	// a variance of rounding errors.
+	for _, d := range []float64{0.1, 0.7, 1.0 / 3} {
+		a := make([]float64, 7)
+		for i := range a {
+			a[i] = d
+		}
+		got, err := DieboldMariano(a, make([]float64, 7), 2)
+		if err != nil || got.Mean != d || !math.IsNaN(got.Stat) || !math.IsNaN(got.P) {
+			t.Errorf("constant difference %v: %+v, %v; want mean %v, no statistic", d, got, err, d)
+		}
+	}
 	for _, bad := range []struct {
 		a, b  []float64
 		terms int
