@@ -291,6 +291,16 @@ func LoadState(path string) (*Trainer, Meta, error) {
 		if err := loadInto(f, "adam.v.", ps, t.Opt.V); err != nil {
 			return fail(err)
 		}
+		// Second moments are averages of squares: a negative one (a file
+		// edited by hand) would make the first resumed step's square root,
+		// and so its weight, NaN.
+		for i, p := range ps {
+			for j, v := range t.Opt.V[i].RawMatrix().Data {
+				if v < 0 {
+					return fail(fmt.Errorf("tensor adam.v.%s value %d is %v, want 0 or more (a second moment)", p.Name, j, v))
+				}
+			}
+		}
 	}
 	t.Opt.T = sm.AdamT
 	t.Epoch, t.BestEpoch, t.BestValMAE, t.History = sm.Epochs, sm.BestEpoch, sm.BestValMAE, sm.History

@@ -437,3 +437,59 @@ func TestLoadStateRefusesCounters(t *testing.T) {
 		}
 	}
 }
+
+// TestLoadStateRefusesNegativeSecondMoment edits one of Adam's second
+// moments in a saved state to a negative value and rewrites the file with
+// a valid checksum: no run writes one (each is an average of squares), and
+// the first resumed step would take its square root and make that weight
+// NaN. It must be refused, naming the tensor and the value.
+func TestLoadStateRefusesNegativeSecondMoment(t *testing.T) {
+	m, err := New(Config{Kind: KindGRUGCN, Window: 3, Channels: 1, Hidden: 4, Seed: 6})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := NewTrainer(m, DefaultTrain())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	xs := []*mat.Dense{randDense(rng, 5, 1), randDense(rng, 5, 1), randDense(rng, 5, 1)}
+	a := ringAdjacency(5)
+	pred, err := m.Forward(xs, a, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Backward(mat.DenseCopyOf(pred), a); err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Opt.Step(m.Params()); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "run.state")
+	meta := Meta{Norm: snapshot.Normalizer{Mean: []float64{0}, Std: []float64{1}}, Dataset: "sz-taxi", Nodes: 5}
+	if err := tr.SaveState(path, meta); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := LoadState(path); err != nil {
+		t.Fatalf("the state as saved: %v", err)
+	}
+	f, err := checkpoint.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := "adam.v." + m.Params()[1].Name
+	v, err := f.Tensor(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v.Data[1] = -1e-6
+	edited := filepath.Join(dir, "edited.state")
+	if err := checkpoint.WriteFile(edited, f); err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("tensor %s value 1", name)
+	if _, _, err := LoadState(edited); err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "-1e-06") {
+		t.Errorf("negative second moment: %v, want an error with %q and the value", err, want)
+	}
+}
