@@ -329,6 +329,13 @@ func decodeBundle(f *checkpoint.File) (*Bundle, error) {
 		Phi: nn.NewMLP("phi", H, P, H, zeroRand()),
 		Dec: nn.NewMLP("dec", H, D, C, zeroRand())}
 	byName, _ := b.params()
+	// A tensor that is none of these was written for a bundle of another
+	// architecture: dropping it would load another model than the saved.
+	for _, t := range f.Tensors {
+		if byName[t.Name] == nil && t.Name != "theta.rowptr" && t.Name != "theta.col" && t.Name != "theta.val" {
+			return nil, fmt.Errorf("tensor %s is not a parameter of the bundle its metadata describes", t.Name)
+		}
+	}
 	for name, p := range byName {
 		t, err := f.Tensor(name)
 		if err != nil {

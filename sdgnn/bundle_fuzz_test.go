@@ -281,3 +281,23 @@ func TestDecodeThetaNamesTensor(t *testing.T) {
 		})
 	}
 }
+
+// TestDecodeBundleRefusesUnknownTensor gives the decoder a valid bundle's
+// file with one tensor more, as a writer of a bundle with another
+// architecture (a third φ layer, say) would give it: dropping the tensor
+// would load another model than the one saved, silently. It must be
+// refused, naming the tensor.
+func TestDecodeBundleRefusesUnknownTensor(t *testing.T) {
+	good, _, err := tinyBundle(t).file()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := decodeBundle(good); err != nil {
+		t.Fatalf("the bundle as saved: %v", err)
+	}
+	f := *good
+	f.Tensors = append(slices.Clone(good.Tensors), checkpoint.Tensor{Name: "phi.l3.W", Shape: []int{2, 2}, Data: []float64{1, 0, 0, 1}})
+	if _, err := decodeBundle(&f); err == nil || !strings.Contains(err.Error(), "phi.l3.W") {
+		t.Errorf("got error %v, want one naming phi.l3.W", err)
+	}
+}
