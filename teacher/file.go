@@ -170,6 +170,9 @@ func decodeModel(f *checkpoint.File, prefix string) (*Saved, error) {
 	if err := meta.Norm.Validate(meta.Config.Channels); err != nil {
 		return nil, fmt.Errorf("metadata: %w", err)
 	}
+	if len(meta.Channels) != 0 && len(meta.Channels) != meta.Config.Channels { // none: written before names were kept
+		return nil, fmt.Errorf("metadata: channel_names %q name %d channels, the model has %d", meta.Channels, len(meta.Channels), meta.Config.Channels)
+	}
 	if in := meta.Norm.Inputs(); in != meta.Config.Inputs() {
 		return nil, fmt.Errorf("metadata: the normaliser gives %d inputs per step (%s preprocessing), the model reads %d", in, meta.Norm.Prep(), meta.Config.Inputs())
 	}

@@ -493,3 +493,50 @@ func TestLoadStateRefusesNegativeSecondMoment(t *testing.T) {
 		t.Errorf("negative second moment: %v, want an error with %q and the value", err, want)
 	}
 }
+
+// TestModelFileChannelNames gives the decoder a model whose metadata
+// names another number of channels than its configuration has: reports
+// would label the channels wrongly, and a bundle distilled from it would
+// carry the names into a file that sdgnn.LoadBundle refuses, after the
+// whole distillation. It must be refused, naming channel_names, for a
+// model and a training state alike; a file without names loads.
+func TestModelFileChannelNames(t *testing.T) {
+	dir := t.TempDir()
+	m, err := New(Config{Kind: KindGRUGCN, Window: 3, Channels: 2, Hidden: 4, Seed: 6})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := NewTrainer(m, DefaultTrain())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		names []string
+		ok    bool
+	}{
+		{[]string{"flow", "speed"}, true},
+		{nil, true},
+		{[]string{"flow", "occupancy", "speed"}, false},
+		{[]string{"speed"}, false},
+	} {
+		meta := Meta{Norm: snapshot.Normalizer{Mean: []float64{0, 0}, Std: []float64{1, 1}}, Nodes: 5, Channels: c.names}
+		path := filepath.Join(dir, "m.model")
+		if err := SaveModel(path, m, meta); err != nil {
+			t.Fatal(err)
+		}
+		state := filepath.Join(dir, "run.state")
+		if err := tr.SaveState(state, meta); err != nil {
+			t.Fatal(err)
+		}
+		_, err := LoadModel(path)
+		_, _, serr := LoadState(state)
+		for what, err := range map[string]error{"model": err, "state": serr} {
+			if c.ok && err != nil {
+				t.Errorf("%s with channel names %q for 2 channels: %v", what, c.names, err)
+			}
+			if !c.ok && (err == nil || !strings.Contains(err.Error(), "channel_names")) {
+				t.Errorf("%s with channel names %q for 2 channels: got error %v, want one naming channel_names", what, c.names, err)
+			}
+		}
+	}
+}
