@@ -155,9 +155,10 @@ type Batch struct {
 }
 
 // Fill fills dst with the snapshots of the given indices, in order. Matrices
-// already in dst are reused when their shape is (len(snapshots)*Nodes)×
-// Channels with a contiguous layout, so a training loop with a fixed batch
-// size does not allocate in steady state; others are replaced.
+// already in dst are reused when their shape is the one Batch documents
+// ((len(snapshots)*Nodes)×Inputs for X, ×Channels for Y and Raw) with a
+// contiguous layout, so a training loop with a fixed batch size does not
+// allocate in steady state; others are replaced.
 //
 // Fill returns an error, leaving dst unchanged, if dst is nil, snapshots is
 // empty or an index is outside [0, Len()).

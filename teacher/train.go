@@ -88,7 +88,7 @@ type Epoch struct {
 // optimiser moments, counters) can be saved and resumed: see SaveState.
 type Trainer struct {
 	Model  *Model
-	Best   *Model // parameters at the best validation MAE so far
+	Best   *Model // parameters at the best validation score so far (MAE, or the scaled score with Select "scaled")
 	Opt    *nn.Adam
 	Config TrainConfig
 
