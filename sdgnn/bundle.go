@@ -253,11 +253,17 @@ func DigestVersion(dataset, digest string) string {
 
 // Save writes b to path atomically in the checkpoint format. A bundle
 // without a version is given DigestVersion's, in the file and in
-// b.Meta.Version.
+// b.Meta.Version. A bundle that LoadBundle would refuse (parts that do not
+// fit together) is not written.
 func (b *Bundle) Save(path string) error {
 	f, version, err := b.file()
 	if err != nil {
 		return fmt.Errorf("save bundle %s: %w", path, err)
+	}
+	// What LoadBundle would refuse is not written: a bundle whose parts
+	// do not fit together would be found out only by the service.
+	if _, err := decodeBundle(f); err != nil {
+		return fmt.Errorf("save bundle %s: it would not load: %w", path, err)
 	}
 	if err := checkpoint.WriteFile(path, f); err != nil {
 		return fmt.Errorf("save bundle: %w", err)

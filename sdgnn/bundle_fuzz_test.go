@@ -3,9 +3,13 @@ package sdgnn
 import (
 	"bytes"
 	"crypto/sha256"
+	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -299,5 +303,45 @@ func TestDecodeBundleRefusesUnknownTensor(t *testing.T) {
 	f.Tensors = append(slices.Clone(good.Tensors), checkpoint.Tensor{Name: "phi.l3.W", Shape: []int{2, 2}, Data: []float64{1, 0, 0, 1}})
 	if _, err := decodeBundle(&f); err == nil || !strings.Contains(err.Error(), "phi.l3.W") {
 		t.Errorf("got error %v, want one naming phi.l3.W", err)
+	}
+}
+
+// TestSaveRefusesWhatWouldNotLoad checks that Save writes no bundle that
+// LoadBundle would refuse (channel names of another count, a decoder of
+// another width than the channels, a φ not of the hidden width): it
+// wrote such a file, found out only when the service loaded it.
+func TestSaveRefusesWhatWouldNotLoad(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, tc := range []struct {
+		name  string
+		spoil func(b *Bundle)
+		want  string
+	}{
+		{"channel names", func(b *Bundle) { b.Meta.Channels = []string{"a", "b", "c"} }, "channel_names"},
+		{"decoder width", func(b *Bundle) { b.Dec = nn.NewMLP("dec", b.Meta.Hidden, 5, 3, rng) }, "dec."},
+		{"φ width", func(b *Bundle) {
+			b.Phi = nn.NewMLP("phi", b.Meta.Hidden+1, b.Meta.Config.PhiHidden, b.Meta.Hidden, rng)
+		}, "phi."},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := tinyBundle(t)
+			tc.spoil(b)
+			path := filepath.Join(t.TempDir(), "b.sdgnn")
+			err := b.Save(path)
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), path) {
+				t.Errorf("Save: %v, want an error naming %s and %q", err, path, tc.want)
+			}
+			if _, serr := os.Stat(path); !errors.Is(serr, fs.ErrNotExist) {
+				t.Errorf("Save left a file (%v)", serr)
+			}
+		})
+	}
+	b := tinyBundle(t)
+	path := filepath.Join(t.TempDir(), "b.sdgnn")
+	if err := b.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadBundle(path); err != nil {
+		t.Fatal(err)
 	}
 }
