@@ -47,6 +47,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"unicode/utf8"
 )
 
 // FormatVersion is the version of the layout written by Write and the only
@@ -218,10 +219,19 @@ func validate(f *File) (header, error) {
 		}
 		h.Meta = buf.Bytes()
 	}
+	// The header is JSON, which holds text: a kind or name that is not
+	// UTF-8 would be written with U+FFFD in place of its bad bytes, so
+	// that it read back as another (two names, one duplicate).
+	if !utf8.ValidString(f.Kind) {
+		return h, fmt.Errorf("kind %q is not UTF-8", f.Kind)
+	}
 	seen := make(map[string]bool, len(f.Tensors))
 	for i, t := range f.Tensors {
 		if t.Name == "" {
 			return h, fmt.Errorf("tensor %d has no name", i)
+		}
+		if !utf8.ValidString(t.Name) {
+			return h, fmt.Errorf("tensor %d: name %q is not UTF-8", i, t.Name)
 		}
 		if seen[t.Name] {
 			return h, fmt.Errorf("duplicate tensor name %q", t.Name)
@@ -245,7 +255,8 @@ func validate(f *File) (header, error) {
 
 // Write writes f to w in the model file layout. It validates f first: tensor
 // names must be non-empty and unique, each shape's element count must equal
-// the tensor's data length, and Meta, when not empty, must be valid JSON.
+// the tensor's data length, the kind and names must be UTF-8, and Meta,
+// when not empty, must be valid JSON.
 func Write(w io.Writer, f *File) error {
 	if f == nil {
 		return errors.New("checkpoint: write: nil file")

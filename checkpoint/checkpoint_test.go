@@ -274,6 +274,9 @@ func TestWriteValidation(t *testing.T) {
 		{"empty name", &File{Kind: "k", Tensors: []Tensor{{Data: []float64{1}}}}, "no name"},
 		{"negative dimension", &File{Kind: "k", Tensors: []Tensor{{Name: "x", Shape: []int{-2, -1}, Data: []float64{1, 2}}}}, "negative"},
 		{"bad meta", &File{Kind: "k", Meta: json.RawMessage(`{"a":`)}, "meta"},
+		// Written as U+FFFD, both names would read back as one.
+		{"name not UTF-8", &File{Kind: "k", Tensors: []Tensor{{Name: "x\xff", Data: []float64{1}}, {Name: "x\xfe", Data: []float64{1}}}}, "not UTF-8"},
+		{"kind not UTF-8", &File{Kind: "k\xff"}, "not UTF-8"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var buf bytes.Buffer
