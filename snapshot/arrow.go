@@ -321,6 +321,11 @@ func ReadEmbeddings(path string) (snapshots []int64, nodes []int32, d int, data 
 			if want, err = metaInt(sc, metaDim); err != nil {
 				return err
 			}
+			// The metadata's dimension is the file's: a column past it
+			// is not read as one more dimension.
+			if name := prefix + strconv.Itoa(want); len(sc.FieldIndices(name)) != 0 {
+				return fmt.Errorf("column %q beyond the %d dimensions of metadata %q", name, want, metaDim)
+			}
 		}
 		for j := 0; ; j++ {
 			name := prefix + strconv.Itoa(j)

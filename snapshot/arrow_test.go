@@ -337,6 +337,21 @@ func TestReadSchemaErrors(t *testing.T) {
 			want:   `missing column "h1"`,
 		},
 		{
+			// Read as 3 dimensions, where the file says 2.
+			name:   "embeddings column past dim",
+			md:     map[string]string{"prefix": "h", "dim": "2"},
+			fields: []arrow.Field{{Name: "snapshot", Type: i64}, {Name: "node", Type: i32}, {Name: "h0", Type: f64}, {Name: "h1", Type: f64}, {Name: "h2", Type: f64}},
+			read:   func(p string) error { _, _, _, _, err := ReadEmbeddings(p); return err },
+			want:   `column "h2" beyond the 2 dimensions`,
+		},
+		{
+			name:   "embeddings dim not positive",
+			md:     map[string]string{"prefix": "h", "dim": "-1"},
+			fields: []arrow.Field{{Name: "snapshot", Type: i64}, {Name: "node", Type: i32}, {Name: "h0", Type: f64}},
+			read:   func(p string) error { _, _, _, _, err := ReadEmbeddings(p); return err },
+			want:   `metadata "dim" is -1`,
+		},
+		{
 			name:   "snapshots without metadata",
 			fields: []arrow.Field{{Name: "snapshot", Type: i64}, {Name: "node", Type: i32}},
 			read:   func(p string) error { _, err := ReadSnapshots(p); return err },
