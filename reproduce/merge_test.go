@@ -153,3 +153,37 @@ func TestRunAllRefusesSeedTwice(t *testing.T) {
 		t.Fatalf("RunAll with seed 3 twice: %v, want it refused", err)
 	}
 }
+
+// TestMergeTableWithoutPaperMAPE merges a table written before the
+// paper-style MAPE was computed (its runs hold none) with one that has it:
+// the merged paper-style column is unknown ("–"), not a mean with the old
+// seeds counted as 0, while the other columns stay whole.
+func TestMergeTableWithoutPaperMAPE(t *testing.T) {
+	cfg := Quick("pems08")
+	old := fakeRun(1, 2, recOf(6))
+	old.Paper = nil
+	merged, err := Merge([]*Table{fakeTable(cfg, old), fakeTable(cfg, fakeRun(2, 4, recOf(6)), fakeRun(3, 6, recOf(6)))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := merged.Cells[SDGNN]
+	if !math.IsNaN(c.PaperMAPE) || c.MAE != 4 || c.MAEStd != 2 {
+		t.Errorf("SDGNN cell %+v, want paper-style MAPE NaN, MAE 4 ± 2", c)
+	}
+	var md strings.Builder
+	if err := merged.Markdown(&md); err != nil {
+		t.Fatal(err)
+	}
+	row := ""
+	for _, line := range strings.Split(md.String(), "\n") {
+		if strings.HasPrefix(line, "| paper-style MAPE") {
+			row = line
+		}
+	}
+	if row == "" || strings.Contains(row, "0.") || strings.Contains(row, "NaN") || !strings.Contains(row, "–") {
+		t.Errorf("paper-style row %q, want – in every model's cell:\n%s", row, md.String())
+	}
+	if strings.Contains(md.String(), "NaN") {
+		t.Errorf("Markdown prints NaN:\n%s", md.String())
+	}
+}

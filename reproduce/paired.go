@@ -41,9 +41,9 @@ func (t *Table) Paired(ref string) []Pair {
 		p := Pair{Model: m, Seeds: len(t.Runs)}
 		var mae, mape, rmse, paper []float64
 		for _, r := range t.Runs {
-			a, b := r.Metrics[ref], r.Metrics[m]
+			a, b := metricsOf(r, ref), metricsOf(r, m)
 			mae, mape, rmse = append(mae, a.MAE-b.MAE), append(mape, a.MAPE-b.MAPE), append(rmse, a.RMSE-b.RMSE)
-			paper = append(paper, r.Paper[ref].MAPE-r.Paper[m].MAPE)
+			paper = append(paper, paperMAPEOf(r, ref)-paperMAPEOf(r, m))
 		}
 		p.MAE, p.MAPE, p.RMSE, p.PaperMAPE = diffOf(mae), diffOf(mape), diffOf(rmse), diffOf(paper)
 		out = append(out, p)
@@ -78,6 +78,9 @@ func (t *Table) pairedMarkdown(w io.Writer) error {
 		"the seeds in which %s is lower, and the two-sided p-value of a paired t-test\n\n", SDGNN, SDGNN, n, SDGNN, SDGNN)
 	fmt.Fprintf(w, "| %s − | MAE | MAPE (%%) | RMSE | paper-style MAPE (%%) |\n|---|---:|---:|---:|---:|\n", SDGNN)
 	cell := func(prec int, d Diff) string {
+		if math.IsNaN(d.Mean) { // a seed without the figure
+			return "–"
+		}
 		p := "–"
 		if !math.IsNaN(d.P) {
 			p = fmt.Sprintf("%.2g", d.P)

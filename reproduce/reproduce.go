@@ -262,10 +262,10 @@ func summarise(runs []Run) map[string]Cell {
 	for _, name := range Models {
 		var mape, mae, rmse, rec, pmape []float64
 		for _, r := range runs {
-			m := r.Metrics[name]
+			m := metricsOf(r, name)
 			mape, mae, rmse = append(mape, m.MAPE), append(mae, m.MAE), append(rmse, m.RMSE)
-			pmape = append(pmape, r.Paper[name].MAPE)
-			rec = append(rec, r.Receptive[name])
+			pmape = append(pmape, paperMAPEOf(r, name))
+			rec = append(rec, valueOf(r.Receptive, name))
 		}
 		c := Cell{Receptive: mean(rec)}
 		c.MAPE, c.MAPEStd = meanStd(mape)
@@ -275,6 +275,34 @@ func summarise(runs []Run) map[string]Cell {
 		cells[name] = c
 	}
 	return cells
+}
+
+// metricsOf returns the metrics of model name in run r, NaN where the run
+// has none (a table written before the model was in the comparison): a
+// zero would be averaged in as a perfect score.
+func metricsOf(r Run, name string) evaluation.Metrics {
+	if m, ok := r.Metrics[name]; ok {
+		return m
+	}
+	nan := math.NaN()
+	return evaluation.Metrics{MAE: nan, RMSE: nan, MAPE: nan}
+}
+
+// paperMAPEOf returns the paper-style MAPE of model name in run r, NaN
+// where the run has none (a table written before it was computed).
+func paperMAPEOf(r Run, name string) float64 {
+	if m, ok := r.Paper[name]; ok {
+		return m.MAPE
+	}
+	return math.NaN()
+}
+
+// valueOf returns m[name], NaN where m has no such key.
+func valueOf(m map[string]float64, name string) float64 {
+	if v, ok := m[name]; ok {
+		return v
+	}
+	return math.NaN()
 }
 
 // runSeed trains and scores every model of one seed. With a ModelDir it
@@ -687,8 +715,11 @@ func allEqual(v []float64) bool {
 }
 
 // pm formats a mean and its standard deviation with prec decimals; an
-// undefined deviation (one seed) is left out.
+// undefined deviation (one seed) is left out, an undefined mean is "–".
 func pm(prec int, mean, std float64) string {
+	if math.IsNaN(mean) { // a seed without the figure
+		return "–"
+	}
 	if math.IsNaN(std) {
 		return strconv.FormatFloat(mean, 'f', prec, 64)
 	}
