@@ -52,7 +52,11 @@ func (c WalkConfig) Validate() error {
 // cfg.Epochs shuffled passes. The centre ("input") vectors are returned,
 // each column standardised to mean 0 and variance 1 so that their scale
 // matches no particular training run. Walks that reach an isolated node stay
-// there.
+// there. NOSMOG's own code trains DeepWalk with gensim's hierarchical
+// softmax switched on beside negative sampling (hs=1); here it is negative
+// sampling alone, the objective DeepWalk's and NOSMOG's papers state, and a
+// negative drawn equal to the context is kept, as that objective has it
+// (gensim and word2vec skip it).
 //
 // Everything is drawn from one generator seeded by cfg.Seed and the work is
 // sequential, so the result is a deterministic function of the graph and

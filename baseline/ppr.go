@@ -42,10 +42,14 @@ const pprMaxIter = 100000
 // Ties in the top-k selection, ranks equal to within rounding (1e-12
 // relative), are broken by the smaller node id, so the result is
 // deterministic and nodes that a symmetry of the graph makes equal are
-// chosen by id, not by rounding; nodes with a zero score (outside z's
-// connected component) are never selected, so a node of a small component
-// keeps fewer than topK nodes. An isolated node keeps itself with weight one. z itself
-// usually, but not necessarily, is chosen. Each node's receptive nodes are
+// chosen by id, not by rounding; nodes with a zero score are never
+// selected, so a node of a small component keeps fewer than topK nodes. A
+// zero score means outside z's connected component or, for a teleport
+// probability near 1, farther from z than the iteration's steps reach
+// before it stops (about log(1e-8)/log(1−α): 8 steps at α = 0.9, against
+// 113 at the default 0.15), so that then a node may keep fewer than topK
+// nodes of its own component too. An isolated node keeps itself with
+// weight one. z itself usually, but not necessarily, is chosen. Each node's receptive nodes are
 // returned sorted, as sdgnn.Theta requires.
 //
 // Adjacency lists may repeat a neighbour or list the node itself (both are
