@@ -563,9 +563,17 @@ func (m *MLP) Forward(x *mat.Dense) *mat.Dense {
 }
 
 // Backward accumulates parameter gradients for the output gradient dy of the
-// last Forward and returns the input gradient (owned by m).
+// last Forward and returns the input gradient (owned by m). It panics,
+// saying why, without a Forward before it or with dy not of the last
+// output's shape.
 func (m *MLP) Backward(dy *mat.Dense) *mat.Dense {
+	if m.x == nil {
+		panic("nn: MLP.Backward before any Forward")
+	}
 	r, c := m.x.Dims()
+	if dr, dc := dy.Dims(); dr != r || dc != m.L2.Out() {
+		panic(fmt.Sprintf("nn: MLP.Backward of a %d×%d gradient after a Forward of %d rows to %d outputs", dr, dc, r, m.L2.Out()))
+	}
 	m.dh = Resize(m.dh, r, m.L1.Out())
 	m.dx = Resize(m.dx, r, c)
 	m.L2.Backward(m.dh, m.h, dy)

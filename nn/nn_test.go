@@ -520,3 +520,33 @@ func TestRowVectorShapes(t *testing.T) {
 		t.Errorf("AddColSums gave %v, want %v", v.RawRowView(0), want)
 	}
 }
+
+// TestMLPBackwardMisuse: Backward without a Forward, or with a gradient
+// of another shape than the last output, panics saying so, not on a nil
+// pointer or an index deep in a kernel.
+func TestMLPBackwardMisuse(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 1))
+	for _, tc := range []struct {
+		name    string
+		forward bool
+		r, c    int
+		want    string
+	}{
+		{"no forward", false, 3, 2, "before any Forward"},
+		{"rows", true, 4, 2, "4×2 gradient after a Forward of 3 rows"},
+		{"columns", true, 3, 5, "3×5 gradient"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := NewMLP("m", 4, 5, 2, rng)
+			if tc.forward {
+				m.Forward(mat.NewDense(3, 4, nil))
+			}
+			defer func() {
+				if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), tc.want) {
+					t.Errorf("recovered %v, want a panic with %q", r, tc.want)
+				}
+			}()
+			m.Backward(mat.NewDense(tc.r, tc.c, nil))
+		})
+	}
+}
