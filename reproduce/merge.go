@@ -2,9 +2,12 @@ package reproduce
 
 import (
 	"cmp"
+	"encoding/json"
 	"fmt"
 	"reflect"
 	"slices"
+	"sort"
+	"strings"
 	"time"
 )
 
@@ -30,7 +33,11 @@ func Merge(tables []*Table) (*Table, error) {
 			return nil, fmt.Errorf("merge: table %d is of %s, table 1 of %s", i+1, t.Dataset, first.Dataset)
 		}
 		if !reflect.DeepEqual(sharedConfig(t.Config), want) || t.MAPEFloor != first.MAPEFloor {
-			return nil, fmt.Errorf("merge %s: table %d was run with another configuration than table 1 (only the seeds may differ)", t.Dataset, i+1)
+			diff := configDiff(want, sharedConfig(t.Config))
+			if t.MAPEFloor != first.MAPEFloor && t.Config.MAPEFloor == first.Config.MAPEFloor {
+				diff = append(diff, fmt.Sprintf("mape floor %v, table 1 %v", t.MAPEFloor, first.MAPEFloor))
+			}
+			return nil, fmt.Errorf("merge %s: table %d was run with another configuration than table 1 (only the seeds may differ): %s", t.Dataset, i+1, strings.Join(diff, "; "))
 		}
 		for _, r := range t.Runs {
 			if j, ok := seen[r.Seed]; ok {
@@ -52,6 +59,60 @@ func Merge(tables []*Table) (*Table, error) {
 	}
 	out.Cells = summarise(out.Runs)
 	return out, nil
+}
+
+// configDiff names the settings in which b differs from a, as the table
+// files spell them ("split_by \"nodes\", table 1 \"windows\""), so that
+// a refused merge says what to look at.
+func configDiff(a, b Config) []string {
+	var ma, mb map[string]any
+	ja, errA := json.Marshal(a)
+	jb, errB := json.Marshal(b)
+	if errA != nil || errB != nil || json.Unmarshal(ja, &ma) != nil || json.Unmarshal(jb, &mb) != nil {
+		return []string{"settings that could not be compared"}
+	}
+	var out []string
+	var walk func(prefix string, x, y map[string]any)
+	walk = func(prefix string, x, y map[string]any) {
+		keys := map[string]bool{}
+		for k := range x {
+			keys[k] = true
+		}
+		for k := range y {
+			keys[k] = true
+		}
+		names := make([]string, 0, len(keys))
+		for k := range keys {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		for _, k := range names {
+			vx, okx := x[k]
+			vy, oky := y[k]
+			if sx, ok := vx.(map[string]any); ok {
+				if sy, ok := vy.(map[string]any); ok {
+					walk(prefix+k+".", sx, sy)
+					continue
+				}
+			}
+			if okx && oky && reflect.DeepEqual(vx, vy) {
+				continue
+			}
+			show := func(v any, ok bool) string {
+				if !ok {
+					return "unset"
+				}
+				j, _ := json.Marshal(v)
+				return string(j)
+			}
+			out = append(out, fmt.Sprintf("%s%s %s, table 1 %s", prefix, k, show(vy, oky), show(vx, okx)))
+		}
+	}
+	walk("", ma, mb)
+	if len(out) == 0 {
+		out = append(out, "settings that differ only below what the table files record")
+	}
+	return out
 }
 
 // sharedConfig is the part of a configuration that tables to be merged share.

@@ -45,6 +45,8 @@ func TestMerge(t *testing.T) {
 	cfg := Quick("pems08")
 	other := cfg
 	other.NoiseStd = 0.2
+	floor := cfg
+	floor.MAPEFloor = 1
 	elsewhere := cfg
 	elsewhere.ModelDir = "/elsewhere/models"
 	for _, tc := range []struct {
@@ -63,7 +65,9 @@ func TestMerge(t *testing.T) {
 		{name: "legacy receptive", tables: []*Table{fakeTable(cfg, fakeRun(1, 1, recOf(4)), fakeRun(2, 2, recOf(5))), fakeTable(cfg, fakeRun(3, 3, recOf(6)))},
 			seeds: []uint64{1, 2, 3}, mae: 2, maeStd: 1, rec: 5},
 		{name: "duplicate seed", tables: []*Table{fakeTable(cfg, fakeRun(1, 1, nil)), fakeTable(cfg, fakeRun(1, 2, nil))}, wantErr: "seed 1 is in table 1 and table 2"},
-		{name: "other config", tables: []*Table{fakeTable(cfg, fakeRun(1, 1, nil)), fakeTable(other, fakeRun(2, 2, nil))}, wantErr: "another configuration"},
+		{name: "other config", tables: []*Table{fakeTable(cfg, fakeRun(1, 1, nil)), fakeTable(other, fakeRun(2, 2, nil))}, wantErr: "another configuration than table 1 (only the seeds may differ): noise_std 0.2, table 1 0.05"},
+		// The refusal names the setting that differs, not only that one does.
+		{name: "other floor", tables: []*Table{fakeTable(cfg, fakeRun(1, 1, nil)), fakeTable(floor, fakeRun(2, 2, nil))}, wantErr: "differ): mape_floor 1, table 1 0"},
 		{name: "other dataset", tables: []*Table{fakeTable(cfg, fakeRun(1, 1, nil)), fakeTable(Quick("pems04"), fakeRun(2, 2, nil))}, wantErr: "is of pems04"},
 		{name: "none", wantErr: "no tables"},
 	} {
