@@ -255,6 +255,7 @@ func TestBadInvocations(t *testing.T) {
 		{"merge of a null table", []string{"reproduce", "-merge", nullTable, "-out", t.TempDir()}, 1, nullTable + ": table 1 is not a reproduce table"},
 		{"merge of foreign JSON", []string{"reproduce", "-merge", foreignTable, "-out", t.TempDir()}, 1, foreignTable + ": table 1 is not a reproduce table"},
 		{"merge with training flags", []string{"reproduce", "-merge", nullTable, "-out", t.TempDir(), "-seeds", "1-2", "-quick"}, 2, "[-quick -seeds] do not apply to -merge"},
+		{"merge with a dataset", []string{"reproduce", "-merge", nullTable, "-dataset", "sz-taxi", "-out", t.TempDir()}, 2, "[-dataset] do not apply to -merge"},
 		{"reproduce dataset twice", []string{"reproduce", "-data", nowhere, "-dataset", "pems08,PeMS08", "-quick"}, 2, "-dataset pems08,PeMS08: pems08 twice"},
 		{"reproduce huge seeds", []string{"reproduce", "-data", nowhere, "-dataset", "pems08", "-seeds", "1-100000000000"}, 2, "more than 10000 seeds"},
 		{"reproduce largest seed", []string{"reproduce", "-data", nowhere, "-dataset", "pems08", "-seeds", "18446744073709551615"}, 2, "more than 10000 seeds"},

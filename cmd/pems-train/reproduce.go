@@ -51,7 +51,8 @@ func cmdReproduce(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 || (*datasets == "") == (*merge == "") {
+	// Both given: the -merge branch names -dataset as not applying.
+	if fs.NArg() > 0 || *datasets == "" && *merge == "" {
 		fmt.Fprintln(stderr, "reproduce: one of -dataset NAME[,NAME...] or -merge FILE,FILE[,...] is required, and no other arguments")
 		return errUsage
 	}
