@@ -29,6 +29,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"path/filepath"
 
 	"github.com/mattn/go-isatty"
 	"github.com/rs/zerolog"
@@ -142,7 +143,20 @@ func checkReportFlags(chunks int, mapeFloor float64) error {
 func checkOut(flag, path string, inputs ...string) error {
 	fi, err := os.Stat(path)
 	if err != nil {
-		return nil // to be made
+		// To be made, with the directories it needs: a file where one of
+		// them should be would fail the write only after the work is done.
+		for dir := filepath.Dir(path); ; dir = filepath.Dir(dir) {
+			if di, err := os.Stat(dir); err == nil {
+				if !di.IsDir() {
+					return badFlags(fmt.Errorf("-%s %s: %s is a file, not a directory", flag, path, dir))
+				}
+				break
+			}
+			if parent := filepath.Dir(dir); parent == dir {
+				break
+			}
+		}
+		return nil
 	}
 	if fi.IsDir() {
 		return badFlags(fmt.Errorf("-%s %s is a directory, want a file", flag, path))

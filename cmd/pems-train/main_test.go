@@ -230,6 +230,8 @@ func TestBadInvocations(t *testing.T) {
 		{"infinite split ratio", []string{"teacher", "-data", nowhere, "-dataset", "pems08", "-split", "Inf,1,1"}, 2, `ratio "Inf" is not a positive number`},
 		{"resume of a state not named .state", []string{"teacher", "-resume", bad}, 2, "name the model file to write with -out"},
 		{"out is a directory", []string{"teacher", "-data", nowhere, "-dataset", "pems08", "-out", dir}, 2, "-out " + dir + " is a directory, want a file"},
+		{"distill into a file's directory", []string{"distill", "-teacher", bad, "-out", filepath.Join(bad, "sub", "b.sdgnn")}, 2, "-out " + filepath.Join(bad, "sub", "b.sdgnn") + ": " + bad + " is a file, not a directory"},
+		{"eval predictions into a file's directory", []string{"eval", "-model", bad, "-predictions", filepath.Join(bad, "p.arrow")}, 2, bad + " is a file, not a directory"},
 		{"distill onto its teacher", []string{"distill", "-teacher", bad, "-out", bad}, 2, "is the input " + bad + ", which it would replace"},
 		{"distill schedule scale", []string{"distill", "-teacher", bad, "-schedule-scale", "0"}, 2, "-schedule-scale 0: want 1"},
 		{"distill schedule scale with quick", []string{"distill", "-teacher", bad, "-quick", "-schedule-scale", "10"}, 2, "-quick has its own"},
