@@ -251,6 +251,7 @@ func TestBadInvocations(t *testing.T) {
 		{"export dataset beside a model", []string{"export", "-model", bad, "-dataset", "pems08", "-out", filepath.Join(dir, "x.arrow")}, 2, "-dataset is fixed by -model"},
 		{"export unknown part", []string{"export", "-data", nowhere, "-dataset", "pems08", "-split-part", "dev", "-out", filepath.Join(dir, "x.arrow")}, 2, `-split-part "dev"`},
 		{"datasets with a stray word", []string{"datasets", "extra", "-data", nowhere}, 2, `takes no arguments (got ["extra" "-data"`},
+		{"report out under a file", []string{"report", "-model", bad, "-out", filepath.Join(bad, "r")}, 2, "-out " + filepath.Join(bad, "r") + ": " + bad + " is a file, not a directory"},
 		{"report out is a file", []string{"report", "-model", bad, "-out", bad}, 2, "-out " + bad + " is a file, want a directory"},
 		{"report NaN mape floor", []string{"report", "-model", bad, "-out", filepath.Join(dir, "r"), "-mape-floor", "NaN"}, 2, "-mape-floor NaN"},
 		{"report negative sensor", []string{"report", "-model", bad, "-out", filepath.Join(dir, "r"), "-sensor", "-5"}, 2, "-sensor -5"},
