@@ -10,7 +10,9 @@ import (
 	"path/filepath"
 	"text/tabwriter"
 
+	"github.com/pemsforecast/sdgnn/checkpoint"
 	"github.com/pemsforecast/sdgnn/datasets/pems"
+	"github.com/pemsforecast/sdgnn/sdgnn"
 	"github.com/pemsforecast/sdgnn/snapshot"
 	"github.com/pemsforecast/sdgnn/teacher"
 )
@@ -69,6 +71,10 @@ func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	)
 	if *model != "" {
 		if saved, err = teacher.LoadModel(*model); err != nil {
+			if f, ferr := checkpoint.ReadFile(*model); ferr == nil && f.Kind == sdgnn.FileKindBundle {
+				// The usual mix-up: say where a bundle's forecasts come from.
+				return fmt.Errorf("-model %s is an SDGNN bundle: export takes a teacher's .model; a bundle's forecasts are written by pems-train eval -model %s -predictions F.arrow", *model, *model)
+			}
 			return err
 		}
 		m := saved.Meta

@@ -330,6 +330,11 @@ func TestDistillThenEvalBundle(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &res); code != 0 || err != nil || res.Receptive <= 1 || len(res.Trained.Digest) != 64 {
 		t.Fatalf("teacher eval: code %d, err %v, receptive %g, digest %q", code, err, res.Receptive, res.Trained.Digest)
 	}
+	// export takes a teacher: given the bundle, it says where a bundle's
+	// forecasts come from.
+	if code, _, stderr := runCmd(t, "export", "-data", dir, "-what", "predictions", "-model", bundle, "-out", filepath.Join(t.TempDir(), "p.arrow")); code != 1 || !strings.Contains(stderr, "is an SDGNN bundle: export takes a teacher's .model; a bundle's forecasts are written by pems-train eval -model "+bundle+" -predictions F.arrow") {
+		t.Fatalf("export of a bundle: exit %d, %s", code, stderr)
+	}
 	if code, _, stderr := runCmd(t, "distill", "-data", dir, "-teacher", model, "-budget", "0"); code != 2 || !strings.Contains(stderr, "budget") {
 		t.Fatalf("bad budget: exit %d, %s", code, stderr)
 	}
