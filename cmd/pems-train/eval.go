@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/pemsforecast/sdgnn/checkpoint"
@@ -87,6 +89,11 @@ func cmdEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if *preds != "" {
 		if err := checkOut("predictions", *preds, *model, *against); err != nil {
 			return err
+		}
+		// Made now, as distill and teacher make theirs: a folder missing
+		// would fail the write only after the scoring.
+		if err := os.MkdirAll(filepath.Dir(*preds), 0o755); err != nil {
+			return fmt.Errorf("create output directory: %w", err)
 		}
 	}
 	lm, err := loadAny(*model)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	iofs "io/fs"
+	"os"
 	"path/filepath"
 	"text/tabwriter"
 
@@ -63,6 +64,11 @@ func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	if err := checkOut("out", *out, *model); err != nil {
 		return err
+	}
+	// Made now, as distill and teacher make theirs: a folder missing would
+	// fail the write only after the embeddings or forecasts are computed.
+	if err := os.MkdirAll(filepath.Dir(*out), 0o755); err != nil {
+		return fmt.Errorf("create output directory: %w", err)
 	}
 	var (
 		p     *snapshot.Prepared

@@ -149,8 +149,9 @@ func TestTeacherThenEvalOnPeMSLayout(t *testing.T) {
 		t.Fatalf("count %d above %d", res.Report.Overall.Count, want)
 	}
 
-	// Arrow exports of the same model.
-	arrow := filepath.Join(t.TempDir(), "emb.arrow")
+	// Arrow exports of the same model, into a folder yet to be made (as
+	// distill and teacher make theirs).
+	arrow := filepath.Join(t.TempDir(), "new", "emb.arrow")
 	if code, _, stderr := runCmd(t, "export", "-data", dir, "-model", model, "-what", "embeddings", "-out", arrow); code != 0 {
 		t.Fatalf("export embeddings exited %d: %s", code, stderr)
 	}
@@ -158,6 +159,13 @@ func TestTeacherThenEvalOnPeMSLayout(t *testing.T) {
 		if st, err := os.Stat(filepath.Join(filepath.Dir(arrow), f)); err != nil || st.Size() == 0 {
 			t.Fatalf("export wrote no %s: %v", f, err)
 		}
+	}
+	preds := filepath.Join(t.TempDir(), "new", "p.arrow")
+	if code, _, stderr := runCmd(t, "eval", "-data", dir, "-model", model, "-predictions", preds); code != 0 {
+		t.Fatalf("eval -predictions into a new folder exited %d: %s", code, stderr)
+	}
+	if st, err := os.Stat(preds); err != nil || st.Size() == 0 {
+		t.Fatalf("eval wrote no predictions: %v", err)
 	}
 }
 
