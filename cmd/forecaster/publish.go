@@ -133,6 +133,20 @@ func (r replay) plan() (replayPlan, error) {
 	if r.limit > 0 {
 		pl.to = min(pl.to, pl.from+r.limit)
 	}
+	if r.start != "" {
+		// A usage error before anything starts, rather than a failure
+		// after the brokers (off the grid) or readings published only for
+		// the service to dead-letter every one (outside 1970–9999).
+		t0 := pl.t0.UnixMilli()
+		if t0%pl.stepMs != 0 {
+			return replayPlan{}, usagef("-start %s: not on %s's %d-minute slot grid", r.start, r.dataset, pl.stepMs/60000)
+		}
+		first, last := t0+int64(pl.from)*pl.stepMs, t0+int64(pl.to-1)*pl.stepMs
+		if first < 0 || last > stream.MaxTS {
+			return replayPlan{}, usagef("-start %s: the readings would be stamped %s to %s, outside 1970–9999, which the service refuses",
+				r.start, time.UnixMilli(first).UTC().Format(time.RFC3339), time.UnixMilli(last).UTC().Format(time.RFC3339))
+		}
+	}
 	if r.speedup > 0 {
 		pl.slotPause = time.Duration(float64(pl.stepMs) * float64(time.Millisecond) / r.speedup)
 	}

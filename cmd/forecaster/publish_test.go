@@ -144,6 +144,42 @@ func TestServeScorePart(t *testing.T) {
 	}
 }
 
+// TestReplayStartChecked checks that a -start off the slot grid, or one
+// that would stamp the readings before 1970 or after 9999 (which the
+// service refuses, every one), is a usage error naming -start, given
+// before the brokers are asked, in publish and in serve -score-part.
+func TestReplayStartChecked(t *testing.T) {
+	dir, _, _, b := szTaxiBundle(t, 12, 8)
+	path := filepath.Join(t.TempDir(), "b.sdgnn")
+	if err := b.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ start, err string }{
+		{"2015-01-01T00:07:00Z", "-start 2015-01-01T00:07:00Z: not on sz-taxi's 15-minute slot grid"},
+		{"1960-01-01T00:00:00Z", "-start 1960-01-01T00:00:00Z: the readings would be stamped 1960-"},
+		{"9999-12-31T00:00:00Z", "outside 1970–9999"},
+	} {
+		var errOut bytes.Buffer
+		// No broker listens on 127.0.0.1:1: the flag must be refused first.
+		code := run([]string{"publish", "-brokers", "127.0.0.1:1", "-wait-brokers", "0", "-data", dir, "-dataset", "sz-taxi", "-steps", "3", "-start", tc.start}, io.Discard, &errOut)
+		if code != 2 || !strings.Contains(errOut.String(), tc.err) {
+			t.Errorf("publish -start %s: exit %d, %q; want 2 and %q", tc.start, code, errOut.String(), tc.err)
+		}
+		// Bounded: a serve that took the flag would run until stopped.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err := cmdServe(ctx, []string{"-model", path, "-http", "", "-score-part", "test", "-data", dir, "-start", tc.start}, io.Discard, io.Discard)
+		cancel()
+		if !errors.Is(err, errUsage) || !strings.Contains(err.Error(), tc.err) {
+			t.Errorf("serve -score-part test -start %s: %v, want a usage error containing %q", tc.start, err, tc.err)
+		}
+	}
+	// On the grid and in range: planned as asked.
+	pl, err := replay{dataDir: dir, dataset: "sz-taxi", part: "test", limit: 3, start: "1970-01-01T00:00:00Z"}.plan()
+	if err != nil || pl.t0.UnixMilli() != 0 {
+		t.Fatalf("-start 1970-01-01T00:00:00Z: %v, first step at %v", err, pl.t0)
+	}
+}
+
 // TestPublishModelSplit runs forecaster publish -model against the embedded
 // broker and reads the topic back: a bundle split by windows has its first
 // test snapshot at step 8, so the readings start there, stamped with that
