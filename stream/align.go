@@ -40,19 +40,36 @@ import (
 // MaxHeld readings are held, all are released (and Overflows counts it):
 // exactness gives way to memory.
 //
+// A partition caught up, or not fetched from since a restart, may yet
+// have readings of the slots others are being applied at: a burst written
+// to every partition at once (a file published unpaced) reaches the
+// consumer partition by partition, and applied as it comes, the first
+// partition's share could run past the history that the others' need.
+// So when a reading comes more than Slack slots ahead of the newest slot
+// applied (SetBase gives it at start, from the state), nothing beyond
+// that newest slot plus Slack is released for Hold after: the others'
+// shares of the burst are fetched meanwhile, and then released together
+// with it (the caller applies them in slot order). Live readings, a slot
+// after the last, never wait.
+//
 // An Aligner is not safe for concurrent use.
 type Aligner struct {
 	Slack       int64
 	Idle        time.Duration
 	BacklogWait time.Duration // see Backlog; at least Idle
+	Hold        time.Duration // see SetBase; 0: no reading waits for a burst
 	MaxHeld     int
 
 	Overflows uint64
 
-	started time.Time
-	parts   map[int]*partQueue
-	order   []int // partitions, ascending
-	held    int
+	started   time.Time
+	parts     map[int]*partQueue
+	order     []int // partitions, ascending
+	held      int
+	applied   int64     // newest slot released (or given by SetBase), noSlot if none
+	low       int64     // before any: the oldest slot added, noSlot if none
+	gate      int64     // while a burst is held: the newest slot released until gateUntil
+	gateUntil time.Time // when the burst's hold ends; zero: none
 }
 
 // Held is a fetched message with its reading's slot (OK false: not
@@ -98,7 +115,7 @@ type partQueue struct {
 // NewAligner returns an aligner for the given partitions (those of the
 // readings topic, all assigned to this consumer), started at now.
 func NewAligner(partitions []int, slack int64, idle time.Duration, maxHeld int, now time.Time) *Aligner {
-	a := &Aligner{Slack: max(slack, 0), Idle: idle, MaxHeld: maxHeld, started: now, parts: map[int]*partQueue{}}
+	a := &Aligner{Slack: max(slack, 0), Idle: idle, MaxHeld: maxHeld, started: now, parts: map[int]*partQueue{}, applied: noSlot, low: noSlot}
 	for _, p := range partitions {
 		a.queue(p)
 	}
@@ -124,6 +141,18 @@ func (a *Aligner) Add(h Held) {
 		n := copy(q.items, q.items[q.head:])
 		clear(q.items[n:])
 		q.items, q.head = q.items[:n], 0
+	}
+	if h.OK && a.Hold > 0 && a.gateUntil.IsZero() {
+		ref := a.applied
+		if ref == noSlot { // nothing applied yet: the oldest reading stands in
+			if a.low == noSlot || h.Slot < a.low {
+				a.low = h.Slot
+			}
+			ref = a.low
+		}
+		if h.Slot > satAdd(ref, a.Slack) {
+			a.gate, a.gateUntil = satAdd(ref, a.Slack), h.Arrived.Add(a.Hold)
+		}
 	}
 	q.items = append(q.items, h)
 	q.seen = true
@@ -162,6 +191,13 @@ func (a *Aligner) Backlog(p int, n int64) bool {
 		q.backlog = 1
 	}
 	return true
+}
+
+// SetBase tells the aligner the newest slot applied before its readings
+// (the state's, restored or rebuilt; noSlot: none): a reading more than
+// Slack after it begins a burst's hold (see Aligner).
+func (a *Aligner) SetBase(slot int64) {
+	a.applied, a.low = slot, noSlot
 }
 
 // Restart counts Idle and BacklogWait again from now and forgets the
@@ -229,6 +265,13 @@ func (a *Aligner) Limit(now time.Time) int64 {
 // messages that may be applied now, and removes them.
 func (a *Aligner) Release(now time.Time, dst []Held) []Held {
 	limit := a.Limit(now)
+	if !a.gateUntil.IsZero() {
+		if now.Before(a.gateUntil) {
+			limit = min(limit, a.gate)
+		} else {
+			a.gateUntil = time.Time{} // the burst's hold is over
+		}
+	}
 	if a.MaxHeld > 0 && a.held > a.MaxHeld {
 		limit = math.MaxInt64
 		a.Overflows++
@@ -239,6 +282,9 @@ func (a *Aligner) Release(now time.Time, dst []Held) []Held {
 			h := q.items[q.head]
 			if h.OK && h.Slot > limit {
 				break
+			}
+			if h.OK && h.Slot > a.applied {
+				a.applied = h.Slot
 			}
 			dst = append(dst, h)
 			q.items[q.head] = Held{}

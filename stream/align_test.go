@@ -234,3 +234,78 @@ func TestAlignerQueueReusesSpace(t *testing.T) {
 		t.Errorf("queue capacity %d for at most %d held", c, held)
 	}
 }
+
+// TestAlignerHoldsBurst replays what a restarted service met when a file
+// was published unpaced: every partition caught up (or not fetched from
+// since the restart) at slot 5, then a burst of slots 6…60 written to all
+// partitions, of which partition 0's is fetched first. Applied at once,
+// its readings ran 55 slots ahead of partition 1's, past the history, and
+// the forecasts that need both were lost. A reading more than Slack ahead
+// of what was applied begins a hold: nothing past that slot plus Slack is
+// released for Hold, while the others' shares come.
+func TestAlignerHoldsBurst(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	const slack = 18
+	for _, tc := range []struct {
+		name string
+		base int64 // SetBase; noSlot: a fresh service, nothing applied
+		from int64 // the burst's first slot
+	}{
+		{"restarted", 5, 6},
+		{"fresh", noSlot, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := NewAligner([]int{0, 1}, slack, time.Second, 1<<20, t0)
+			a.Hold = time.Second
+			a.SetBase(tc.base)
+			// Both partitions known and caught up: nobody holds back by
+			// the rule of partitions catching up.
+			a.Backlog(0, 0)
+			a.Backlog(1, 0)
+			at := t0.Add(5 * time.Second)
+			burst := func(p int, arrived time.Time) {
+				for i, s := 0, tc.from; s <= 60; i, s = i+1, s+1 {
+					a.Add(Held{Msg: Record{Partition: p, Offset: int64(i), HighWaterMark: int64(i + 1)}, Slot: s, OK: true, Arrived: arrived})
+				}
+			}
+			burst(0, at)
+			newest := func(hs []Held) int64 {
+				n := int64(noSlot)
+				for _, h := range hs {
+					n = max(n, h.Slot)
+				}
+				return n
+			}
+			ref := tc.base
+			if ref == noSlot {
+				ref = tc.from
+			}
+			got := a.Release(at.Add(10*time.Millisecond), nil)
+			if n := newest(got); n != ref+slack {
+				t.Fatalf("partition 0's burst alone: released up to slot %d, want %d (Slack after %d)", n, ref+slack, ref)
+			}
+			// Partition 1's share comes 300 ms later: its old slots go at
+			// once, before partition 0's far ones.
+			burst(1, at.Add(300*time.Millisecond))
+			got = a.Release(at.Add(310*time.Millisecond), nil)
+			for _, h := range got {
+				if h.Msg.Partition == 0 {
+					t.Fatalf("partition 0's slot %d released before its second was up", h.Slot)
+				}
+			}
+			if len(got) == 0 || got[0].Slot != tc.from {
+				t.Fatalf("partition 1's burst: released %d readings from slot %v, want its old slots from %d", len(got), got, tc.from)
+			}
+			// Past Hold everything goes, whatever its distance.
+			got = a.Release(at.Add(1400*time.Millisecond), nil)
+			if a.Len() != 0 || newest(got) != 60 {
+				t.Fatalf("after Hold: released up to %d, %d held; want all", newest(got), a.Len())
+			}
+			// Live readings, a slot after the last, never wait.
+			a.Add(Held{Msg: Record{Partition: 0, Offset: 100, HighWaterMark: 101}, Slot: 61, OK: true, Arrived: at.Add(2 * time.Second)})
+			if got := a.Release(at.Add(2*time.Second), nil); len(got) != 1 {
+				t.Fatalf("a live reading of the next slot: released %d, want 1", len(got))
+			}
+		})
+	}
+}

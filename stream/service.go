@@ -597,10 +597,15 @@ func (s *Service) Run(ctx context.Context) error {
 	// Partitions may run at most half the history apart (see Aligner).
 	// s.state is read under s.loop: a reload may replace it meanwhile.
 	s.loop <- struct{}{}
-	history := s.state.History()
+	history, newest := s.state.History(), s.state.Newest()
 	<-s.loop
 	align := NewAligner(parts, int64(max(history/2, 1)), time.Second, 1<<20, time.Now())
 	align.BacklogWait = 30 * time.Second
+	// A burst far ahead of the newest slot applied is held a second for
+	// the other partitions' shares (see Aligner): from the state restored,
+	// and from the windows rebuilt once this service holds the partitions.
+	align.Hold = time.Second
+	align.SetBase(newest)
 	// The batch in hand is flushed (written, its state saved, committed)
 	// while the next is fetched and applied; two jobs' buffers take turns.
 	// Before Run returns, and before the writers and reader close, the
@@ -771,6 +776,9 @@ func (s *Service) Run(ctx context.Context) error {
 				}
 				if !s.holding && !cfg.NoRebuild {
 					s.rebuildLogged(ctx, transport)
+				}
+				if !s.holding {
+					align.SetBase(s.state.Newest())
 				}
 			}
 			s.holding = holding

@@ -201,6 +201,17 @@ func NewStateHistory(b *sdgnn.Bundle, stepMs int64, history int) (*State, error)
 // History returns the number of slots kept beyond the window.
 func (s *State) History() int { return s.r - s.t }
 
+// Newest returns the newest slot any node holds a reading of, noSlot
+// (math.MinInt64) if none: where a service restarted, or taking over,
+// stands (see Aligner.SetBase).
+func (s *State) Newest() int64 {
+	n := int64(noSlot)
+	for i := range s.nodes {
+		n = max(n, s.nodes[i].newest)
+	}
+	return n
+}
+
 // Nodes returns the number of nodes.
 func (s *State) Nodes() int { return s.n }
 
