@@ -75,6 +75,10 @@ type Config struct {
 	// commits; CommitEvery caps the time between them.
 	BatchSize   int
 	CommitEvery time.Duration
+	// BurstHold is how long a burst of readings far ahead of the newest
+	// slot applied is held for the other partitions' shares of it (see
+	// Aligner); 0: a second.
+	BurstHold time.Duration
 
 	// SessionTimeout is the consumer-group session: how long the group
 	// waits for a member that died (kill -9) before handing its partitions
@@ -158,6 +162,9 @@ func (c *Config) defaults() {
 	}
 	if c.CommitEvery <= 0 {
 		c.CommitEvery = 200 * time.Millisecond
+	}
+	if c.BurstHold <= 0 {
+		c.BurstHold = time.Second
 	}
 	if c.Now == nil {
 		c.Now = time.Now
@@ -604,7 +611,7 @@ func (s *Service) Run(ctx context.Context) error {
 	// A burst far ahead of the newest slot applied is held a second for
 	// the other partitions' shares (see Aligner): from the state restored,
 	// and from the windows rebuilt once this service holds the partitions.
-	align.Hold = time.Second
+	align.Hold = cfg.BurstHold
 	align.SetBase(newest)
 	// The batch in hand is flushed (written, its state saved, committed)
 	// while the next is fetched and applied; two jobs' buffers take turns.
