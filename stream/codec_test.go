@@ -104,6 +104,15 @@ func TestValidator(t *testing.T) {
 			t.Errorf("Check(%+v): %v, want reason %q", tc.r, err, tc.reason)
 		}
 	}
+	// A time in seconds is named as perhaps one, with its ms; one in ms
+	// off the grid is not.
+	grid := &Validator{StepMs: testStep}
+	if err := grid.Check(Reading{0, 1767225900, ok}); ReasonOf(err) != ReasonOffGrid || !strings.Contains(err.Error(), "in seconds? ts is Unix ms: 1767225900000") {
+		t.Errorf("a ts in seconds: %v, want off_grid naming seconds", err)
+	}
+	if err := grid.Check(Reading{0, 1767225660000, ok}); ReasonOf(err) != ReasonOffGrid || strings.Contains(err.Error(), "seconds") {
+		t.Errorf("a ts in ms off the grid: %v, want off_grid without a word of seconds", err)
+	}
 	// Disabled checks.
 	loose := &Validator{}
 	if err := loose.Check(Reading{1 << 20, 7, []float64{1}}); err != nil {

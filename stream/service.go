@@ -262,7 +262,12 @@ func NewService(b *sdgnn.Bundle, cfg Config) (*Service, error) {
 		switch {
 		case err == nil:
 			if err := st.Restore(data); err != nil {
-				return nil, fmt.Errorf("restore state %s: %w", cfg.StateFile, err)
+				// Say the way out: the state is a cache of the log.
+				way := "the windows are then rebuilt from the log"
+				if cfg.NoRebuild {
+					way = "the windows then fill from the readings to come (rebuilding them from the log is off)"
+				}
+				return nil, fmt.Errorf("restore state %s: %w (move the file aside to start without it: %s)", cfg.StateFile, err, way)
 			}
 			cfg.Log.Info().Str("state", cfg.StateFile).Msg("state restored")
 		case !errors.Is(err, os.ErrNotExist):

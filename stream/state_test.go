@@ -5,7 +5,10 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/pemsforecast/sdgnn/snapshot"
@@ -363,4 +366,27 @@ func flip(b []byte, i int) []byte {
 	c := slices.Clone(b)
 	c[i] ^= 0x40
 	return c
+}
+
+// TestServiceStateFileCutShort checks that a service refuses a state file
+// it cannot restore, naming it and the way out: starting without it, the
+// windows rebuilt from the log (or, without a rebuild, filled anew).
+func TestServiceStateFileCutShort(t *testing.T) {
+	b := testBundle(t, 5, 4, 2, 3, 1)
+	path := filepath.Join(t.TempDir(), "state")
+	if err := os.WriteFile(path, []byte("SDGNNSTATE"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		noRebuild bool
+		want      string
+	}{
+		{false, "rebuilt from the log"},
+		{true, "rebuilding them from the log is off"},
+	} {
+		_, err := NewService(b, Config{Brokers: []string{"127.0.0.1:1"}, StepMs: testStep, StateFile: path, NoRebuild: tc.noRebuild})
+		if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "move the file aside") || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("NoRebuild %v: %v, want an error naming %s, moving it aside and %q", tc.noRebuild, err, path, tc.want)
+		}
+	}
 }

@@ -51,6 +51,10 @@ func (v *Validator) Check(r Reading) error {
 		return nil
 	}
 	if r.TS%v.StepMs != 0 {
+		// A time in seconds is before 1973 in ms, and on the grid in ms.
+		if r.TS < secondsBefore && (r.TS*1000)%v.StepMs == 0 {
+			return reject(ReasonOffGrid, "ts %d is not a multiple of the %d ms slot (in seconds? ts is Unix ms: %d)", r.TS, v.StepMs, r.TS*1000)
+		}
 		return reject(ReasonOffGrid, "ts %d is not a multiple of the %d ms slot", r.TS, v.StepMs)
 	}
 	if v.Now == nil {
@@ -78,6 +82,10 @@ func floorDiv(a, b int64) int64 {
 	}
 	return q
 }
+
+// secondsBefore is 1973-03-03 in Unix ms, 100 billion: a reading stamped
+// before it in ms is far likelier stamped in seconds (after 1973).
+const secondsBefore = 100_000_000_000
 
 func satAdd(a, b int64) int64 {
 	if b > 0 && a > math.MaxInt64-b {
