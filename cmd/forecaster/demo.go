@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"os"
 	"path/filepath"
 	"sync"
@@ -50,6 +51,15 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	if !(*floor >= 0) || math.IsInf(*floor, 0) {
 		return usagef("-mape-floor %g: want a finite value ≥ 0, as pems-train's", *floor)
+	}
+	// An address in use (another demo, a serve) is said now, not after a
+	// bundle is trained.
+	if *httpAddr != "" {
+		ln, err := net.Listen("tcp", *httpAddr)
+		if err != nil {
+			return usagef("-http %s: %v (another demo or serve running? give another address)", *httpAddr, err)
+		}
+		ln.Close()
 	}
 	sec, err := bf.security()
 	if err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -171,5 +172,22 @@ func TestFutureSlots(t *testing.T) {
 		if got := futureSlots(tc.d, step); got != tc.want {
 			t.Errorf("futureSlots(%v) = %d, want %d", tc.d, got, tc.want)
 		}
+	}
+}
+
+// TestDemoHTTPInUse checks that demo says its -http address is taken
+// before anything else (a bundle trained for minutes, as it was), naming
+// the flag.
+func TestDemoHTTPInUse(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var out, errb bytes.Buffer
+	missing := filepath.Join(t.TempDir(), "gone.sdgnn")
+	code := run([]string{"demo", "-model", missing, "-http", ln.Addr().String()}, &out, &errb)
+	if code != 2 || !strings.Contains(errb.String(), "-http "+ln.Addr().String()) || strings.Contains(errb.String(), "gone.sdgnn") {
+		t.Fatalf("exit %d, stderr:\n%s\nwant 2 naming -http %s, before the bundle", code, errb.String(), ln.Addr())
 	}
 }
