@@ -46,11 +46,15 @@ import (
 // consumer partition by partition, and applied as it comes, the first
 // partition's share could run past the history that the others' need.
 // So when a reading comes more than Slack slots ahead of the newest slot
-// applied (SetBase gives it at start, from the state), nothing beyond
-// that newest slot plus Slack is released for Hold after: the others'
-// shares of the burst are fetched meanwhile, and then released together
-// with it (the caller applies them in slot order). Live readings, a slot
-// after the last, never wait.
+// applied (SetBase gives it at start, from the state), while another
+// partition stands more than Slack before it and none counts as catching
+// up (which would hold it back already), nothing beyond
+// that newest slot plus Slack is released for Hold after, or until every
+// partition has had a message fetched since: the others' shares of the
+// burst are fetched meanwhile, and then released together with it (the
+// caller applies them in slot order), the partitions still catching up
+// holding the others back as above. Live readings, a slot after the
+// last, never wait.
 //
 // An Aligner is not safe for concurrent use.
 type Aligner struct {
@@ -69,6 +73,7 @@ type Aligner struct {
 	applied   int64     // newest slot released (or given by SetBase), noSlot if none
 	low       int64     // before any: the oldest slot added, noSlot if none
 	gate      int64     // while a burst is held: the newest slot released until gateUntil
+	gateFrom  time.Time // when the burst's first reading came
 	gateUntil time.Time // when the burst's hold ends; zero: none
 }
 
@@ -150,8 +155,10 @@ func (a *Aligner) Add(h Held) {
 			}
 			ref = a.low
 		}
-		if h.Slot > satAdd(ref, a.Slack) {
-			a.gate, a.gateUntil = satAdd(ref, a.Slack), h.Arrived.Add(a.Hold)
+		// Another partition still catching up holds this one back as
+		// above (a backlog read from every partition): no hold is needed.
+		if h.Slot > satAdd(ref, a.Slack) && a.mayFollow(h.Msg.Partition, satSub(h.Slot, a.Slack), ref) {
+			a.gate, a.gateFrom, a.gateUntil = satAdd(ref, a.Slack), h.Arrived, h.Arrived.Add(a.Hold)
 		}
 	}
 	q.items = append(q.items, h)
@@ -261,12 +268,49 @@ func (a *Aligner) Limit(now time.Time) int64 {
 	return satAdd(w, a.Slack)
 }
 
+// mayFollow reports whether a reading of partition p at slot from+Slack
+// may run past readings of another partition still to come: none of the
+// others counts as catching up (which holds p back already), and one of
+// them stands before from, by its newest slot fetched or, not fetched
+// from, by ref (the newest slot applied).
+func (a *Aligner) mayFollow(p int, from, ref int64) bool {
+	before := false
+	for i, q := range a.parts {
+		if i == p {
+			continue
+		}
+		if q.seen && q.behind {
+			return false
+		}
+		f := ref
+		if q.seen && q.frontier != noSlot {
+			f = q.frontier
+		}
+		before = before || f < from
+	}
+	return before
+}
+
+// allFetchedSince reports whether every partition has had a message
+// fetched at t or after, or one past the gate already: then each one's
+// share of a burst that began at t is on its way (held, or counted as
+// catching up), and the hold has done its work. A backlog read from every partition ends its holds so at
+// once.
+func (a *Aligner) allFetchedSince(t time.Time) bool {
+	for _, q := range a.parts {
+		if !q.seen || q.at.Before(t) && q.frontier <= a.gate {
+			return false
+		}
+	}
+	return true
+}
+
 // Release appends to dst, partition by partition in fetch order, the held
 // messages that may be applied now, and removes them.
 func (a *Aligner) Release(now time.Time, dst []Held) []Held {
 	limit := a.Limit(now)
 	if !a.gateUntil.IsZero() {
-		if now.Before(a.gateUntil) {
+		if now.Before(a.gateUntil) && !a.allFetchedSince(a.gateFrom) {
 			limit = min(limit, a.gate)
 		} else {
 			a.gateUntil = time.Time{} // the burst's hold is over
