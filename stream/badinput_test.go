@@ -14,7 +14,9 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/segmentio/kafka-go"
 
+	"github.com/pemsforecast/sdgnn/datasets/pems"
 	"github.com/pemsforecast/sdgnn/internal/datatest"
+	"github.com/pemsforecast/sdgnn/sdgnn"
 	"github.com/pemsforecast/sdgnn/snapshot"
 )
 
@@ -99,6 +101,20 @@ func reasonIndex(t *testing.T, reason string) int {
 	return -1
 }
 
+// szTaxiBundle returns the real SZ-taxi series and a random bundle of its
+// shape (window 12, hidden 16) scaled on its first half.
+func szTaxiBundle(t *testing.T) (*pems.Series, *sdgnn.Bundle) {
+	t.Helper()
+	s := datatest.SZTaxi(t).Series
+	norm, err := snapshot.FitNormalizer(s.Data, s.Nodes, s.Channels, s.Steps/2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := testBundle6(t, s.Nodes, 12, s.Channels, 16, 3)
+	b.Meta.Norm = norm
+	return s, b
+}
+
 // A backlog of SZ-taxi readings on four partitions, one of which begins
 // with a reading to be refused (an unknown sensor, at a slot far ahead):
 // the refused reading does not count as its partition's progress, so the
@@ -110,17 +126,10 @@ func TestServiceBogusReadingKeepsAlignment(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a broker")
 	}
-	ds := datatest.SZTaxi(t)
-	s := ds.Series
-	const T, d, slots = 12, 16, 300
-	norm, err := snapshot.FitNormalizer(s.Data, s.Nodes, s.Channels, s.Steps/2)
-	if err != nil {
-		t.Fatal(err)
-	}
+	const slots = 300
+	s, b := szTaxiBundle(t)
 	const stepMs = 15 * 60 * 1000
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	b := testBundle6(t, s.Nodes, T, s.Channels, d, 3)
-	b.Meta.Norm = norm
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	emb := testBroker(ctx, t, 4, "readings", "forecasts", "readings-dead-letter")
@@ -265,17 +274,10 @@ func TestServiceBurstAfterCaughtUp(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a broker")
 	}
-	ds := datatest.SZTaxi(t)
-	s := ds.Series
-	const T, d, parts = 12, 16, 4
-	norm, err := snapshot.FitNormalizer(s.Data, s.Nodes, s.Channels, s.Steps/2)
-	if err != nil {
-		t.Fatal(err)
-	}
+	const parts = 4
+	s, b := szTaxiBundle(t)
 	const stepMs = 15 * 60 * 1000
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	b := testBundle6(t, s.Nodes, T, s.Channels, d, 3)
-	b.Meta.Norm = norm
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	emb := testBroker(ctx, t, parts, "readings", "forecasts", "readings-dead-letter")

@@ -162,33 +162,41 @@ func TestModelFileLayers(t *testing.T) {
 	}
 }
 
+// steppedTrainer returns a GRU-GCN of the given channels and GCN layers
+// (0: the default) on a ring of 5 nodes and its trainer after one Adam
+// step, so that a saved state holds moments.
+func steppedTrainer(t *testing.T, channels, layers int) (*Model, *Trainer) {
+	t.Helper()
+	m, err := New(Config{Kind: KindGRUGCN, Window: 3, Channels: channels, Hidden: 4, Seed: 6, Layers: layers})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := NewTrainer(m, DefaultTrain())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	xs := []*mat.Dense{randDense(rng, 5, channels), randDense(rng, 5, channels), randDense(rng, 5, channels)}
+	a := ringAdjacency(5)
+	pred, err := m.Forward(xs, a, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Backward(mat.DenseCopyOf(pred), a); err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Opt.Step(m.Params()); err != nil {
+		t.Fatal(err)
+	}
+	return m, tr
+}
+
 // TestStateFileLayers saves and loads the training state of a one-layer
 // GRU-GCN and of a two-layer one after a training step, and checks that the
 // parameters, best parameters and Adam moments come back unchanged.
 func TestStateFileLayers(t *testing.T) {
 	for _, layers := range []int{1, 2} {
-		m, err := New(Config{Kind: KindGRUGCN, Window: 3, Channels: 2, Hidden: 4, Seed: 6, Layers: layers})
-		if err != nil {
-			t.Fatal(err)
-		}
-		tr, err := NewTrainer(m, DefaultTrain())
-		if err != nil {
-			t.Fatal(err)
-		}
-		// One Adam step so that the state holds moments.
-		rng := rand.New(rand.NewPCG(1, 2))
-		xs := []*mat.Dense{randDense(rng, 5, 2), randDense(rng, 5, 2), randDense(rng, 5, 2)}
-		a := ringAdjacency(5)
-		pred, err := m.Forward(xs, a, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := m.Backward(mat.DenseCopyOf(pred), a); err != nil {
-			t.Fatal(err)
-		}
-		if err := tr.Opt.Step(m.Params()); err != nil {
-			t.Fatal(err)
-		}
+		m, tr := steppedTrainer(t, 2, layers)
 		path := filepath.Join(t.TempDir(), "run.state")
 		meta := Meta{Norm: snapshot.Normalizer{Mean: []float64{0, 0}, Std: []float64{1, 1}}, Dataset: "sz-taxi", Nodes: 5}
 		if err := tr.SaveState(path, meta); err != nil {
@@ -444,27 +452,7 @@ func TestLoadStateRefusesCounters(t *testing.T) {
 // the first resumed step would take its square root and make that weight
 // NaN. It must be refused, naming the tensor and the value.
 func TestLoadStateRefusesNegativeSecondMoment(t *testing.T) {
-	m, err := New(Config{Kind: KindGRUGCN, Window: 3, Channels: 1, Hidden: 4, Seed: 6})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr, err := NewTrainer(m, DefaultTrain())
-	if err != nil {
-		t.Fatal(err)
-	}
-	rng := rand.New(rand.NewPCG(1, 2))
-	xs := []*mat.Dense{randDense(rng, 5, 1), randDense(rng, 5, 1), randDense(rng, 5, 1)}
-	a := ringAdjacency(5)
-	pred, err := m.Forward(xs, a, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := m.Backward(mat.DenseCopyOf(pred), a); err != nil {
-		t.Fatal(err)
-	}
-	if err := tr.Opt.Step(m.Params()); err != nil {
-		t.Fatal(err)
-	}
+	m, tr := steppedTrainer(t, 1, 0)
 	dir := t.TempDir()
 	path := filepath.Join(dir, "run.state")
 	meta := Meta{Norm: snapshot.Normalizer{Mean: []float64{0}, Std: []float64{1}}, Dataset: "sz-taxi", Nodes: 5}
