@@ -54,7 +54,10 @@ import (
 // burst are fetched meanwhile, and then released together with it (the
 // caller applies them in slot order), the partitions still catching up
 // holding the others back as above. Live readings, a slot after the
-// last, never wait.
+// last, never wait. A partition that let a hold run out without a message
+// counts as silent (its sensors gone, or the topic grown partitions no
+// one writes to), and later bursts do not wait for it, until it has a
+// message fetched again: else every burst would wait its full Hold.
 //
 // An Aligner is not safe for concurrent use.
 type Aligner struct {
@@ -112,6 +115,7 @@ type partQueue struct {
 	frontier int64 // largest slot fetched, noSlot if none
 	seen     bool
 	backlog  int8      // before the first message: 0 not known, 1 records to read, −1 none
+	silent   bool      // let a burst's hold run out without a message, none fetched since
 	behind   bool      // messages were left after the last one fetched
 	next     int64     // the offset after the last one fetched
 	at       time.Time // when the last one was fetched
@@ -162,7 +166,7 @@ func (a *Aligner) Add(h Held) {
 		}
 	}
 	q.items = append(q.items, h)
-	q.seen = true
+	q.seen, q.silent = true, false
 	q.behind = h.Msg.HighWaterMark > h.Msg.Offset+1
 	q.next, q.at = h.Msg.Offset+1, h.Arrived
 	if h.OK {
@@ -272,11 +276,11 @@ func (a *Aligner) Limit(now time.Time) int64 {
 // may run past readings of another partition still to come: none of the
 // others counts as catching up (which holds p back already), and one of
 // them stands before from, by its newest slot fetched or, not fetched
-// from, by ref (the newest slot applied).
+// from, by ref (the newest slot applied). Silent partitions do not count.
 func (a *Aligner) mayFollow(p int, from, ref int64) bool {
 	before := false
 	for i, q := range a.parts {
-		if i == p {
+		if i == p || q.silent {
 			continue
 		}
 		if q.seen && q.behind {
@@ -294,15 +298,21 @@ func (a *Aligner) mayFollow(p int, from, ref int64) bool {
 // allFetchedSince reports whether every partition has had a message
 // fetched at t or after, or one past the gate already: then each one's
 // share of a burst that began at t is on its way (held, or counted as
-// catching up), and the hold has done its work. A backlog read from every partition ends its holds so at
-// once.
+// catching up), and the hold has done its work. A backlog read from every
+// partition ends its holds so at once. Silent partitions do not count.
 func (a *Aligner) allFetchedSince(t time.Time) bool {
 	for _, q := range a.parts {
-		if !q.seen || q.at.Before(t) && q.frontier <= a.gate {
+		if !q.silent && a.lags(q, t) {
 			return false
 		}
 	}
 	return true
+}
+
+// lags reports whether q has had no message fetched at t or after, nor
+// one past the gate.
+func (a *Aligner) lags(q *partQueue, t time.Time) bool {
+	return !q.seen || q.at.Before(t) && q.frontier <= a.gate
 }
 
 // Release appends to dst, partition by partition in fetch order, the held
@@ -310,9 +320,15 @@ func (a *Aligner) allFetchedSince(t time.Time) bool {
 func (a *Aligner) Release(now time.Time, dst []Held) []Held {
 	limit := a.Limit(now)
 	if !a.gateUntil.IsZero() {
-		if now.Before(a.gateUntil) && !a.allFetchedSince(a.gateFrom) {
+		switch all := a.allFetchedSince(a.gateFrom); {
+		case now.Before(a.gateUntil) && !all:
 			limit = min(limit, a.gate)
-		} else {
+		case !all: // the hold ran out: those still without a message are silent
+			for _, q := range a.parts {
+				q.silent = q.silent || a.lags(q, a.gateFrom)
+			}
+			fallthrough
+		default:
 			a.gateUntil = time.Time{} // the burst's hold is over
 		}
 	}

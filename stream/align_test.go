@@ -315,3 +315,50 @@ func TestAlignerHoldsBurst(t *testing.T) {
 		})
 	}
 }
+
+// A partition that lets a burst's hold run out without a message is
+// silent: later bursts do not wait for it, until it has a message again.
+func TestAlignerSilentPartition(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	const slack = 18
+	a := NewAligner([]int{0, 1}, slack, time.Second, 1<<20, t0)
+	a.Hold = time.Second
+	a.SetBase(5)
+	a.Backlog(0, 0)
+	a.Backlog(1, 0)
+	off := map[int]int64{}
+	burst := func(p int, from, to int64, arrived time.Time) {
+		for s := from; s <= to; s++ {
+			a.Add(Held{Msg: Record{Partition: p, Offset: off[p], HighWaterMark: off[p] + 1}, Slot: s, OK: true, Arrived: arrived})
+			off[p]++
+		}
+	}
+	newest := func(hs []Held) int64 {
+		n := int64(noSlot)
+		for _, h := range hs {
+			n = max(n, h.Slot)
+		}
+		return n
+	}
+	for _, step := range []struct {
+		name     string
+		p        int
+		from, to int64
+		at       time.Duration // the burst's arrival, after t0
+		release  time.Duration // when to release, after t0
+		want     int64         // newest slot released
+	}{
+		{"first burst, partition 1 silent: held", 0, 6, 60, 5 * time.Second, 5*time.Second + 900*time.Millisecond, 5 + slack},
+		{"first burst: the hold runs out", 0, 61, 60, 5 * time.Second, 6 * time.Second, 60},
+		{"second burst: partition 1 silent, no hold", 0, 61, 120, 10 * time.Second, 10*time.Second + 10*time.Millisecond, 120},
+		{"partition 1 speaks again, late", 1, 60, 60, 11 * time.Second, 11 * time.Second, 60},
+		{"third burst: held for partition 1 again", 0, 121, 180, 12 * time.Second, 12*time.Second + 10*time.Millisecond, 120 + slack},
+	} {
+		if step.from <= step.to {
+			burst(step.p, step.from, step.to, t0.Add(step.at))
+		}
+		if got := newest(a.Release(t0.Add(step.release), nil)); got != step.want {
+			t.Fatalf("%s: released up to slot %d, want %d", step.name, got, step.want)
+		}
+	}
+}
