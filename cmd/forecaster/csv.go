@@ -144,12 +144,44 @@ func (j *csvJob) source(stdin io.Reader) (io.ReadCloser, string, error) {
 		zr, err := gzip.NewReader(br)
 		if err != nil {
 			in.Close()
+			if errors.Is(err, io.ErrUnexpectedEOF) {
+				err = &truncatedError{}
+			}
 			return nil, "", fmt.Errorf("-csv %s: %w", name, err)
 		}
-		return readCloser{zr, in}, name, nil
+		return readCloser{gzipReader{zr}, in}, name, nil
 	}
 	return readCloser{br, in}, name, nil
 }
+
+// gzipReader reads a gzip stream, and a stream that ends before its end
+// (a file cut short in a copy or a download) as a *truncatedError rather
+// than a bare io.ErrUnexpectedEOF.
+type gzipReader struct{ r *gzip.Reader }
+
+func (g gzipReader) Read(p []byte) (int, error) {
+	n, err := g.r.Read(p)
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		err = &truncatedError{}
+	}
+	return n, err
+}
+
+// truncatedError is a gzip-compressed input cut short: the rows read
+// before the cut are whole, the rest of the file is not there. It wraps
+// io.ErrUnexpectedEOF.
+type truncatedError struct {
+	after int // the last line read whole (1: the header; 0: not known)
+}
+
+func (e *truncatedError) Error() string {
+	if e.after == 0 {
+		return "truncated: the gzip stream ends before its end (unexpected EOF)"
+	}
+	return fmt.Sprintf("truncated: the gzip stream ends after line %d (unexpected EOF)", e.after)
+}
+
+func (e *truncatedError) Unwrap() error { return io.ErrUnexpectedEOF }
 
 // readCloser reads from one reader and closes another beneath it.
 type readCloser struct {
@@ -367,6 +399,10 @@ func (j *csvJob) run(ctx context.Context, stdin io.Reader, brokers []string, sec
 			case errors.As(err, &ce):
 				line = ce.Line
 			case err != nil:
+				var te *truncatedError
+				if errors.As(err, &te) {
+					te.after = max(line, 1)
+				}
 				return r, line, err // io.EOF, or the input failed
 			}
 			if line < j.fromLine || err == nil && j.fromTSSet && r.TS < j.fromTS {
@@ -394,6 +430,8 @@ func (j *csvJob) run(ctx context.Context, stdin io.Reader, brokers []string, sec
 		for {
 			if _, _, err := row(); err == io.EOF {
 				break
+			} else if te := (*truncatedError)(nil); errors.As(err, &te) {
+				return fmt.Errorf("%s: %w; before it %d readings fit, %s", name, err, checked, badCount(bad.n))
 			} else if err != nil {
 				return fmt.Errorf("%s: %w", name, err)
 			}
@@ -497,6 +535,11 @@ func (j *csvJob) run(ctx context.Context, stdin io.Reader, brokers []string, sec
 		line, ok := ring.resume(n, 1)
 		if !ok {
 			line = 2
+		}
+		var te *truncatedError
+		if errors.As(err, &te) {
+			return fmt.Errorf("%s: %w; the %d readings of the rows before line %d are published to %s: with the whole file, go on with %s (a reading sent twice is applied once)",
+				name, err, n, line, j.topic, from(n))
 		}
 		return fmt.Errorf("%s: %w; the %d readings of the rows before line %d are published to %s: publish again with %s (a reading sent twice is applied once)",
 			name, err, n, line, j.topic, from(n))

@@ -912,3 +912,117 @@ func TestPublishCSVFromPastTheEnd(t *testing.T) {
 		}
 	}
 }
+
+// TestPublishCSVTruncated cuts a .csv.gz short, as a copy or a download
+// stopped midway leaves it: every way of reading it says the file is
+// truncated and after which line, a publish says how many readings it
+// published and the -from-line that takes it up, and taking it up with the
+// whole file publishes the rest, every row once.
+func TestPublishCSVTruncated(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a broker")
+	}
+	const nodes, steps = 156, 40
+	var text strings.Builder
+	text.WriteString("ts,sensor,speed\n")
+	for step := range steps {
+		for i := range nodes {
+			fmt.Fprintf(&text, "%d,%d,%.6f\n", 1420070400000+int64(step)*900000, i, float64((step*nodes+i)*7919%10007)/100)
+		}
+	}
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write([]byte(text.String()))
+	zw.Close()
+	tmp := t.TempDir()
+	whole := filepath.Join(tmp, "whole.csv.gz")
+	cut := filepath.Join(tmp, "cut.csv.gz")
+	if err := os.WriteFile(whole, gz.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cut, gz.Bytes()[:gz.Len()/2], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The lines whole before the cut, the header included.
+	zr, err := gzip.NewReader(bytes.NewReader(gz.Bytes()[:gz.Len()/2]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(zr)
+	if !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("reading the cut file: %v, want unexpected EOF", err)
+	}
+	lines := bytes.Count(got, []byte("\n"))
+	if lines < 100 || lines > steps*nodes/2+50 {
+		t.Fatalf("%d lines before the cut", lines)
+	}
+	truncated := fmt.Sprintf("truncated: the gzip stream ends after line %d (unexpected EOF)", lines)
+
+	emb := readingsBroker(context.Background(), t, "")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, tc := range []struct {
+		name      string
+		data      []byte // the file, if not cut
+		args      []string
+		want      []string // in the error
+		published int      // readings on the topic
+	}{
+		{name: "dry run", args: []string{"-dry-run"},
+			want: []string{cut + ": " + truncated, fmt.Sprintf("before it %d readings fit, 0 bad rows", lines-1)}},
+		{name: "publish", args: []string{"-topic", "publish"},
+			want:      []string{cut + ": " + truncated, fmt.Sprintf("the %d readings of the rows before line %d are published to publish: with the whole file, go on with -from-line %d", lines-1, lines+1, lines+1)},
+			published: lines - 1},
+		{name: "sort", args: []string{"-topic", "sort", "-sort"},
+			want: []string{truncated, "nothing is published"}},
+		{name: "cut in the header", data: gz.Bytes()[:30], args: []string{"-topic", "header"},
+			want: []string{"csv header: truncated: the gzip stream ends before its end"}},
+		{name: "cut in gzip's header", data: gz.Bytes()[:5], args: []string{"-topic", "gzip"},
+			want: []string{"truncated: the gzip stream ends before its end"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := cut
+			if tc.data != nil {
+				path = filepath.Join(t.TempDir(), "cut.csv.gz")
+				if err := os.WriteFile(path, tc.data, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			args := append([]string{"-brokers", emb.Addr, "-csv", path, "-dataset", "sz-taxi"}, tc.args...)
+			err := cmdPublish(ctx, args, &bytes.Buffer{}, &bytes.Buffer{})
+			if err == nil || !errors.Is(err, io.ErrUnexpectedEOF) {
+				t.Fatalf("publish %s: %v, want an unexpected EOF", strings.Join(tc.args, " "), err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("publish %s: %v\nwant it to say %q", strings.Join(tc.args, " "), err, w)
+				}
+			}
+			if tc.published > 0 {
+				if n := len(topicMessages(ctx, t, emb.Addr, tc.args[1])); n != tc.published {
+					t.Errorf("%d readings on the topic, want the %d before the cut", n, tc.published)
+				}
+			}
+		})
+	}
+	// Taken up from the line named, the whole file publishes the rest.
+	var out bytes.Buffer
+	if err := cmdPublish(ctx, []string{"-brokers", emb.Addr, "-csv", whole, "-dataset", "sz-taxi", "-topic", "publish", "-from-line", strconv.Itoa(lines + 1)}, &out, &bytes.Buffer{}); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[[2]int64]bool{}
+	for _, m := range topicMessages(ctx, t, emb.Addr, "publish") {
+		r, err := stream.DecodeReading(m.Key, m.Value)
+		if err != nil {
+			t.Fatal(err)
+		}
+		k := [2]int64{int64(r.Sensor), r.TS}
+		if seen[k] {
+			t.Errorf("sensor %d at %d published twice", r.Sensor, r.TS)
+		}
+		seen[k] = true
+	}
+	if len(seen) != steps*nodes {
+		t.Errorf("%d readings published in all, want %d", len(seen), steps*nodes)
+	}
+}
