@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"slices"
 	"strings"
@@ -344,9 +345,18 @@ func badCount(n int) string {
 	return fmt.Sprintf("%d bad rows", n)
 }
 
-// rowError names where a reading that the Validator refused stands.
-func rowError(line int, err error) error {
+// rowError names where a reading r that the Validator refused stands: its
+// line and, for a value that is not finite, its column, named as the
+// header names channels (the Validator counts values from 0).
+func rowError(line int, r stream.Reading, channels []string, err error) error {
 	reason := stream.ReasonOf(err)
+	if reason == stream.ReasonNonFinite {
+		for k, x := range r.Values {
+			if (math.IsNaN(x) || math.IsInf(x, 0)) && k < len(channels) {
+				return fmt.Errorf("line %d, column %s: %g is not a finite number (%s)", line, channels[k], x, reason)
+			}
+		}
+	}
 	var re *stream.RejectError
 	if errors.As(err, &re) {
 		err = errors.New(re.Detail)
@@ -418,7 +428,7 @@ func (j *csvJob) run(ctx context.Context, stdin io.Reader, brokers []string, sec
 					}
 					return r, line, nil
 				}
-				err = rowError(line, err)
+				err = rowError(line, r, j.channels, err)
 			}
 			if !j.skipBad && !j.dryRun {
 				return r, line, &badRowError{line: line, err: err}

@@ -1026,3 +1026,33 @@ func TestPublishCSVTruncated(t *testing.T) {
 		t.Errorf("%d readings published in all, want %d", len(seen), steps*nodes)
 	}
 }
+
+// TestPublishCSVNonFinite checks that a value that is not a finite number
+// is named by its line and its column, as the header names it, whatever
+// the order of the columns, rather than by its index among the values.
+func TestPublishCSVNonFinite(t *testing.T) {
+	for _, tc := range []struct {
+		name, dataset, text, want string
+	}{
+		{"NaN", "sz-taxi", "ts,sensor,speed\n1420070400000,0,8.5\n1420070400000,1,NaN\n",
+			"line 3, column speed: NaN is not a finite number (non_finite)"},
+		{"infinity", "sz-taxi", "ts,sensor,speed\n1420070400000,0,-Inf\n",
+			"line 2, column speed: -Inf is not a finite number (non_finite)"},
+		{"columns swapped", "pems04", "speed,ts,occupancy,sensor,flow\n60,1514764800000,0.1,0,120\n61,1514764800000,nan,1,121\n",
+			"line 3, column occupancy: NaN is not a finite number (non_finite)"},
+		{"last channel", "pems04", "ts,sensor,flow,occupancy,speed\n1514764800000,0,120,0.1,+Inf\n",
+			"line 2, column speed: +Inf is not a finite number (non_finite)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "r.csv")
+			if err := os.WriteFile(path, []byte(tc.text), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			var out, errOut bytes.Buffer
+			err := cmdPublish(context.Background(), []string{"-csv", path, "-dataset", tc.dataset, "-dry-run"}, &out, &errOut)
+			if err == nil || !strings.Contains(errOut.String(), path+": "+tc.want) {
+				t.Errorf("dry run: %v\nstderr: %s\nwant it to say %q", err, errOut.String(), tc.want)
+			}
+		})
+	}
+}
