@@ -534,7 +534,10 @@ func (j *csvJob) run(ctx context.Context, stdin io.Reader, brokers []string, sec
 		var bre *badRowError
 		switch {
 		case errors.As(err, &bre):
-			return fmt.Errorf("%s: %w; the %d readings before it are published to %s; go on from it with -from-line %d", name, bre.err, n, j.topic, bre.line)
+			// From its own line the row stops the publish again: it is
+			// taken up there once mended, or past it if left out.
+			return fmt.Errorf("%s: %w; the %d readings before it are published to %s; mend the row and go on from it with -from-line %d, or leave it out with -from-line %d",
+				name, bre.err, n, j.topic, bre.line, bre.line+1)
 		case errors.Is(err, context.Canceled):
 			fmt.Fprintf(stdout, "interrupted: published %d readings from %s to %s; go on with %s\n", n, name, j.topic, from(n))
 			return err

@@ -400,7 +400,7 @@ func TestPublishCSV(t *testing.T) {
 		switch tc.mode {
 		case "stop":
 			if err == nil || !strings.Contains(err.Error(), strings.TrimPrefix(badLine, path+": ")) ||
-				!strings.Contains(err.Error(), fmt.Sprintf("the %d readings before it are published to stop; go on from it with -from-line 102", bad)) {
+				!strings.Contains(err.Error(), fmt.Sprintf("the %d readings before it are published to stop; mend the row and go on from it with -from-line 102, or leave it out with -from-line 103", bad)) {
 				t.Fatalf("-bad-rows stop: %v, want the bad line, the count before it and where to go on", err)
 			}
 			if n := len(topicMessages(ctx, t, emb.Addr, "stop")); n != bad {
