@@ -152,7 +152,29 @@ func (j *csvJob) source(stdin io.Reader) (io.ReadCloser, string, error) {
 		}
 		return readCloser{gzipReader{zr}, in}, name, nil
 	}
+	if head, _ := br.Peek(6); len(head) > 0 {
+		for _, c := range otherCompressions {
+			if strings.HasPrefix(string(head), c.magic) {
+				in.Close()
+				how := fmt.Sprintf("%s %s | forecaster publish -csv - …", c.tool, j.path)
+				if j.path == "-" {
+					how = "pipe it through " + c.tool
+				}
+				return nil, "", fmt.Errorf("-csv %s: the input is %s, which publish does not read (plain or gzip-compressed CSV only): decompress it first (%s)", name, c.name, how)
+			}
+		}
+	}
 	return readCloser{br, in}, name, nil
+}
+
+// otherCompressions are the compressed formats that exports are often
+// kept in, besides gzip, by their magic bytes: such an input is refused
+// as what it is rather than as a CSV header of binary bytes.
+var otherCompressions = []struct{ magic, name, tool string }{
+	{"BZh", "bzip2-compressed", "bzip2 -dc"},
+	{"\xfd7zXZ\x00", "xz-compressed", "xz -dc"},
+	{"\x28\xb5\x2f\xfd", "zstd-compressed", "zstd -dc"},
+	{"PK\x03\x04", "a zip archive", "unzip -p"},
 }
 
 // gzipReader reads a gzip stream, and a stream that ends before its end

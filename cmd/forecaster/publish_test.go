@@ -1056,3 +1056,36 @@ func TestPublishCSVNonFinite(t *testing.T) {
 		})
 	}
 }
+
+// TestPublishCSVOtherCompression checks that a file compressed otherwise
+// than with gzip is refused as what it is, with the command that
+// decompresses it, rather than read as a CSV header of binary bytes.
+func TestPublishCSVOtherCompression(t *testing.T) {
+	for _, tc := range []struct {
+		name, head, want string
+	}{
+		{"r.csv.bz2", "BZh91AY&SY\x00\x01", "the input is bzip2-compressed"},
+		{"r.csv.xz", "\xfd7zXZ\x00\x00\x04", "the input is xz-compressed"},
+		{"r.csv.zst", "\x28\xb5\x2f\xfd\x04\x58", "the input is zstd-compressed"},
+		{"r.zip", "PK\x03\x04\x14\x00", "the input is a zip archive"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), tc.name)
+			if err := os.WriteFile(path, []byte(tc.head+"\x9c\x7f\"binary\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			err := cmdPublish(context.Background(), []string{"-csv", path, "-dataset", "sz-taxi", "-dry-run"}, &bytes.Buffer{}, &bytes.Buffer{})
+			if err == nil || !strings.Contains(err.Error(), "-csv "+path+": "+tc.want) || !strings.Contains(err.Error(), "decompress it first") {
+				t.Errorf("publish -csv %s: %v, want it to say %q and how to decompress it", tc.name, err, tc.want)
+			}
+		})
+	}
+	// A plain CSV is read as before.
+	path := filepath.Join(t.TempDir(), "r.csv")
+	if err := os.WriteFile(path, []byte("ts,sensor,speed\n1420070400000,0,8.5\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmdPublish(context.Background(), []string{"-csv", path, "-dataset", "sz-taxi", "-dry-run"}, &bytes.Buffer{}, &bytes.Buffer{}); err != nil {
+		t.Errorf("plain CSV: %v", err)
+	}
+}
