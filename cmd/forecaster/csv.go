@@ -323,6 +323,91 @@ func (d *disorder) count() string {
 	return fmt.Sprintf("%d rows out of time order", d.n)
 }
 
+// repeats watches for rows that give a sensor's slot other values than
+// an earlier row did. The service keeps a slot's first reading and counts
+// a later one with other values as a conflict
+// (sdgnn_stream_readings_conflict_total): such a row is published but
+// never applied. Each sensor's rows of its last history slots are
+// remembered, so memory stays bounded by sensors × history whatever the
+// file's order; an earlier row further back than that is not compared.
+type repeats struct {
+	slots    int64 // the history
+	stepMs   int64
+	channels []string
+	sensors  map[int]*sensorRows
+	n        int    // rows that repeat a slot with other values
+	first    string // the first of them, described
+}
+
+// sensorRows are a sensor's rows remembered by repeats, by ts.
+type sensorRows struct {
+	latest int64
+	rows   map[int64]repeatRow
+}
+
+type repeatRow struct {
+	line   int
+	values []float64
+}
+
+func newRepeats(stepMs int64, history int, channels []string) repeats {
+	return repeats{slots: int64(history), stepMs: stepMs, channels: channels, sensors: map[int]*sensorRows{}}
+}
+
+// add notes r, read at line, and reports whether it is the first row to
+// repeat a slot with other values. Values equal to the bit are a
+// duplicate, which the service applies once.
+func (p *repeats) add(line int, r stream.Reading) bool {
+	sr := p.sensors[r.Sensor]
+	if sr == nil {
+		sr = &sensorRows{latest: r.TS, rows: map[int64]repeatRow{}}
+		p.sensors[r.Sensor] = sr
+	}
+	if r.TS > sr.latest {
+		sr.latest = r.TS
+		for ts := range sr.rows {
+			if sr.latest-ts > p.slots*p.stepMs {
+				delete(sr.rows, ts)
+			}
+		}
+	}
+	if sr.latest-r.TS > p.slots*p.stepMs {
+		return false
+	}
+	prev, ok := sr.rows[r.TS]
+	if !ok {
+		sr.rows[r.TS] = repeatRow{line: line, values: slices.Clone(r.Values)}
+		return false
+	}
+	if slices.EqualFunc(prev.values, r.Values, func(a, b float64) bool { return math.Float64bits(a) == math.Float64bits(b) }) {
+		return false
+	}
+	p.n++
+	if p.n > 1 {
+		return false
+	}
+	p.first = fmt.Sprintf("line %d gives sensor %d at %s other values (%s) than line %d did (%s); the service keeps the first and drops this one",
+		line, r.Sensor, tsString(r.TS), p.values(r.Values), prev.line, p.values(prev.values))
+	return true
+}
+
+// values writes a reading's values with their channels' names.
+func (p *repeats) values(v []float64) string {
+	parts := make([]string, len(v))
+	for k, x := range v {
+		parts[k] = fmt.Sprintf("%s %g", p.channels[k], x)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// count says how many rows repeat a slot with other values.
+func (p *repeats) count() string {
+	if p.n == 1 {
+		return "1 row repeats a slot with other values"
+	}
+	return fmt.Sprintf("%d rows repeat a slot with other values", p.n)
+}
+
 // tsString writes a reading's ts as RFC 3339, in UTC.
 func tsString(ts int64) string { return time.UnixMilli(ts).UTC().Format(time.RFC3339) }
 
@@ -402,6 +487,7 @@ func (j *csvJob) run(ctx context.Context, stdin io.Reader, brokers []string, sec
 	}
 	bad := &badRows{name: name, w: stderr}
 	order := newDisorder(j.valid.StepMs, j.history)
+	repeated := newRepeats(j.valid.StepMs, j.history, j.channels)
 	checked := 0
 	// Rows left out by -from-line or -from-ts, and rows after them: a
 	// flag that leaves out every row (past the end: a typo in a resume)
@@ -448,6 +534,9 @@ func (j *csvJob) run(ctx context.Context, stdin io.Reader, brokers []string, sec
 					if order.add(line, r.TS) && !j.sort && !j.dryRun {
 						fmt.Fprintf(stderr, "%s: warning: %s: sort the rows by ts, or publish with -sort\n", name, order.first())
 					}
+					if repeated.add(line, r) && !j.dryRun {
+						fmt.Fprintf(stderr, "%s: warning: %s: leave one of the two rows out\n", name, repeated.first)
+					}
 					return r, line, nil
 				}
 				err = rowError(line, r, j.channels, err)
@@ -473,17 +562,20 @@ func (j *csvJob) run(ctx context.Context, stdin io.Reader, brokers []string, sec
 		}
 		fmt.Fprintf(stdout, "%s: %d readings fit %s (sensors 0–%d; %s; %d-minute slots); %s\n",
 			name, checked, j.dataset, j.valid.Nodes-1, strings.Join(j.channels, ", "), j.valid.StepMs/60000, badCount(bad.n))
-		outOfOrder := order.n > 0 && !j.sort
-		if outOfOrder {
-			fmt.Fprintf(stderr, "%s: %s, the first: %s; sort the rows by ts, or publish with -sort\n", name, order.count(), order.first())
+		var problems []string
+		if bad.n > 0 {
+			problems = append(problems, badCount(bad.n))
 		}
-		switch {
-		case bad.n > 0 && outOfOrder:
-			return fmt.Errorf("%s: %s, %s", name, badCount(bad.n), order.count())
-		case bad.n > 0:
-			return fmt.Errorf("%s: %s", name, badCount(bad.n))
-		case outOfOrder:
-			return fmt.Errorf("%s: %s", name, order.count())
+		if order.n > 0 && !j.sort {
+			fmt.Fprintf(stderr, "%s: %s, the first: %s; sort the rows by ts, or publish with -sort\n", name, order.count(), order.first())
+			problems = append(problems, order.count())
+		}
+		if repeated.n > 0 {
+			fmt.Fprintf(stderr, "%s: %s, the first: %s\n", name, repeated.count(), repeated.first)
+			problems = append(problems, repeated.count())
+		}
+		if len(problems) > 0 {
+			return fmt.Errorf("%s: %s", name, strings.Join(problems, ", "))
 		}
 		return nil
 	}
@@ -589,6 +681,9 @@ func (j *csvJob) run(ctx context.Context, stdin io.Reader, brokers []string, sec
 	}
 	if order.n > 0 && !j.sort {
 		notes = append(notes, order.count())
+	}
+	if repeated.n > 0 {
+		notes = append(notes, repeated.count()+", which the service drops")
 	}
 	if len(notes) > 0 {
 		fmt.Fprintf(stdout, " (%s)", strings.Join(notes, "; "))

@@ -616,7 +616,7 @@ func cmdPublish(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		limit   = fs.Int("steps", 0, "publish at most this many steps (0: the whole part)")
 		csvPath = fs.String("csv", "", "publish the readings of this CSV file (- for standard input) instead of a dataset's: a header ts,sensor,CHANNEL... (the dataset's channel names, any order), one reading per row; checked against -model's sensors, channels and slot, else -dataset's")
 		badRows = fs.String("bad-rows", "stop", "with -csv, at a row that is not a reading the model takes: stop (the rows before it are published) or skip (name it on stderr and go on)")
-		dryRun  = fs.Bool("dry-run", false, "with -csv, check every row and publish nothing (needs no -brokers); exit status 1 if any row is bad, or (without -sort) if rows come more than -history slots after a later one, which would skip forecasts")
+		dryRun  = fs.Bool("dry-run", false, "with -csv, check every row and publish nothing (needs no -brokers); exit status 1 if any row is bad, gives a sensor's slot other values than an earlier row (the service keeps the first), or (without -sort) comes more than -history slots after a later one, which would skip forecasts")
 		from    = fs.Int("from-line", 0, "with -csv, skip the rows before this line (the header is line 1): take up a publish that stopped where its message says")
 		fromTS  = fs.String("from-ts", "", "with -csv, skip the rows of an earlier ts (Unix ms or RFC 3339): take up a -sort publish that stopped where its message says")
 		history = fs.Int("history", stream.DefaultHistory, "with -csv, the history the service keeps (serve -history): a row that comes more slots than this after a later one is named, as its forecasts would be skipped")

@@ -1089,3 +1089,42 @@ func TestPublishCSVOtherCompression(t *testing.T) {
 		t.Errorf("plain CSV: %v", err)
 	}
 }
+
+// TestPublishCSVRepeatedSlot checks that a row giving a sensor's slot
+// other values than an earlier row did is named, as the service keeps the
+// first reading of a slot and drops the other; a row repeated as it was
+// is applied once and is no problem.
+func TestPublishCSVRepeatedSlot(t *testing.T) {
+	const head = "ts,sensor,speed\n1420070400000,0,8.5\n1420070400000,1,18.4\n1420071300000,0,9.1\n"
+	for _, tc := range []struct {
+		name, rows string
+		args       []string
+		want       string // in the error and on stderr; "" for none
+	}{
+		{"other value", "1420070400000,1,0\n", nil,
+			"line 5 gives sensor 1 at 2015-01-01T00:00:00Z other values (speed 0) than line 3 did (speed 18.4)"},
+		{"other value, sorted", "1420070400000,0,8.6\n", []string{"-sort"},
+			"line 5 gives sensor 0 at 2015-01-01T00:00:00Z other values (speed 8.6) than line 2 did (speed 8.5)"},
+		{"the same value", "1420070400000,1,18.4\n", nil, ""},
+		{"the same value written otherwise", "2015-01-01T00:00:00Z,1,18.40\n", nil, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "r.csv")
+			if err := os.WriteFile(path, []byte(head+tc.rows), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			var out, errOut bytes.Buffer
+			args := append([]string{"-csv", path, "-dataset", "sz-taxi", "-dry-run"}, tc.args...)
+			err := cmdPublish(context.Background(), args, &out, &errOut)
+			if tc.want == "" {
+				if err != nil {
+					t.Errorf("dry run: %v\nstderr: %s", err, errOut.String())
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), "1 row repeats a slot with other values") || !strings.Contains(errOut.String(), tc.want) {
+				t.Errorf("dry run: %v\nstderr: %s\nwant the count and %q", err, errOut.String(), tc.want)
+			}
+		})
+	}
+}
