@@ -328,67 +328,59 @@ func (d *disorder) count() string {
 // a later one with other values as a conflict
 // (sdgnn_stream_readings_conflict_total): such a row is published but
 // never applied. Each sensor's rows of its last history slots are
-// remembered, so memory stays bounded by sensors × history whatever the
-// file's order; an earlier row further back than that is not compared.
+// remembered in a ring, slot k at k mod history, so that memory stays
+// bounded by sensors × history whatever the file's order and a row costs
+// no allocation; an earlier row further back than that is not compared.
 type repeats struct {
 	slots    int64 // the history
 	stepMs   int64
 	channels []string
-	sensors  map[int]*sensorRows
-	n        int    // rows that repeat a slot with other values
-	first    string // the first of them, described
+	rings    [][]repeatRow // by sensor, nil before its first row
+	n        int           // rows that repeat a slot with other values
+	first    string        // the first of them, described
 }
 
-// sensorRows are a sensor's rows remembered by repeats, by ts.
-type sensorRows struct {
-	latest int64
-	rows   map[int64]repeatRow
-}
-
+// repeatRow is a row remembered by repeats; line 0: none.
 type repeatRow struct {
+	ts     int64
 	line   int
 	values []float64
 }
 
 func newRepeats(stepMs int64, history int, channels []string) repeats {
-	return repeats{slots: int64(history), stepMs: stepMs, channels: channels, sensors: map[int]*sensorRows{}}
+	return repeats{slots: int64(max(history, 1)), stepMs: stepMs, channels: channels}
 }
 
 // add notes r, read at line, and reports whether it is the first row to
-// repeat a slot with other values. Values equal to the bit are a
+// repeat a slot with other values. r must have passed the Validator (a
+// sensor id ≥ 0, a ts on the slot grid). Values equal to the bit are a
 // duplicate, which the service applies once.
 func (p *repeats) add(line int, r stream.Reading) bool {
-	sr := p.sensors[r.Sensor]
-	if sr == nil {
-		sr = &sensorRows{latest: r.TS, rows: map[int64]repeatRow{}}
-		p.sensors[r.Sensor] = sr
+	if r.Sensor >= len(p.rings) {
+		p.rings = append(p.rings, make([][]repeatRow, r.Sensor+1-len(p.rings))...)
 	}
-	if r.TS > sr.latest {
-		sr.latest = r.TS
-		for ts := range sr.rows {
-			if sr.latest-ts > p.slots*p.stepMs {
-				delete(sr.rows, ts)
-			}
+	ring := p.rings[r.Sensor]
+	if ring == nil {
+		ring = make([]repeatRow, p.slots)
+		p.rings[r.Sensor] = ring
+	}
+	e := &ring[((r.TS/p.stepMs)%p.slots+p.slots)%p.slots]
+	switch {
+	case e.line != 0 && e.ts == r.TS:
+		if slices.EqualFunc(e.values, r.Values, func(a, b float64) bool { return math.Float64bits(a) == math.Float64bits(b) }) {
+			return false
 		}
+		p.n++
+		if p.n > 1 {
+			return false
+		}
+		p.first = fmt.Sprintf("line %d gives sensor %d at %s other values (%s) than line %d did (%s); the service keeps the first and drops this one",
+			line, r.Sensor, tsString(r.TS), p.values(r.Values), e.line, p.values(e.values))
+		return true
+	case e.line == 0 || r.TS > e.ts: // the slot's place holds none, or one history slots older
+		e.ts, e.line, e.values = r.TS, line, append(e.values[:0], r.Values...)
 	}
-	if sr.latest-r.TS > p.slots*p.stepMs {
-		return false
-	}
-	prev, ok := sr.rows[r.TS]
-	if !ok {
-		sr.rows[r.TS] = repeatRow{line: line, values: slices.Clone(r.Values)}
-		return false
-	}
-	if slices.EqualFunc(prev.values, r.Values, func(a, b float64) bool { return math.Float64bits(a) == math.Float64bits(b) }) {
-		return false
-	}
-	p.n++
-	if p.n > 1 {
-		return false
-	}
-	p.first = fmt.Sprintf("line %d gives sensor %d at %s other values (%s) than line %d did (%s); the service keeps the first and drops this one",
-		line, r.Sensor, tsString(r.TS), p.values(r.Values), prev.line, p.values(prev.values))
-	return true
+	return false
 }
 
 // values writes a reading's values with their channels' names.
