@@ -196,6 +196,9 @@ func (l *Live) record(z int, ts int64, values []float64, kind uint8, backfill bo
 		l.slots[i], l.flags[i] = slot, 0
 	}
 	if l.flags[i]&kind != 0 {
+		if kind == liveReading {
+			return l.complete(z, slot, i, values)
+		}
 		return false // first one kept
 	}
 	vals := l.readings
@@ -217,16 +220,43 @@ func (l *Live) record(z int, ts int64, values []float64, kind uint8, backfill bo
 	if l.flags[i] == liveReading|liveForecast { // the second half: score the pair, once
 		pred, truth := l.forecasts[i*l.c:(i+1)*l.c], l.readings[i*l.c:(i+1)*l.c]
 		for ch, p := range pred {
-			l.acc[z].Add(p, truth[ch])
-			l.channel[ch].Add(p, truth[ch])
-			l.total.Add(p, truth[ch])
+			l.score(z, slot, ch, p, truth[ch])
 		}
-		if l.part != nil && l.part.Holds(z, slot*l.stepMs, l.stepMs) {
-			for ch, p := range pred {
-				l.partAcc[z].Add(p, truth[ch])
-				l.partChannel[ch].Add(p, truth[ch])
-				l.partTotal.Add(p, truth[ch])
-			}
+	}
+	return true
+}
+
+// score adds the pair of sensor z's forecast p and reading truth of
+// channel ch at slot to the accumulators.
+func (l *Live) score(z int, slot int64, ch int, p, truth float64) {
+	l.acc[z].Add(p, truth)
+	l.channel[ch].Add(p, truth)
+	l.total.Add(p, truth)
+	if l.part != nil && l.part.Holds(z, slot*l.stepMs, l.stepMs) {
+		l.partAcc[z].Add(p, truth)
+		l.partChannel[ch].Add(p, truth)
+		l.partTotal.Add(p, truth)
+	}
+}
+
+// complete fills in the missing values (0) of the reading held at
+// position i (sensor z, slot) from a later reading of the slot, as
+// State.Apply completes a slot (see Complement), and scores the channels
+// filled if the forecast is already paired with it; a later reading with
+// other values is not kept. It reports whether the reading was kept.
+func (l *Live) complete(z int, slot int64, i int, values []float64) bool {
+	held := l.readings[i*l.c : (i+1)*l.c]
+	if adds, conflicts := Complement(held, values); !adds || conflicts {
+		return false
+	}
+	paired := l.flags[i]&liveForecast != 0
+	for ch, x := range values {
+		if held[ch] != 0 || x == 0 {
+			continue
+		}
+		held[ch] = x
+		if paired {
+			l.score(z, slot, ch, l.forecasts[i*l.c+ch], x)
 		}
 	}
 	return true

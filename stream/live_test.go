@@ -83,6 +83,21 @@ func TestLiveJoin(t *testing.T) {
 		view:  []slot{{10, []float64{100, 40}, []float64{90, 50}}},
 		count: 2, mapeCount: 2, mae: 10, mape: 17.5,
 	}, {
+		name:  "a missing value completed after the pair was scored",
+		ops:   []liveOp{rd(1, 10, true, 0, 40), fc(1, 10, true, 90, 50), rd(1, 10, true, 100, 0)},
+		view:  []slot{{10, []float64{100, 40}, []float64{90, 50}}},
+		count: 2, mapeCount: 2, mae: 10, mape: 17.5,
+	}, {
+		name:  "a missing value completed before the forecast",
+		ops:   []liveOp{rd(1, 10, true, 0, 40), rd(1, 10, true, 100, 40), fc(1, 10, true, 90, 50)},
+		view:  []slot{{10, []float64{100, 40}, []float64{90, 50}}},
+		count: 2, mapeCount: 2, mae: 10, mape: 17.5,
+	}, {
+		name:  "a completion that conflicts is not kept",
+		ops:   []liveOp{rd(1, 10, true, 0, 40), fc(1, 10, true, 90, 50), rd(1, 10, false, 100, 41)},
+		view:  []slot{{10, []float64{0, 40}, []float64{90, 50}}},
+		count: 1, mapeCount: 1, mae: 10, mape: 25,
+	}, {
 		name:  "joined by sensor",
 		ops:   []liveOp{rd(1, 10, true, 100, 40), fc(2, 10, true, 90, 50), rd(2, 10, true, 50, 50)},
 		view:  []slot{{10, []float64{100, 40}, nil}},

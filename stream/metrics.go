@@ -14,8 +14,9 @@ import (
 // Counters are the service's metrics. All fields are atomic, so they may be
 // read (WritePrometheus) while the state goroutine updates them.
 //
-// Applied counts readings that changed a window (advanced or filled);
-// OutOfOrder is the filled part of them. Duplicates, Conflicts and Late
+// Applied counts readings that changed a window (advanced, filled or
+// completed); OutOfOrder is the filled part of them, Completed the
+// completed part (see Complement). Duplicates, Conflicts and Late
 // readings changed nothing. Gaps counts skipped slots. Rejected counts
 // refused messages by reason (index as in Reasons); whoever dead-letters a
 // message calls Reject, State.Apply does not. Emitted, Stale (emitted with
@@ -24,6 +25,7 @@ import (
 // after the first one all its inputs have) are counted by Emitter.Emit.
 type Counters struct {
 	Applied, Duplicates, Conflicts, OutOfOrder, Late, Gaps atomic.Uint64
+	Completed                                              atomic.Uint64
 	Rejected                                               [len(Reasons)]atomic.Uint64
 	Internal                                               atomic.Uint64 // refusals that are not RejectErrors
 	Emitted, Stale, Skipped                                atomic.Uint64
@@ -168,6 +170,7 @@ func (c *Counters) WritePrometheus(w io.Writer) error {
 	counter("readings_duplicate_total", "Readings repeating a slot with the same values.", c.Duplicates.Load())
 	counter("readings_conflict_total", "Readings repeating a slot with other values (first kept).", c.Conflicts.Load())
 	counter("readings_out_of_order_total", "Readings that filled a missing slot inside the window.", c.OutOfOrder.Load())
+	counter("readings_completed_total", "Readings that gave a slot held with missing values (0) those values, the others agreeing.", c.Completed.Load())
 	counter("readings_late_total", "Readings older than the window, dropped.", c.Late.Load())
 	counter("gap_slots_total", "Slots skipped when a window advanced, fed as missing.", c.Gaps.Load())
 	fmt.Fprintf(bw, "# HELP %sreadings_rejected_total Messages refused, by reason.\n# TYPE %sreadings_rejected_total counter\n", metricPrefix, metricPrefix)

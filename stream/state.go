@@ -42,9 +42,13 @@ const (
 	Conflict
 	// Late: the slot is older than the window; the reading was dropped.
 	Late
+	// Completed: the slot was held with missing values (0) that the
+	// reading gives, its other values agreeing (see Complement); they
+	// were filled in.
+	Completed
 )
 
-var kindNames = [...]string{"", "advanced", "filled", "duplicate", "conflict", "late"}
+var kindNames = [...]string{"", "advanced", "filled", "duplicate", "conflict", "late", "completed"}
 
 // String returns the kind's lower-case name, as used in logs.
 func (k ApplyKind) String() string {
@@ -63,8 +67,30 @@ type ApplyResult struct {
 }
 
 // Changed reports whether the reading changed the node's window (and so its
-// embedding): Advanced or Filled.
-func (r ApplyResult) Changed() bool { return r.Kind == Advanced || r.Kind == Filled }
+// embedding): Advanced, Filled or Completed.
+func (r ApplyResult) Changed() bool {
+	return r.Kind == Advanced || r.Kind == Filled || r.Kind == Completed
+}
+
+// Complement compares the values held for a slot with a later reading's
+// of it, channel by channel, 0 being a missing value: conflicts is true
+// when some channel has non-zero values in both that differ (to the bit),
+// and adds when some channel missing in held is not in later. A later
+// reading that adds without conflict completes the slot (Completed): the
+// outcome is then the same in either order, a slot's first reading being
+// kept otherwise.
+func Complement(held, later []float64) (adds, conflicts bool) {
+	for i, x := range later {
+		switch h := held[i]; {
+		case x == 0 || math.Float64bits(x) == math.Float64bits(h):
+		case h == 0:
+			adds = true
+		default:
+			conflicts = true
+		}
+	}
+	return adds, conflicts
+}
 
 // NodeInfo is one node's position and per-node counts, for diagnostics.
 type NodeInfo struct {
@@ -72,7 +98,7 @@ type NodeInfo struct {
 	Seen        bool
 	LastEmitted int64 // slot of the last forecast emitted for the node, Unix ms; valid when Emitted
 	Emitted     bool
-	Applied     uint64 // readings that advanced or filled the window
+	Applied     uint64 // readings that advanced, filled or completed the window
 	Duplicates  uint64 // duplicates and conflicts
 	OutOfOrder  uint64
 	Late        uint64
@@ -259,8 +285,10 @@ func (s *State) pos(slot int64) int { return posIn(slot, s.r) }
 //     counted as gaps;
 //   - a missing slot still held (within Window+History slots of the
 //     newest) is filled (Filled, counted as out-of-order);
-//   - a slot already present is a Duplicate (same values) or a Conflict
-//     (other values; the first reading is kept);
+//   - a slot already present is a Duplicate (same values, or none it
+//     lacks), Completed (its missing values, 0, given by the reading and
+//     the others agreeing: see Complement) or a Conflict (other values;
+//     the first reading is kept);
 //   - a slot older than that is Late and dropped.
 //
 // Embeddings are not computed here but when a forecast needs them (a
@@ -320,29 +348,37 @@ func (s *State) Apply(r Reading) (ApplyResult, error) {
 	default:
 		p := s.pos(slot)
 		if nd.slots[p] == slot {
-			res.Kind = Duplicate
-			old := nd.vals[p*s.c : (p+1)*s.c]
+			held := nd.vals[p*s.c : (p+1)*s.c]
+			switch adds, conflicts := Complement(held, r.Values); {
+			case conflicts:
+				res.Kind = Conflict
+				nd.dups++
+				cnt.Conflicts.Add(1)
+				return res, nil
+			case !adds:
+				res.Kind = Duplicate
+				nd.dups++
+				cnt.Duplicates.Add(1)
+				return res, nil
+			}
+			res.Kind = Completed
 			for i, x := range r.Values {
-				if math.Float64bits(x) != math.Float64bits(old[i]) {
-					res.Kind = Conflict
-					break
+				if held[i] == 0 && x != 0 {
+					held[i] = x
 				}
 			}
-			nd.dups++
-			if res.Kind == Conflict {
-				cnt.Conflicts.Add(1)
-			} else {
-				cnt.Duplicates.Add(1)
-			}
-			return res, nil
+			nd.applied++
+			cnt.Applied.Add(1)
+			cnt.Completed.Add(1)
+		} else {
+			res.Kind = Filled
+			nd.first = min(nd.first, slot)
+			s.store(nd, slot, r.Values)
+			nd.applied++
+			nd.ooo++
+			cnt.Applied.Add(1)
+			cnt.OutOfOrder.Add(1)
 		}
-		res.Kind = Filled
-		nd.first = min(nd.first, slot)
-		s.store(nd, slot, r.Values)
-		nd.applied++
-		nd.ooo++
-		cnt.Applied.Add(1)
-		cnt.OutOfOrder.Add(1)
 		// The windows that hold the slot have changed.
 		for e := slot; e < slot+int64(s.t) && e <= nd.newest; e++ {
 			if q := s.pos(e); nd.embAt[q] == e {

@@ -390,3 +390,64 @@ func TestServiceStateFileCutShort(t *testing.T) {
 		}
 	}
 }
+
+// A slot held with missing values (0) is completed by a later reading of
+// it that gives them, its other values agreeing, whichever of the two
+// comes first; the node's embedding then follows the completed window.
+func TestApplyCompletes(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		first, later  []float64
+		kind          ApplyKind
+		want, reverse []float64 // the slot's values after both; in the other order
+	}{
+		{"all missing, then a reading", []float64{0, 0}, []float64{3, 4}, Completed, []float64{3, 4}, []float64{3, 4}},
+		{"one channel missing", []float64{3, 0}, []float64{3, 4}, Completed, []float64{3, 4}, []float64{3, 4}},
+		{"each lacks the other's", []float64{3, 0}, []float64{0, 4}, Completed, []float64{3, 4}, []float64{3, 4}},
+		{"the later lacks what is held", []float64{3, 4}, []float64{0, 4}, Duplicate, []float64{3, 4}, []float64{3, 4}},
+		{"the later missing", []float64{3, 4}, []float64{0, 0}, Duplicate, []float64{3, 4}, []float64{3, 4}},
+		{"a fill and a conflict", []float64{0, 4}, []float64{3, 5}, Conflict, []float64{0, 4}, []float64{3, 5}},
+		{"other values", []float64{3, 4}, []float64{3, 5}, Conflict, []float64{3, 4}, []float64{3, 5}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for i, order := range []struct {
+				a, b, want []float64
+			}{{tc.first, tc.later, tc.want}, {tc.later, tc.first, tc.reverse}} {
+				st, err := NewState(testBundle(t, 3, 4, 2, 3, 5), testStep)
+				if err != nil {
+					t.Fatal(err)
+				}
+				// Node 0 reads itself alone: slots 0, 1 and 3, then slot 2.
+				mustApply(t, st, []Reading{{0, 0, []float64{1, 2}}, {0, testStep, []float64{1, 2}}, {0, 3 * testStep, []float64{1, 2}}, {0, 2 * testStep, order.a}})
+				var before, after Forecast
+				if err := st.Forecast(0, &before); err != nil {
+					t.Fatal(err)
+				}
+				before.Values = slices.Clone(before.Values)
+				res, err := st.Apply(Reading{0, 2 * testStep, order.b})
+				if err != nil {
+					t.Fatal(err)
+				}
+				w, _, _ := st.Window(nil, 0)
+				if got := w[4:6]; !slices.Equal(got, order.want) {
+					t.Fatalf("%v then %v: slot 2 holds %v (%v), want %v", order.a, order.b, got, res.Kind, order.want)
+				}
+				if err := st.Forecast(0, &after); err != nil {
+					t.Fatal(err)
+				}
+				changed := !slices.Equal(before.Values, after.Values)
+				if changed != (res.Kind == Completed) || changed != res.Changed() {
+					t.Fatalf("%v then %v (%v): forecast moved %v, Changed %v", order.a, order.b, res.Kind, changed, res.Changed())
+				}
+				if i == 0 {
+					if res.Kind != tc.kind {
+						t.Fatalf("%v then %v: %v, want %v", order.a, order.b, res.Kind, tc.kind)
+					}
+					if n := st.Counters.Completed.Load(); (n == 1) != (tc.kind == Completed) || n > 1 {
+						t.Fatalf("completed counter %d after %v", n, res.Kind)
+					}
+				}
+			}
+		})
+	}
+}

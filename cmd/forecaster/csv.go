@@ -327,7 +327,9 @@ func (d *disorder) count() string {
 // an earlier row did. The service keeps a slot's first reading and counts
 // a later one with other values as a conflict
 // (sdgnn_stream_readings_conflict_total): such a row is published but
-// never applied. Each sensor's rows of its last history slots are
+// never applied. A later row that only gives values the slot lacked (0,
+// missing), agreeing on the rest, completes it instead (see
+// stream.Complement), and is no conflict. Each sensor's rows of its last history slots are
 // remembered in a ring, slot k at k mod history, so that memory stays
 // bounded by sensors × history whatever the file's order and a row costs
 // no allocation; an earlier row further back than that is not compared.
@@ -354,7 +356,8 @@ func newRepeats(stepMs int64, history int, channels []string) repeats {
 // add notes r, read at line, and reports whether it is the first row to
 // repeat a slot with other values. r must have passed the Validator (a
 // sensor id ≥ 0, a ts on the slot grid). Values equal to the bit are a
-// duplicate, which the service applies once.
+// duplicate, which the service applies once, and values the slot lacked
+// complete it.
 func (p *repeats) add(line int, r stream.Reading) bool {
 	if r.Sensor >= len(p.rings) {
 		p.rings = append(p.rings, make([][]repeatRow, r.Sensor+1-len(p.rings))...)
@@ -367,7 +370,16 @@ func (p *repeats) add(line int, r stream.Reading) bool {
 	e := &ring[((r.TS/p.stepMs)%p.slots+p.slots)%p.slots]
 	switch {
 	case e.line != 0 && e.ts == r.TS:
-		if slices.EqualFunc(e.values, r.Values, func(a, b float64) bool { return math.Float64bits(a) == math.Float64bits(b) }) {
+		adds, conflicts := stream.Complement(e.values, r.Values)
+		if !conflicts {
+			if adds { // the service completes the slot: so does the check
+				for k, x := range r.Values {
+					if e.values[k] == 0 {
+						e.values[k] = x
+					}
+				}
+				e.line = line
+			}
 			return false
 		}
 		p.n++

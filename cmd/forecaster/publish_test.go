@@ -1093,7 +1093,8 @@ func TestPublishCSVOtherCompression(t *testing.T) {
 // TestPublishCSVRepeatedSlot checks that a row giving a sensor's slot
 // other values than an earlier row did is named, as the service keeps the
 // first reading of a slot and drops the other; a row repeated as it was
-// is applied once and is no problem.
+// is applied once and is no problem, and so is one that gives a value
+// missing before (the service completes the slot).
 func TestPublishCSVRepeatedSlot(t *testing.T) {
 	const head = "ts,sensor,speed\n1420070400000,0,8.5\n1420070400000,1,18.4\n1420071300000,0,9.1\n"
 	for _, tc := range []struct {
@@ -1101,8 +1102,14 @@ func TestPublishCSVRepeatedSlot(t *testing.T) {
 		args       []string
 		want       string // in the error and on stderr; "" for none
 	}{
-		{"other value", "1420070400000,1,0\n", nil,
-			"line 5 gives sensor 1 at 2015-01-01T00:00:00Z other values (speed 0) than line 3 did (speed 18.4)"},
+		{"other value", "1420070400000,1,18.5\n", nil,
+			"line 5 gives sensor 1 at 2015-01-01T00:00:00Z other values (speed 18.5) than line 3 did (speed 18.4)"},
+		// 0 is a missing value: the service completes a slot that lacks
+		// it, and keeps a value over a later missing one.
+		{"a missing value, then the reading", "1420071300000,1,0\n1420071300000,1,19.2\n", nil, ""},
+		{"a reading, then a missing value", "1420070400000,1,0\n", nil, ""},
+		{"other value after a completion", "1420071300000,1,0\n1420071300000,1,19.2\n1420071300000,1,19.3\n", nil,
+			"line 7 gives sensor 1 at 2015-01-01T00:15:00Z other values (speed 19.3) than line 6 did (speed 19.2)"},
 		{"other value, sorted", "1420070400000,0,8.6\n", []string{"-sort"},
 			"line 5 gives sensor 0 at 2015-01-01T00:00:00Z other values (speed 8.6) than line 2 did (speed 8.5)"},
 		{"the same value", "1420070400000,1,18.4\n", nil, ""},
