@@ -14,6 +14,7 @@ import (
 
 	"github.com/pemsforecast/sdgnn/evaluation"
 	"github.com/pemsforecast/sdgnn/sdgnn"
+	"github.com/pemsforecast/sdgnn/snapshot"
 )
 
 // path graph 0-1-2-3-4 plus an isolated node 5.
@@ -382,4 +383,34 @@ func TestStalenessAxisNamesChunksAndPart(t *testing.T) {
 		}
 	}
 	t.Fatalf("no staleness SVG among %+v", d.Figures)
+}
+
+// TestDocumentRangeJSON checks that metrics.json names the range and deal
+// replayed with lower-case keys, as the rest of it, and that a metrics.json
+// written before (capitalised "Start", "Lo", ...) reads the same.
+func TestDocumentRangeJSON(t *testing.T) {
+	want := Document{Dataset: "sz-taxi", Part: "test", Range: snapshot.Range{Start: 0, End: 2964}, Deal: snapshot.Deal{Every: 10, Lo: 8, Hi: 10}, Snapshots: 592}
+	b, err := json.Marshal(&want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := string(b); !strings.Contains(s, `"range":{"start":0,"end":2964},"deal":{"every":10,"lo":8,"hi":10}`) {
+		t.Errorf("metrics.json: %s", s)
+	}
+	for _, tc := range []struct {
+		name, json string
+	}{
+		{"current", string(b)},
+		{"capitalised, as written before", `{"dataset":"sz-taxi","split":"test","range":{"Start":0,"End":2964},"deal":{"Every":10,"Lo":8,"Hi":10},"snapshots":592}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got Document
+			if err := json.Unmarshal([]byte(tc.json), &got); err != nil {
+				t.Fatal(err)
+			}
+			if got.Range != want.Range || got.Deal != want.Deal || got.Snapshots != want.Snapshots {
+				t.Errorf("read range %+v, deal %+v, %d snapshots", got.Range, got.Deal, got.Snapshots)
+			}
+		})
+	}
 }

@@ -8,7 +8,14 @@ import (
 )
 
 // Range is a half-open range [Start, End) of snapshot indices.
-type Range struct{ Start, End int }
+//
+// Its JSON keys are lower-case ("start", "end"); files written before they
+// were ("Start", "End") read the same, encoding/json matching keys
+// without regard to case.
+type Range struct {
+	Start int `json:"start"`
+	End   int `json:"end"`
+}
 
 // Len returns the number of snapshots in r, or 0 if r is empty or inverted.
 func (r Range) Len() int {
@@ -40,7 +47,14 @@ const (
 // Lo ≤ q mod Every < Hi: one part of a round-robin deal (WindowSplit). It is
 // stored instead of the list of snapshots it selects, which would grow with
 // the series. The zero Deal selects every snapshot of the range.
-type Deal struct{ Every, Lo, Hi int }
+//
+// Its JSON keys are lower-case ("every", "lo", "hi"); files written before
+// they were ("Every", "Lo", "Hi") read the same.
+type Deal struct {
+	Every int `json:"every"`
+	Lo    int `json:"lo"`
+	Hi    int `json:"hi"`
+}
 
 // picks reports whether the snapshot at position q of the range is dealt
 // to d.

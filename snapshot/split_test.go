@@ -182,6 +182,36 @@ func TestSplitJSONBeforeNodeSplits(t *testing.T) {
 	}
 }
 
+// TestPartJSONKeys checks that a part is written with lower-case keys, as
+// the rest of the files' JSON is, and that the capitalised keys of files
+// written before (model files, eval -json, metrics.json) read the same.
+func TestPartJSONKeys(t *testing.T) {
+	want := Part{Range: Range{Start: 80, End: 100}, Deal: Deal{Every: 10, Lo: 8, Hi: 10}}
+	b, err := json.Marshal(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(b); got != `{"start":80,"end":100,"deal":{"every":10,"lo":8,"hi":10}}` {
+		t.Errorf("written as %s", got)
+	}
+	for _, tc := range []struct {
+		name, json string
+	}{
+		{"current", string(b)},
+		{"capitalised, before the tags", `{"Start":80,"End":100,"deal":{"Every":10,"Lo":8,"Hi":10}}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got Part
+			if err := json.Unmarshal([]byte(tc.json), &got); err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("read %s as %+v, want %+v", tc.json, got, want)
+			}
+		})
+	}
+}
+
 func TestPartHide(t *testing.T) {
 	const nodes, channels = 3, 2
 	truth := []float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12} // 2 snapshots
