@@ -12,10 +12,13 @@ import (
 //
 //   - predictions and truths are min-max scaled per channel to [0, 1] with
 //     the training data's minimum and maximum (Min, Max);
-//   - nothing is masked, missing readings (0) included; only a row whose
-//     truths are all NaN is skipped: it marks a node outside the scored
-//     part of a split by nodes (snapshot.Part.Hide), as their code's node
-//     masks leave it out;
+//   - nothing is masked, missing readings (0) included; only a row with a
+//     truth that is not a number is skipped: a row of NaN truths marks a
+//     node outside the scored part of a split by nodes
+//     (snapshot.Part.Hide), as their code's node masks leave it out, and a
+//     NaN or ±Inf reading in the series (which the masked metrics and the
+//     inputs take as missing; their data have none) cannot be scored
+//     unmasked, and would make the averages NaN;
 //   - per row (one node of one snapshot): MAPE = mean over channels of
 //     |p−y| / (|y| + 1), RMSE = sqrt(mean over channels of (p−y)²);
 //   - both are averaged over rows; MAPE is reported in percent.
@@ -30,18 +33,16 @@ type PaperAccumulator struct {
 }
 
 // AddRow records one row: the forecasts and truths of every channel of one
-// node in one snapshot, on the original scale. A row of NaN truths is not
-// scored and is skipped.
+// node in one snapshot, on the original scale. A row with a NaN or ±Inf
+// truth is not scored and is skipped.
 func (a *PaperAccumulator) AddRow(pred, truth []float64) error {
 	if len(pred) != len(truth) || len(pred) != len(a.Min) || len(a.Max) != len(a.Min) {
 		return fmt.Errorf("evaluation: paper metrics: %d predictions, %d truths, %d/%d channel ranges", len(pred), len(truth), len(a.Min), len(a.Max))
 	}
-	unscored := true
 	for _, y := range truth {
-		unscored = unscored && math.IsNaN(y)
-	}
-	if unscored {
-		return nil
+		if math.IsNaN(y) || math.IsInf(y, 0) {
+			return nil
+		}
 	}
 	var pct, sq float64
 	for c := range pred {

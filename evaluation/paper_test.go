@@ -69,3 +69,36 @@ func TestPaperMetricsJSON(t *testing.T) {
 		t.Errorf("finite round trip: %+v, %v", back, err)
 	}
 }
+
+// TestPaperMetricsNonFiniteTruth checks that a reading that is not a
+// number (NaN or ±Inf in the series, which the masked metrics and the
+// inputs take as missing) leaves its row out of the paper's metrics rather
+// than making them NaN for the whole split, and that the row is not
+// counted.
+func TestPaperMetricsNonFiniteTruth(t *testing.T) {
+	min, max := []float64{0, 0}, []float64{10, 100}
+	pred := []float64{5, 50, 0, 0}
+	truth := []float64{4, 60, 0, 100}
+	want, err := Paper(pred, truth, min, max)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nan, inf := math.NaN(), math.Inf(1)
+	for _, tc := range []struct {
+		name string
+		row  []float64 // truths of a third row, forecast 7, 70
+	}{
+		{"NaN in one channel", []float64{nan, 70}},
+		{"NaN in the other", []float64{7, nan}},
+		{"+Inf", []float64{inf, 70}},
+		{"-Inf", []float64{7, -inf}},
+		{"every channel NaN (a sensor outside the part)", []float64{nan, nan}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := Paper(append(pred, 7, 70), append(truth, tc.row...), min, max)
+			if err != nil || got != want {
+				t.Errorf("with truths %v: %+v (%v), want %+v", tc.row, got, err, want)
+			}
+		})
+	}
+}
