@@ -504,3 +504,52 @@ func TestMetricsEdges(t *testing.T) {
 		t.Errorf("an error of 1e200: %+v, want RMSE +Inf, MAE 5e199", m)
 	}
 }
+
+// TestReportTableUnits checks that the table labels MAE and RMSE with the
+// readings' units: in the heading when every channel has the same one, per
+// channel (and the overall row as pooling them) when they differ, and not
+// at all when they are not known.
+func TestReportTableUnits(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		names       []string
+		units       []string
+		want, avoid []string
+	}{
+		{"one channel", []string{"speed"}, []string{"km/h"},
+			[]string{"| scope | MAE (km/h) | RMSE (km/h) |", "| overall |", "| speed |", "| chunk | MAE ± std (km/h) | RMSE (km/h) |"}, []string{"pooled"}},
+		{"channels of other units", []string{"flow", "occupancy", "speed"}, []string{"veh/5 min", "fraction", "mph"},
+			[]string{"| scope | MAE | RMSE |", "| overall (channels' units pooled) |", "| flow (veh/5 min) |", "| occupancy (fraction) |", "| speed (mph) |"}, []string{"MAE ("}},
+		{"channels of one unit", []string{"a", "b"}, []string{"m", "m"},
+			[]string{"| scope | MAE (m) | RMSE (m) |", "| overall |", "| a |", "| b |"}, []string{"pooled", "| a (m) |"}},
+		{"units not known", []string{"flow", "speed"}, nil,
+			[]string{"| scope | MAE | RMSE |", "| overall |", "| flow |", "| speed |"}, []string{"pooled", "MAE ("}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := len(tc.names)
+			pred, truth := make([]float64, 2*n), make([]float64, 2*n)
+			for i := range truth {
+				truth[i], pred[i] = float64(i+1), float64(i+2)
+			}
+			r, err := Build(pred, truth, 2, 1, n, 2, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.ChannelNames, r.ChannelUnits = tc.names, tc.units
+			var buf bytes.Buffer
+			if err := r.Table(&buf); err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(buf.String(), w) {
+					t.Errorf("table lacks %q:\n%s", w, buf.String())
+				}
+			}
+			for _, a := range tc.avoid {
+				if strings.Contains(buf.String(), a) {
+					t.Errorf("table has %q:\n%s", a, buf.String())
+				}
+			}
+		})
+	}
+}

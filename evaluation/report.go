@@ -18,7 +18,10 @@ type Report struct {
 	PerChannel []Metrics `json:"per_channel"` // index = channel
 	// ChannelNames optionally names the channels, in channel order; nil
 	// when the channels were not named.
-	ChannelNames []string  `json:"channel_names,omitempty"`
+	ChannelNames []string `json:"channel_names,omitempty"`
+	// ChannelUnits optionally gives the units of the channels' readings,
+	// in channel order, in which MAE and RMSE are; nil when not known.
+	ChannelUnits []string  `json:"channel_units,omitempty"`
 	PerNode      []Metrics `json:"per_node"` // index = node
 	Chunks       []Metrics `json:"chunks"`   // index = chunk, chronological
 	// ChunkMAEStd holds, per chunk, the population standard deviation over
@@ -262,21 +265,29 @@ func maeStd(snaps []Accumulator) float64 {
 // the Report itself.
 func (r Report) Table(w io.Writer) error {
 	ew := &errWriter{w: w}
-	ew.printf("| scope | MAE | RMSE | MAPE (%%) | count |\n")
+	unit := r.Unit()
+	ew.printf("| scope | MAE%s | RMSE%s | MAPE (%%) | count |\n", unitSuffix(unit), unitSuffix(unit))
 	ew.printf("|---|---:|---:|---:|---:|\n")
 	row := func(name string, m Metrics) {
 		ew.printf("| %s | %.4f | %.4f | %.2f | %d |\n", name, m.MAE, m.RMSE, m.MAPE, m.Count)
 	}
-	row("overall", r.Overall)
+	overall := "overall"
+	if unit == "" && len(r.ChannelUnits) > 1 {
+		overall = "overall (channels' units pooled)"
+	}
+	row(overall, r.Overall)
 	for c, m := range r.PerChannel {
 		name := fmt.Sprintf("channel %d", c)
 		if c < len(r.ChannelNames) && r.ChannelNames[c] != "" {
 			name = r.ChannelNames[c]
 		}
+		if unit == "" && c < len(r.ChannelUnits) && r.ChannelUnits[c] != "" {
+			name += " (" + r.ChannelUnits[c] + ")"
+		}
 		row(name, m)
 	}
 	if len(r.Chunks) > 0 {
-		ew.printf("\n| chunk | MAE ± std | RMSE | MAPE (%%) | count |\n")
+		ew.printf("\n| chunk | MAE ± std%s | RMSE%s | MAPE (%%) | count |\n", unitSuffix(unit), unitSuffix(unit))
 		ew.printf("|---|---:|---:|---:|---:|\n")
 		for k, m := range r.Chunks {
 			if m.Count == 0 { // no reading to score: not a perfect 0
@@ -295,6 +306,29 @@ func (r Report) Table(w io.Writer) error {
 		return fmt.Errorf("evaluation: writing report table: %w", ew.err)
 	}
 	return nil
+}
+
+// Unit returns the unit of every channel's readings when the channels
+// share one (so that the pooled figures have it too), and "" when the
+// units are not known or differ.
+func (r Report) Unit() string {
+	if len(r.ChannelUnits) == 0 {
+		return ""
+	}
+	for _, u := range r.ChannelUnits[1:] {
+		if u != r.ChannelUnits[0] {
+			return ""
+		}
+	}
+	return r.ChannelUnits[0]
+}
+
+// unitSuffix returns " (unit)", or "" for no unit.
+func unitSuffix(unit string) string {
+	if unit == "" {
+		return ""
+	}
+	return " (" + unit + ")"
 }
 
 // errWriter remembers the first write error so that a sequence of writes

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/pemsforecast/sdgnn/baseline"
+	"github.com/pemsforecast/sdgnn/datasets/pems"
 	"github.com/pemsforecast/sdgnn/evaluation"
 	"github.com/pemsforecast/sdgnn/sdgnn"
 	"github.com/pemsforecast/sdgnn/snapshot"
@@ -188,8 +189,11 @@ type Document struct {
 	Snapshots int           `json:"snapshots"`
 	Nodes     int           `json:"nodes"`
 	// Scored are the sensors scored, for a split by nodes; absent: all.
-	Scored    []int    `json:"scored_nodes,omitempty"`
-	Channels  []string `json:"channel_names"`
+	Scored   []int    `json:"scored_nodes,omitempty"`
+	Channels []string `json:"channel_names"`
+	// Units are the units of the channels' readings, in which MAE and RMSE
+	// are; absent when not known (a dataset of one's own).
+	Units     []string `json:"channel_units,omitempty"`
 	MAPEFloor float64  `json:"mape_floor"`
 	Bundle    string   `json:"bundle"`
 	Created   string   `json:"created"`
@@ -277,6 +281,7 @@ func Build(ctx context.Context, in Input) (*Document, error) {
 	d := &Document{lo: lo, hi: hi, window: set.Window, Dataset: b.Meta.Dataset, Part: in.Part, Range: in.Range, Deal: in.Deal, Snapshots: in.part().Len(), Nodes: set.Nodes, Scored: in.Nodes,
 		Channels: channelNames(b.Meta.Channels, set.Channels), MAPEFloor: in.MAPEFloor, Bundle: in.BundlePath,
 		Created: time.Now().UTC().Format(time.RFC3339)}
+	d.Units = pems.ChannelUnits(b.Meta.Dataset, d.Channels)
 	for _, sn := range in.part().Snapshots() {
 		d.snaps = append(d.snaps, int64(sn))
 	}
@@ -482,7 +487,7 @@ func (d *Document) score(in *Input, name, source, file string, receptive float64
 	if err != nil {
 		return nil, fmt.Errorf("report: %s: %w", name, err)
 	}
-	rep.ChannelNames = in.Bundle.Meta.Channels
+	rep.ChannelNames, rep.ChannelUnits = in.Bundle.Meta.Channels, d.Units
 	pm, err := evaluation.Paper(pred, truth, d.lo, d.hi)
 	if err != nil {
 		return nil, fmt.Errorf("report: %s: %w", name, err)

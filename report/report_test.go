@@ -414,3 +414,62 @@ func TestDocumentRangeJSON(t *testing.T) {
 		})
 	}
 }
+
+// TestReportUnits checks that the report labels MAE and RMSE with the
+// readings' units, in report.md (and so report.html), metrics.json and the
+// staleness figure's y axis: the one unit of a single-channel dataset, each
+// channel's where they differ (the pooled figures saying so), none where
+// they are not known.
+func TestReportUnits(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		channels  []string
+		units     []string
+		md        []string
+		yLabel    string // the staleness figure's, as the SVG has it
+		jsonUnits string
+	}{
+		{"one channel", []string{"speed"}, []string{"km/h"},
+			[]string{"original scale (km/h)", "| MAE (km/h) | RMSE (km/h) |", "### Staleness: MAE (km/h) per", "| mean receptive field | MAE (km/h) | MAPE % |"},
+			">MAE (km/h)</text>", `"channel_units": [`},
+		{"channels of other units", []string{"flow", "occupancy", "speed"}, []string{"veh/5 min", "fraction", "mph"},
+			[]string{"original scale (flow: veh/5 min, occupancy: fraction, speed: mph; pooled in the overall and per-chunk figures)",
+				"| flow (veh/5 min) |", "| occupancy (fraction) |", "| speed (mph) |", "### Staleness: MAE (channels' units pooled) per"},
+			">MAE (channels", `"channel_units": [`},
+		{"units not known", []string{"a", "b"}, nil,
+			[]string{"MAE and RMSE on the original scale, masked", "| MAE | RMSE |", "| a |", "### Staleness: MAE per"},
+			">MAE</text>", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := tinyDocument(tc.channels, SDGNN)
+			d.Units = tc.units
+			dir := t.TempDir()
+			if err := d.Write(dir); err != nil {
+				t.Fatal(err)
+			}
+			md, err := os.ReadFile(filepath.Join(dir, FileMarkdown))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range tc.md {
+				if !strings.Contains(string(md), w) {
+					t.Errorf("report.md lacks %q:\n%s", w, md)
+				}
+			}
+			js, err := os.ReadFile(filepath.Join(dir, FileMetrics))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if has := strings.Contains(string(js), `"channel_units"`); has != (tc.jsonUnits != "") {
+				t.Errorf("metrics.json names channel units: %v, want %v", has, tc.jsonUnits != "")
+			}
+			svg, err := os.ReadFile(filepath.Join(dir, DirFigures, "staleness.svg"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(string(svg), tc.yLabel) {
+				t.Errorf("staleness.svg lacks the y label %q", tc.yLabel)
+			}
+		})
+	}
+}

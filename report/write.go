@@ -17,6 +17,7 @@ import (
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/vg"
 
+	"github.com/pemsforecast/sdgnn/evaluation"
 	"github.com/pemsforecast/sdgnn/figure"
 	"github.com/pemsforecast/sdgnn/sdgnn"
 )
@@ -161,7 +162,11 @@ func (d *Document) drawFigures(dir string) error {
 			if len(lines) == 0 {
 				return nil, noFinite("no model has a finite MAE in any chunk")
 			}
-			return figure.Staleness(lines, fmt.Sprintf("chronological %s of the %s split", chunkName(d), d.Part))
+			p, err := figure.Staleness(lines, fmt.Sprintf("chronological %s of the %s split", chunkName(d), d.Part))
+			if err == nil {
+				p.Y.Label.Text = d.maeLabel()
+			}
+			return p, err
 		}, "")
 	if err != nil {
 		return err
@@ -361,13 +366,18 @@ func (d *Document) text(b *strings.Builder, img func(Figure) string) {
 	if d.Command != "" {
 		fmt.Fprintf(b, "Command: `%s`\n\n", oneLine(d.Command))
 	}
-	b.WriteString("MAE and RMSE on the original scale, masked: missing readings (0) are left out")
+	b.WriteString("MAE and RMSE on the original scale")
+	if u := d.unitNote(); u != "" {
+		fmt.Fprintf(b, " (%s)", u)
+	}
+	b.WriteString(", masked: missing readings (0) are left out")
 	if d.MAPEFloor > 0 {
 		fmt.Fprintf(b, "; MAPE also leaves out truths below %g", d.MAPEFloor)
 	}
 	b.WriteString(". Paper MAPE is the SDGNN paper's metric (min-max scaled by the training data, unmasked, |p−y|/(|y|+1)); it is not comparable with MAPE.\n\n")
 
-	b.WriteString("## Summary\n\n| model | predictions | mean receptive field | MAE | RMSE | MAPE % | paper MAPE % |\n|---|---|---:|---:|---:|---:|---:|\n")
+	u := unitSuffix(d.unit())
+	fmt.Fprintf(b, "## Summary\n\n| model | predictions | mean receptive field | MAE%s | RMSE%s | MAPE %% | paper MAPE %% |\n|---|---|---:|---:|---:|---:|---:|\n", u, u)
 	for _, m := range d.Models {
 		o := m.Report.Overall
 		fmt.Fprintf(b, "| %s | %s | %.2f | %.4f | %.4f | %.3f | %.3f |\n", cell(m.Name), cell(m.Source), m.Receptive, o.MAE, o.RMSE, o.MAPE, m.Paper.MAPE)
@@ -376,12 +386,16 @@ func (d *Document) text(b *strings.Builder, img func(Figure) string) {
 		b.WriteString("\n### Per channel\n\n| model | channel | MAE | RMSE | MAPE % |\n|---|---|---:|---:|---:|\n")
 		for _, m := range d.Models {
 			for c, pc := range m.Report.PerChannel {
-				fmt.Fprintf(b, "| %s | %s | %.4f | %.4f | %.3f |\n", cell(m.Name), cell(d.Channels[c]), pc.MAE, pc.RMSE, pc.MAPE)
+				name := d.Channels[c]
+				if c < len(d.Units) && d.unit() == "" {
+					name += " (" + d.Units[c] + ")"
+				}
+				fmt.Fprintf(b, "| %s | %s | %.4f | %.4f | %.3f |\n", cell(m.Name), cell(name), pc.MAE, pc.RMSE, pc.MAPE)
 			}
 		}
 	}
 	if len(d.Models) > 0 && len(d.Models[0].Report.Chunks) > 0 {
-		b.WriteString("\n### Staleness: MAE per chronological chunk\n\nEach chunk's MAE pools its readings; ± is the standard deviation of its snapshots' MAEs; — marks a chunk without a reading to score.\n\n| model |")
+		fmt.Fprintf(b, "\n### Staleness: %s per chronological chunk\n\nEach chunk's MAE pools its readings; ± is the standard deviation of its snapshots' MAEs; — marks a chunk without a reading to score.\n\n| model |", d.maeLabel())
 		for k := range d.Models[0].Report.Chunks {
 			fmt.Fprintf(b, " %d |", k+1)
 		}
@@ -399,7 +413,7 @@ func (d *Document) text(b *strings.Builder, img func(Figure) string) {
 		}
 	}
 	if len(d.Sweep) > 0 {
-		b.WriteString("\n### MAPE against receptive field\n\n| series | budget | mean receptive field | MAE | MAPE % | seconds |\n|---|---:|---:|---:|---:|---:|\n")
+		fmt.Fprintf(b, "\n### MAPE against receptive field\n\n| series | budget | mean receptive field | MAE%s | MAPE %% | seconds |\n|---|---:|---:|---:|---:|---:|\n", u)
 		for _, s := range d.Sweep {
 			bud := ""
 			if s.Budget > 0 {
@@ -468,6 +482,48 @@ func (d *Document) text(b *strings.Builder, img func(Figure) string) {
 			fmt.Fprintf(b, "- %s\n", oneLine(n))
 		}
 	}
+}
+
+// unit returns the unit of every channel's readings when they share one,
+// and "" when they differ or are not known.
+func (d *Document) unit() string {
+	return evaluation.Report{ChannelUnits: d.Units}.Unit()
+}
+
+// unitNote says what units MAE and RMSE are in: "km/h", or each channel's
+// ("flow: veh/5 min, …; pooled in the overall and per-chunk figures");
+// "" when not known.
+func (d *Document) unitNote() string {
+	if u := d.unit(); u != "" || len(d.Units) == 0 {
+		return u
+	}
+	var parts []string
+	for c, u := range d.Units {
+		if c < len(d.Channels) {
+			parts = append(parts, d.Channels[c]+": "+u)
+		}
+	}
+	return strings.Join(parts, ", ") + "; pooled in the overall and per-chunk figures"
+}
+
+// maeLabel names the pooled MAE with its unit: "MAE (km/h)", "MAE
+// (channels' units pooled)" when the channels' units differ, or "MAE".
+func (d *Document) maeLabel() string {
+	if u := d.unit(); u != "" {
+		return "MAE (" + u + ")"
+	}
+	if len(d.Units) > 1 {
+		return "MAE (channels' units pooled)"
+	}
+	return "MAE"
+}
+
+// unitSuffix returns " (unit)", or "" for no unit.
+func unitSuffix(unit string) string {
+	if unit == "" {
+		return ""
+	}
+	return " (" + unit + ")"
 }
 
 // oneLine returns s with its line breaks as spaces: text from the data (a

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pemsforecast/sdgnn/datasets/pems"
 	"github.com/pemsforecast/sdgnn/evaluation"
 	"github.com/pemsforecast/sdgnn/sdgnn"
 	"github.com/pemsforecast/sdgnn/teacher"
@@ -162,7 +163,7 @@ func cmdDistill(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	rep.ChannelNames = m.Channels
+	rep.ChannelNames, rep.ChannelUnits = m.Channels, pems.ChannelUnits(m.Dataset, m.Channels)
 	log.Info().Str("bundle", *out).Str("version", b.Meta.Version).Float64("receptive", res.Student.Theta.MeanReceptive()).Int("without_self", len(res.Student.Theta.WithoutSelf())).Float64("test_mae", rep.Overall.MAE).
 		Float64("test_mape", rep.Overall.MAPE).Str("took", time.Since(start).Round(time.Second).String()).Msg("done")
 	fmt.Fprintf(stdout, "SDGNN %s (version %s) on %s (mean receptive field %.2f nodes), test split (%s):\n", *out, b.Meta.Version, m.Dataset, res.Student.Theta.MeanReceptive(), describePart(p.Split.Test, p.Set.Nodes))

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/pemsforecast/sdgnn/checkpoint"
+	"github.com/pemsforecast/sdgnn/datasets/pems"
 	"github.com/pemsforecast/sdgnn/evaluation"
 	"github.com/pemsforecast/sdgnn/sdgnn"
 	"github.com/pemsforecast/sdgnn/snapshot"
@@ -121,7 +122,7 @@ func cmdEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	rep.ChannelNames = lm.channels
+	rep.ChannelNames, rep.ChannelUnits = lm.channels, pems.ChannelUnits(lm.dataset, lm.channels)
 	s := p.Dataset.Series
 	fit, fitNodes, steps := p.Split.FitData(s.Data, s.Nodes, s.Channels, p.Set.Window)
 	lo, hi, err := snapshot.FitMinMax(fit, fitNodes, s.Channels, steps)

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pemsforecast/sdgnn/datasets/pems"
 	"github.com/pemsforecast/sdgnn/evaluation"
 	"github.com/pemsforecast/sdgnn/snapshot"
 	"github.com/pemsforecast/sdgnn/teacher"
@@ -239,7 +240,7 @@ func cmdTeacher(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	log.Info().Str("model", *out).Int("epochs", tr.Epoch).Int("best_epoch", tr.BestEpoch).
 		Str("took", time.Since(start).Round(time.Second).String()).
 		Float64("test_mae", rep.Overall.MAE).Float64("test_rmse", rep.Overall.RMSE).Float64("test_mape", rep.Overall.MAPE).Msg("done")
-	rep.ChannelNames = meta.Channels
+	rep.ChannelNames, rep.ChannelUnits = meta.Channels, pems.ChannelUnits(meta.Dataset, meta.Channels)
 	fmt.Fprintf(stdout, "%s %s on %s, test split (%s), best epoch %d of %d:\n", meta.Config.Kind, *out, meta.Dataset, describePart(p.Split.Test, p.Set.Nodes), tr.BestEpoch, tr.Epoch)
 	return rep.Table(stdout)
 }

@@ -32,12 +32,21 @@ type Info struct {
 	GraphFormat string   // FormatDistance or FormatAdjacency
 	StepMinutes int      // 5 for PeMS, 15 for SZ-taxi
 	Channels    []string // channel names in series order
-	Nodes       int      // number of sensors (graph nodes)
+	// Units are the units of the channels' readings, in Channels' order,
+	// for labelling errors on the original scale: PeMS's flow in vehicles
+	// per 5-minute step over all lanes, occupancy as the fraction of the
+	// step a detector was occupied (0 to 1) and speed in miles per hour, as
+	// Caltrans PeMS reports them; SZ-taxi's speed in km/h.
+	Units []string
+	Nodes int // number of sensors (graph nodes)
 	// Start is the time of the series' first step: local time of the
 	// sensors, labelled UTC (the releases carry no time zone). It places
 	// the steps on the calendar for time-of-day and day-of-week inputs.
 	Start time.Time
 }
+
+// pemsUnits are the units of the PeMS releases' channels.
+var pemsUnits = []string{"veh/5 min", "fraction", "mph"}
 
 // known lists the datasets, sorted by name.
 var known = []Info{
@@ -48,6 +57,7 @@ var known = []Info{
 		GraphFormat: FormatDistance,
 		StepMinutes: 5,
 		Channels:    []string{"flow", "occupancy", "speed"},
+		Units:       pemsUnits,
 		Nodes:       307,
 		Start:       time.Date(2018, 1, 1, 0, 0, 0, 0, time.UTC), // 59 days to 2018-02-28 (ASTGCN release)
 	},
@@ -58,6 +68,7 @@ var known = []Info{
 		GraphFormat: FormatDistance,
 		StepMinutes: 5,
 		Channels:    []string{"flow", "occupancy", "speed"},
+		Units:       pemsUnits,
 		Nodes:       170,
 		Start:       time.Date(2016, 7, 1, 0, 0, 0, 0, time.UTC), // 62 days to 2016-08-31 (ASTGCN release)
 	},
@@ -68,6 +79,7 @@ var known = []Info{
 		GraphFormat: FormatAdjacency,
 		StepMinutes: 15,
 		Channels:    []string{"speed"},
+		Units:       []string{"km/h"},
 		Nodes:       156,
 		Start:       time.Date(2015, 1, 1, 0, 0, 0, 0, time.UTC), // January 2015, 31 days (T-GCN release)
 	},
@@ -79,6 +91,7 @@ func Known() []Info {
 	out := make([]Info, len(known))
 	for i, in := range known {
 		in.Channels = slices.Clone(in.Channels)
+		in.Units = slices.Clone(in.Units)
 		out[i] = in
 	}
 	return out
@@ -94,6 +107,18 @@ func Lookup(name string) (Info, error) {
 		}
 	}
 	return Info{}, fmt.Errorf("unknown dataset %q (known: %s)", name, strings.Join(knownNames(), ", "))
+}
+
+// ChannelUnits returns the units of the named known dataset's channels
+// (Info.Units) when channels are its channels, in its order, as a model
+// file records them; nil otherwise (a dataset of one's own, whose units
+// are not known).
+func ChannelUnits(dataset string, channels []string) []string {
+	in, err := Lookup(dataset)
+	if err != nil || !slices.Equal(in.Channels, channels) || len(in.Units) != len(channels) {
+		return nil
+	}
+	return in.Units
 }
 
 func knownNames() []string {

@@ -12,6 +12,36 @@ import (
 	"testing"
 )
 
+// TestChannelUnits checks that every known dataset gives a unit to each
+// channel, and that ChannelUnits gives them only for its channels.
+func TestChannelUnits(t *testing.T) {
+	for _, in := range Known() {
+		if len(in.Units) != len(in.Channels) || slices.Contains(in.Units, "") {
+			t.Errorf("%s: units %q for channels %q", in.Name, in.Units, in.Channels)
+		}
+	}
+	for _, tc := range []struct {
+		dataset  string
+		channels []string
+		want     []string
+	}{
+		{"sz-taxi", []string{"speed"}, []string{"km/h"}},
+		{"PEMS08", []string{"flow", "occupancy", "speed"}, []string{"veh/5 min", "fraction", "mph"}},
+		{"pems04", []string{"speed", "flow", "occupancy"}, nil}, // not its order
+		{"pems04", []string{"flow"}, nil},
+		{"own-data", []string{"speed"}, nil},
+	} {
+		if got := ChannelUnits(tc.dataset, tc.channels); !slices.Equal(got, tc.want) {
+			t.Errorf("ChannelUnits(%q, %q) = %q, want %q", tc.dataset, tc.channels, got, tc.want)
+		}
+	}
+	ks := Known()
+	ks[0].Units[0] = "changed"
+	if in, _ := Lookup(ks[0].Name); in.Units[0] == "changed" {
+		t.Error("Known's units are the package's own")
+	}
+}
+
 func TestKnownLookup(t *testing.T) {
 	ks := Known()
 	names := []string{"pems04", "pems08", "sz-taxi"}
