@@ -202,12 +202,16 @@ type Document struct {
 	Command string `json:"command,omitempty"`
 	Host    string `json:"host,omitempty"`
 
-	Models        []Model         `json:"models"`
-	Sweep         []SweepPoint    `json:"sweep,omitempty"`
-	Checkpoints   []sdgnn.Round   `json:"checkpoints,omitempty"`
-	Reductions    []NodeReduction `json:"node_reductions,omitempty"`
-	Field         *Field          `json:"receptive_field,omitempty"`
-	Distributions []Distribution  `json:"distributions"`
+	Models      []Model       `json:"models"`
+	Sweep       []SweepPoint  `json:"sweep,omitempty"`
+	Checkpoints []sdgnn.Round `json:"checkpoints,omitempty"`
+	// CheckpointsMAPEFloor is the MAPE floor of the checkpoints'
+	// validation MAPE: the bundle's, set when it was distilled, which may
+	// not be MAPEFloor.
+	CheckpointsMAPEFloor float64         `json:"checkpoints_mape_floor"`
+	Reductions           []NodeReduction `json:"node_reductions,omitempty"`
+	Field                *Field          `json:"receptive_field,omitempty"`
+	Distributions        []Distribution  `json:"distributions"`
 	// Figures lists the figures Write drew, and the ones it could not,
 	// with why.
 	Figures []Figure `json:"figures,omitempty"`
@@ -299,7 +303,7 @@ func Build(ctx context.Context, in Input) (*Document, error) {
 	if _, err := d.score(&in, SDGNN, SourceReplay, in.BundlePath, b.Theta.MeanReceptive(), pred, d.truth, start); err != nil {
 		return nil, err
 	}
-	d.Checkpoints = b.Meta.Rounds
+	d.Checkpoints, d.CheckpointsMAPEFloor = b.Meta.Rounds, b.Meta.Config.MAPEFloor
 
 	// The teachers, through their batched path: they have no online one.
 	nb := p.Dataset.Graph.Neighbors()

@@ -473,3 +473,35 @@ func TestReportUnits(t *testing.T) {
 		})
 	}
 }
+
+// TestApproxErrorCaptionNamesFloor checks that the approximation-error
+// figure, whose MAPE is the bundle's validation MAPE with the floor it was
+// distilled with, says so when the report's MAPE floor is another.
+func TestApproxErrorCaptionNamesFloor(t *testing.T) {
+	for _, tc := range []struct {
+		name                 string
+		bundleFloor, reportF float64
+		want                 string // in the caption; "" for no note
+	}{
+		{"same floor", 1, 1, ""},
+		{"report without floor", 1, 0, "This MAPE is the bundle's, as distilled (truths below 1 left out), not the report's (every truth counted)."},
+		{"bundle without floor", 0, 2, "This MAPE is the bundle's, as distilled (every truth counted), not the report's (truths below 2 left out)."},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := tinyDocument([]string{"speed"}, SDGNN)
+			d.MAPEFloor, d.CheckpointsMAPEFloor = tc.reportF, tc.bundleFloor
+			d.Checkpoints = []sdgnn.Round{{Epoch: 1, Budget: 6, MSE: 0.5, Val: evaluation.Metrics{MAPE: 30, Count: 1}}, {Epoch: 2, Budget: 6, MSE: 0.25, Val: evaluation.Metrics{MAPE: 20, Count: 1}, Best: true}}
+			if err := d.Write(t.TempDir()); err != nil {
+				t.Fatal(err)
+			}
+			i := slices.IndexFunc(d.Figures, func(f Figure) bool { return f.Name == "approx-error" })
+			if i < 0 || len(d.Figures[i].Files) == 0 {
+				t.Fatalf("approx-error not drawn: %+v", d.Figures)
+			}
+			c := d.Figures[i].Caption
+			if tc.want == "" && strings.Contains(c, "as distilled") || tc.want != "" && !strings.Contains(c, tc.want) {
+				t.Errorf("caption %q, want it to hold %q", c, tc.want)
+			}
+		})
+	}
+}

@@ -236,8 +236,11 @@ func (d *Document) drawFigures(dir string) error {
 	if useNR {
 		errName = "validation ‖Ẑ−Z‖²/‖Z‖²"
 	}
-	err = add("approx-error", "Embedding approximation error against MAPE",
-		"One point per distillation round (Phase Θ then validation): the student's embedding approximation error against its validation MAPE; the round kept is marked.",
+	caption := "One point per distillation round (Phase Θ then validation): the student's embedding approximation error against its validation MAPE; the round kept is marked."
+	if d.CheckpointsMAPEFloor != d.MAPEFloor {
+		caption += fmt.Sprintf(" This MAPE is the bundle's, as distilled (%s), not the report's (%s).", floorPhrase(d.CheckpointsMAPEFloor), floorPhrase(d.MAPEFloor))
+	}
+	err = add("approx-error", "Embedding approximation error against MAPE", caption,
 		figureW, figureH, func() (*plot.Plot, error) {
 			var cps []figure.Checkpoint
 			for _, r := range d.Checkpoints {
@@ -516,6 +519,14 @@ func (d *Document) maeLabel() string {
 		return "MAE (channels' units pooled)"
 	}
 	return "MAE"
+}
+
+// floorPhrase says what a MAPE floor leaves out of MAPE.
+func floorPhrase(floor float64) string {
+	if floor > 0 {
+		return fmt.Sprintf("truths below %g left out", floor)
+	}
+	return "every truth counted"
 }
 
 // unitSuffix returns " (unit)", or "" for no unit.
