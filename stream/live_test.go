@@ -750,3 +750,41 @@ func TestForecastsUnknownParameter(t *testing.T) {
 		}
 	}
 }
+
+// TestForecastsEmptyParameter checks that GET /forecasts refuses a
+// parameter given without a value, naming it, rather than reading it as
+// absent: ?sensors= (a dashboard's list left empty) answered every
+// sensor, ?since= every slot and ?format= by the Accept header.
+func TestForecastsEmptyParameter(t *testing.T) {
+	b := testBundle(t, 5, 4, 2, 3, 1)
+	svc, err := NewService(b, Config{Brokers: []string{"127.0.0.1:1"}, StepMs: testStep})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := svc.Handler()
+	for _, tc := range []struct {
+		query, name string
+		code        int
+	}{
+		{"sensors=", "sensors", http.StatusBadRequest},
+		{"sensors", "sensors", http.StatusBadRequest},
+		{"sensors=%20", "sensors", http.StatusBadRequest},
+		{"sensors=&since=0", "sensors", http.StatusBadRequest},
+		{"since=", "since", http.StatusBadRequest},
+		{"sensors=1&since=", "since", http.StatusBadRequest},
+		{"format=", "format", http.StatusBadRequest},
+		{"sensors=1&since=0&format=csv", "", http.StatusOK},
+		{"", "", http.StatusOK},
+	} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/forecasts?"+tc.query, nil))
+		body := rec.Body.String()
+		if rec.Code != tc.code {
+			t.Errorf("GET /forecasts?%s: %d %q, want %d", tc.query, rec.Code, body, tc.code)
+			continue
+		}
+		if tc.code == http.StatusBadRequest && !strings.Contains(body, tc.name+": empty") {
+			t.Errorf("GET /forecasts?%s: %q, want the error to name the empty %s", tc.query, body, tc.name)
+		}
+	}
+}

@@ -1731,7 +1731,9 @@ func (s *Service) Handler() http.Handler {
 		}
 		// Nor is a parameter given twice read from its first value
 		// alone (?sensors=1&sensors=2 answered sensor 1), nor one it
-		// does not know ignored (?sensor=3 answered every sensor).
+		// does not know ignored (?sensor=3 answered every sensor), nor
+		// one without a value read as absent (?sensors= answered every
+		// sensor).
 		known := []string{"sensors", "since", "format"}
 		for _, name := range slices.Sorted(maps.Keys(q)) {
 			vs := q[name]
@@ -1741,6 +1743,10 @@ func (s *Service) Handler() http.Handler {
 			}
 			if len(vs) > 1 {
 				http.Error(w, fmt.Sprintf("%s: given %d times (%q); give it once (sensors: ids separated by commas)", name, len(vs), vs), http.StatusBadRequest)
+				return
+			}
+			if strings.TrimSpace(vs[0]) == "" {
+				http.Error(w, fmt.Sprintf("%s: empty: want %s, or leave %s out", name, forecastsParamWant(name, s.live.Nodes()), name), http.StatusBadRequest)
 				return
 			}
 		}
@@ -1836,9 +1842,24 @@ func (s *Service) Handler() http.Handler {
 	return mux
 }
 
+// forecastsParamWant says what GET /forecasts wants in its parameter
+// name, for a model of n sensors.
+func forecastsParamWant(name string, n int) string {
+	switch name {
+	case "sensors":
+		return fmt.Sprintf("sensor ids 0..%d separated by commas", n-1)
+	case "since":
+		return "a slot time, Unix ms or RFC 3339"
+	case "format":
+		return "json or csv"
+	}
+	return "a value"
+}
+
 // sensorList parses the sensors parameter of GET /forecasts: sensor ids
 // separated by commas, each in [0, n), kept in the order given, once
-// each. An empty list is nil: every sensor.
+// each. An empty list is nil: every sensor (GET /forecasts refuses an
+// empty parameter before it gets here).
 func sensorList(list string, n int) ([]int, error) {
 	if list == "" {
 		return nil, nil
