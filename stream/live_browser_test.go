@@ -215,7 +215,8 @@ func TestLivePageKeepsLatestSensor(t *testing.T) {
 // shown: before the first forecast it selects none (it showed sensor 0,
 // so that picking 0 did nothing), and for a ?sensor= the model does not
 // have it selects none and says the sensor is unknown, rather than retry
-// the 404 for good. The picker's selection is a property, not in the
+// the 404 for good; so for one that is no sensor id (empty, or "3x", which
+// showed sensor 3). The picker's selection is a property, not in the
 // DOM's markup, so a script copies it into an attribute of the body.
 func TestLivePageSensorPicker(t *testing.T) {
 	for _, tc := range []struct {
@@ -225,6 +226,8 @@ func TestLivePageSensorPicker(t *testing.T) {
 	}{
 		{"before the first forecast", "", false, "waiting for the first forecast"},
 		{"unknown sensor", "?sensor=999", true, "unknown sensor 999: the model has sensors 0 to 4"},
+		{"empty sensor", "?sensor=", true, `unknown sensor "": the model has sensors 0 to 4`},
+		{"malformed sensor", "?sensor=3x", true, `unknown sensor "3x": the model has sensors 0 to 4`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			svc, err := NewService(testBundle(t, 5, 4, 1, 3, 1), Config{Brokers: []string{"127.0.0.1:1"}, StepMs: testStep})
