@@ -281,35 +281,28 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	if *model == "" {
-		fmt.Fprintln(stderr, "serve: -model B.sdgnn is required")
-		return errUsage
+		return usagef("-model B.sdgnn is required")
 	}
 	if *scorePart == "" && (flagSet(fs, "data") || flagSet(fs, "start")) {
-		fmt.Fprintln(stderr, "serve: -data and -start only serve -score-part")
-		return errUsage
+		return usagef("-data and -start only serve -score-part")
 	}
 	if *pollModel < 0 {
-		fmt.Fprintf(stderr, "serve: -poll-model %v: want 0 (off) or more\n", *pollModel)
-		return errUsage
+		return usagef("-poll-model %v: want 0 (off) or more", *pollModel)
 	}
 	if *httpReload && *httpAddr == "" {
-		fmt.Fprintln(stderr, "serve: -http-reload needs an -http address")
-		return errUsage
+		return usagef("-http-reload needs an -http address")
 	}
 	if *tokenFile != "" && !*httpReload {
-		fmt.Fprintln(stderr, "serve: -http-reload-token-file only serves -http-reload")
-		return errUsage
+		return usagef("-http-reload-token-file only serves -http-reload")
 	}
 	if err := https.check(*httpAddr); err != nil {
 		return err
 	}
 	if *maxLag < 0 {
-		fmt.Fprintf(stderr, "serve: -ready-max-lag %d: want 0 (no limit) or more readings\n", *maxLag)
-		return errUsage
+		return usagef("-ready-max-lag %d: want 0 (no limit) or more readings", *maxLag)
 	}
 	if *history < 1 || *history > stream.MaxHistory {
-		fmt.Fprintf(stderr, "serve: -history %d: want 1 to %d slots\n", *history, stream.MaxHistory)
-		return errUsage
+		return usagef("-history %d: want 1 to %d slots", *history, stream.MaxHistory)
 	}
 	if *state != "" {
 		if err := writableDir(*state); err != nil {
@@ -317,19 +310,16 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	}
 	if *lateness < 0 {
-		fmt.Fprintf(stderr, "serve: -lateness %v: want 0 or more\n", *lateness)
-		return errUsage
+		return usagef("-lateness %v: want 0 or more", *lateness)
 	}
 	if *maxFuture < 0 {
 		return usagef("-max-future %v: want 0 (off) or more", *maxFuture)
 	}
 	if strings.TrimSpace(*group) == "" {
-		fmt.Fprintln(stderr, "serve: -group is empty: want a consumer group name")
-		return errUsage
+		return usagef("-group is empty: want a consumer group name")
 	}
 	if _, err := (snapshot.Split{}).Part(*scorePart); *scorePart != "" && err != nil {
-		fmt.Fprintf(stderr, "serve: -score-part %q: want train, val or test\n", *scorePart)
-		return errUsage
+		return usagef("-score-part %q: want train, val or test", *scorePart)
 	}
 	sec, creds, err := bf.credentials()
 	if err != nil {
@@ -655,15 +645,14 @@ func cmdPublish(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}
 	}
 	if *brokers == "" && !*dryRun {
-		fmt.Fprintln(stderr, "publish: -brokers is required (forecaster demo runs its own broker)")
-		return errUsage
+		return usagef("-brokers is required (forecaster demo runs its own broker)")
 	}
 	sec, err := secf.security()
 	if err != nil {
 		return err
 	}
 	if sec.ClearPassword() {
-		fmt.Fprintln(stderr, "publish: warning: SASL PLAIN without TLS: the password crosses the network in clear; add -tls")
+		fmt.Fprintln(stderr, "forecaster publish: warning: SASL PLAIN without TLS: the password crosses the network in clear; add -tls")
 	}
 	job := replay{dataDir: *dataDir, dataset: *dataset, part: *part, topic: *topic, speedup: *speedup, start: *start, limit: *limit}
 	if err := job.check(); err != nil {

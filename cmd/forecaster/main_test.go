@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -116,6 +117,16 @@ func TestBadInvocations(t *testing.T) {
 			code := run(tc.args, &out, &errb)
 			if code != tc.code || !strings.Contains(errb.String(), tc.want) {
 				t.Fatalf("exit %d (want %d), stderr:\n%s\nwant it to contain %q", code, tc.code, errb.String(), tc.want)
+			}
+			// A command's refusal is prefixed as all its errors are:
+			// "forecaster serve: ", not "serve: " (the flag package's
+			// own lines aside).
+			if cmd := tc.args; code != 0 && len(cmd) > 0 && slices.Contains([]string{"serve", "publish", "demo"}, cmd[0]) && !strings.HasPrefix(tc.want, "flag provided") {
+				for line := range strings.Lines(errb.String()) {
+					if strings.Contains(line, tc.want) && !strings.HasPrefix(line, "forecaster "+cmd[0]+": ") {
+						t.Errorf("stderr line %q, want it prefixed %q", line, "forecaster "+cmd[0]+": ")
+					}
+				}
 			}
 		})
 	}

@@ -178,6 +178,6 @@ func publish(ctx context.Context, brokers []string, sec stream.Security, pl repl
 // attempt on w.
 func retrying(d time.Duration, w io.Writer) stream.Retry {
 	return stream.Retry{For: d, OnRetry: func(err error, waiting int, since time.Duration) {
-		fmt.Fprintf(w, "publish: %v; trying again (%d readings waiting, %s of -retry-for %s gone)\n", err, waiting, since.Round(time.Second), d)
+		fmt.Fprintf(w, "forecaster publish: %v; trying again (%d readings waiting, %s of -retry-for %s gone)\n", err, waiting, since.Round(time.Second), d)
 	}}
 }
