@@ -36,6 +36,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -297,6 +298,13 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if err := https.check(*httpAddr); err != nil {
 		return err
+	}
+	// An address that is no address is said now, as a usage error: not
+	// after the model is loaded and the embedded broker started.
+	if *httpAddr != "" {
+		if err := checkListenAddr(*httpAddr); err != nil {
+			return usagef("-http %s: %v", *httpAddr, err)
+		}
 	}
 	if *maxLag < 0 {
 		return usagef("-ready-max-lag %d: want 0 (no limit) or more readings", *maxLag)
@@ -749,6 +757,21 @@ var errHelp = errors.New("help asked")
 // flag package has said what is wrong) for any other error, and a usage
 // error naming a word left after the flags: the flag package stops at the
 // first, and would silently ignore every flag after it.
+// checkListenAddr reports whether addr is a TCP address to listen on:
+// host:port (the host may be empty, for every interface), the port a
+// number in [0, 65535] or a service name. It does not listen: whether
+// the address is free is known only when the service starts.
+func checkListenAddr(addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("want host:port (:port for every interface): %w", err)
+	}
+	if _, err := net.LookupPort("tcp", port); err != nil {
+		return fmt.Errorf("want a port in [0, 65535] or a service name: %w", err)
+	}
+	return nil
+}
+
 func parseFlags(fs *flag.FlagSet, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {

@@ -186,19 +186,33 @@ func TestFutureSlots(t *testing.T) {
 	}
 }
 
-// TestDemoHTTPInUse checks that demo says its -http address is taken
-// before anything else (a bundle trained for minutes, as it was), naming
-// the flag.
-func TestDemoHTTPInUse(t *testing.T) {
+// TestHTTPAddrRefused checks that demo says its -http address is taken, and
+// demo and serve that it is no address, before anything else (a bundle
+// trained for minutes, as it was for demo; for serve, the model loaded
+// and the embedded broker started), naming the flag, as a usage error.
+func TestHTTPAddrRefused(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	var out, errb bytes.Buffer
 	missing := filepath.Join(t.TempDir(), "gone.sdgnn")
-	code := run([]string{"demo", "-model", missing, "-http", ln.Addr().String()}, &out, &errb)
-	if code != 2 || !strings.Contains(errb.String(), "-http "+ln.Addr().String()) || strings.Contains(errb.String(), "gone.sdgnn") {
-		t.Fatalf("exit %d, stderr:\n%s\nwant 2 naming -http %s, before the bundle", code, errb.String(), ln.Addr())
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"demo, address in use", []string{"demo", "-model", missing, "-http", ln.Addr().String()}, "-http " + ln.Addr().String()},
+		{"serve, no port", []string{"serve", "-model", missing, "-http", "localhost"}, "-http localhost: "},
+		{"serve, port out of range", []string{"serve", "-model", missing, "-http", "127.0.0.1:70000"}, "-http 127.0.0.1:70000: "},
+		{"serve, unknown port name", []string{"serve", "-model", missing, "-http", "127.0.0.1:no-such-service"}, "-http 127.0.0.1:no-such-service: "},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			code := run(tc.args, &out, &errb)
+			if code != 2 || !strings.Contains(errb.String(), "forecaster "+tc.args[0]+": "+tc.want) || strings.Contains(errb.String(), "gone.sdgnn") {
+				t.Fatalf("exit %d, stderr:\n%s\nwant 2 naming %q, before the bundle", code, errb.String(), tc.want)
+			}
+		})
 	}
 }
