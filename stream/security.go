@@ -275,6 +275,14 @@ func eachBroker(ctx context.Context, sec Security, brokers []string, fn func(*ka
 		if err == nil {
 			return nil
 		}
+		if sec.TLS != nil && errors.Is(err, context.DeadlineExceeded) && !unreachable(err) && strings.HasPrefix(err.Error(), "failed to dial: ") {
+			// Connected (not a dial error), but the handshake, the rest
+			// of kafka-go's "dial" (SASL comes after it, with errors of
+			// its own), had no answer: a plaintext Kafka listener reads
+			// the client hello as the start of a request and waits for
+			// the rest.
+			err = fmt.Errorf("%w: no answer to the TLS handshake: a plaintext listener? (-tls wants the brokers' TLS listener)", err)
+		}
 		errs = append(errs, fmt.Errorf("%s: %w", addr, err))
 	}
 	return errors.Join(errs...)

@@ -3,6 +3,8 @@ package stream
 import (
 	"context"
 	"crypto/tls"
+	"io"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -263,5 +265,51 @@ func TestTLSServerName(t *testing.T) {
 		if !tc.ok && (cerr == nil || !strings.Contains(cerr.Error(), "kafka.example.com") || eerr == nil) {
 			t.Errorf("server name %q: CheckBrokers %v, EnsureTopics %v: want both refused", tc.name, cerr, eerr)
 		}
+	}
+}
+
+// TestCheckBrokersTLSAgainstPlaintext checks that -tls against a
+// plaintext listener, which reads the TLS client hello as the start of a
+// Kafka request and waits for the rest (as the embedded broker does), is
+// named as such: the error said only "failed to dial: context deadline
+// exceeded". A broker that is not reached at all keeps its own error.
+func TestCheckBrokersTLSAgainstPlaintext(t *testing.T) {
+	silent, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	go func() {
+		for {
+			c, err := silent.Accept()
+			if err != nil {
+				return
+			}
+			go func() { io.Copy(io.Discard, c); c.Close() }() // reads, never answers
+		}
+	}()
+	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := closed.Addr().String()
+	closed.Close()
+	for _, tc := range []struct {
+		name, addr string
+		sec        Security
+		want       string
+		hint       bool
+	}{
+		{"tls against a plaintext listener", silent.Addr().String(), Security{TLS: &tls.Config{}}, "no answer to the TLS handshake", true},
+		{"tls against no listener", refused, Security{TLS: &tls.Config{}}, "connection refused", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			err := tc.sec.CheckBrokers(ctx, []string{tc.addr})
+			if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "plaintext listener") != tc.hint {
+				t.Errorf("CheckBrokers: %v, want an error with %q (naming a plaintext listener: %v)", err, tc.want, tc.hint)
+			}
+		})
 	}
 }
