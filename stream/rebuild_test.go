@@ -3,6 +3,7 @@ package stream
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -680,5 +681,38 @@ func TestRebuildLeavesOutForeignForecasts(t *testing.T) {
 	svc.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/forecast/3", nil))
 	if rec.Code != http.StatusNotFound {
 		t.Errorf("GET /forecast/3: %d %q, want 404", rec.Code, rec.Body.String())
+	}
+}
+
+// TestRebuildLogsDuration checks that the rebuild's log line gives how
+// long it took with its unit ("took":"1.234ms"), as the service's other
+// durations are logged (retry_in, wait), not as a bare number of
+// milliseconds ("took":1.234), which reads as seconds as readily.
+func TestRebuildLogsDuration(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a broker")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	emb := testBroker(ctx, t, 2, "readings", "forecasts")
+	var logs bytes.Buffer
+	svc, err := NewService(testBundle(t, 4, 3, 1, 2, 1), Config{Brokers: []string{emb.Addr}, StepMs: testStep, Log: zerolog.New(&logs)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc.rebuildLogged(ctx, nil)
+	var line struct {
+		Message string `json:"message"`
+		Took    any    `json:"took"`
+	}
+	if err := json.Unmarshal(logs.Bytes(), &line); err != nil {
+		t.Fatalf("log %q: %v", logs.String(), err)
+	}
+	took, ok := line.Took.(string)
+	if !strings.HasPrefix(line.Message, "rebuilt from the log") || !ok {
+		t.Fatalf("log %q: want the rebuild's line with took as a duration string", logs.String())
+	}
+	if _, err := time.ParseDuration(took); err != nil {
+		t.Errorf("took %q: %v", took, err)
 	}
 }

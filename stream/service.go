@@ -1594,7 +1594,7 @@ func (s *Service) rebuildLogged(ctx context.Context, t *kafka.Transport) {
 	s.counters.Rebuilds.Add(1)
 	s.counters.Rebuilt.Add(uint64(r.Applied))
 	s.cfg.Log.Info().Int("partitions", r.Partitions).Int("readings", r.Readings).Int("applied", r.Applied).
-		Int("forecasts", r.Forecasts).Int("sensors_emitted", r.Sensors).Int("sensors_moved", r.Moved).Int("sensors_inferred", r.Inferred).Dur("took", time.Since(start)).
+		Int("forecasts", r.Forecasts).Int("sensors_emitted", r.Sensors).Int("sensors_moved", r.Moved).Int("sensors_inferred", r.Inferred).Stringer("took", time.Since(start).Round(time.Microsecond)).
 		Msg("rebuilt from the log: readings before the committed offsets applied, last forecasts found")
 }
 
