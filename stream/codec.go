@@ -324,7 +324,7 @@ func (d *decoder) reading(r *Reading) error {
 		return reject(ReasonChannels, "no values")
 	}
 	if nonFinite >= 0 {
-		return reject(ReasonNonFinite, "value %d is not a finite number", nonFinite)
+		return reject(ReasonNonFinite, "values[%d] is %g: want a finite number (0 for a missing reading)", nonFinite, r.Values[nonFinite])
 	}
 	return nil
 }

@@ -78,6 +78,23 @@ func TestDecodeReadingReject(t *testing.T) {
 	}
 }
 
+// TestDecodeReadingNonFiniteDetail checks that a reading refused as
+// non-finite names the value by its place in "values" and what it read
+// as, and the way to say a reading is missing: the detail said "value 0
+// is not a finite number" of [1e400], which reads as a value of 0.
+func TestDecodeReadingNonFiniteDetail(t *testing.T) {
+	for _, tc := range []struct{ value, want string }{
+		{`{"v":1,"sensor":1,"ts":0,"values":[1e400]}`, `values[0] is +Inf`},
+		{`{"v":1,"sensor":1,"ts":0,"values":[2,-Infinity]}`, `values[1] is -Inf`},
+		{`{"v":1,"sensor":1,"ts":0,"values":[3,4,null]}`, `values[2] is NaN`},
+	} {
+		_, err := DecodeReading(nil, []byte(tc.value))
+		if ReasonOf(err) != ReasonNonFinite || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "0 for a missing reading") {
+			t.Errorf("DecodeReading(%q): %v, want non_finite naming %q and how to send a missing reading", tc.value, err, tc.want)
+		}
+	}
+}
+
 func TestValidator(t *testing.T) {
 	now := time.UnixMilli(1000*testStep + 1234) // inside slot 1000
 	v := &Validator{Nodes: 10, Channels: 3, StepMs: testStep, MaxAgeSlots: 12, MaxFutureSlots: 1, Now: func() time.Time { return now }}

@@ -35,7 +35,7 @@ func (v *Validator) Check(r Reading) error {
 	}
 	for i, x := range r.Values {
 		if math.IsNaN(x) || math.IsInf(x, 0) {
-			return reject(ReasonNonFinite, "value %d is %g", i, x)
+			return reject(ReasonNonFinite, "values[%d] is %g: want a finite number (0 for a missing reading)", i, x)
 		}
 	}
 	// Beyond these, slot arithmetic (the next slot's start) could
