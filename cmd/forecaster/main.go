@@ -753,10 +753,6 @@ func flagSet(fs *flag.FlagSet, name string) bool {
 // the command exits 0.
 var errHelp = errors.New("help asked")
 
-// parseFlags parses args into fs: errHelp for -h or -help, errUsage (the
-// flag package has said what is wrong) for any other error, and a usage
-// error naming a word left after the flags: the flag package stops at the
-// first, and would silently ignore every flag after it.
 // checkListenAddr reports whether addr is a TCP address to listen on:
 // host:port (the host may be empty, for every interface), the port a
 // number in [0, 65535] or a service name. It does not listen: whether
@@ -772,6 +768,10 @@ func checkListenAddr(addr string) error {
 	return nil
 }
 
+// parseFlags parses args into fs: errHelp for -h or -help, errUsage (the
+// flag package has said what is wrong) for any other error, and a usage
+// error naming a word left after the flags: the flag package stops at the
+// first, and would silently ignore every flag after it.
 func parseFlags(fs *flag.FlagSet, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
