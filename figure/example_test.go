@@ -31,7 +31,7 @@ func Example() {
 			X:    tenths,
 			Y:    []float64{1.70, 1.74, 1.77, 1.80, 1.85, 1.88, 1.92, 1.95, 2.00, 2.04},
 		},
-	}, "chronological tenth of the test split")
+	}, "chronological tenth of the test split", nil)
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -6,6 +6,10 @@
 // save with Save or embed with PNG. The package knows nothing about
 // models or file formats other than the image output.
 //
+// The figures of several series (Staleness, MAPEReceptive, ECDF) style
+// each series by its name from a Styles: pass one Styles to every figure
+// of a report and a model has the same colour and glyph in all of them.
+//
 // Non-finite values (NaN, ±Inf) are skipped: a point with a non-finite
 // coordinate is not drawn. A figure or series left with nothing finite to
 // draw, empty input and mismatched lengths are errors naming the figure,
@@ -66,6 +70,80 @@ func seriesColor(i int) color.Color { return palette[i%len(palette)] }
 
 // seriesShape returns the glyph of the i'th series.
 func seriesShape(i int) draw.GlyphDrawer { return shapes[i%len(shapes)] }
+
+// Style is how a series is drawn: the colour of its line, band and
+// glyphs, and the shape of its glyphs.
+type Style struct {
+	Color color.Color
+	Shape draw.GlyphDrawer
+}
+
+// styleAt returns the style of the i'th series.
+func styleAt(i int) Style { return Style{Color: seriesColor(i), Shape: seriesShape(i)} }
+
+// Styles gives each series name a style of its own, so that a model
+// drawn in several figures looks the same in all of them: pass the same
+// Styles to each. Names get the styles of the palette in the order they
+// are first named, to NewStyles or to Style; two names share a style only
+// through Alias, or after more names than there are (colour, glyph)
+// pairs.
+//
+// A nil *Styles passed to a figure styles its series by their order in
+// that figure alone. Styles is not safe for concurrent use.
+type Styles struct {
+	index map[string]int // name to position in the palette
+	next  int            // position of the next name's style
+}
+
+// NewStyles returns Styles that gives names their styles in order: the
+// first name the first style, and so on.
+func NewStyles(names ...string) *Styles {
+	s := &Styles{index: make(map[string]int)}
+	for _, name := range names {
+		s.Style(name)
+	}
+	return s
+}
+
+// Style returns the style of name, giving it the next style if it has
+// none yet.
+func (s *Styles) Style(name string) Style {
+	return styleAt(s.indexOf(name))
+}
+
+// Alias gives name the style of of (giving of the next style if it has
+// none yet), for a series that is a model under another name, such as
+// "SDGNN (this bundle)" for "SDGNN". A name that has a style keeps it.
+func (s *Styles) Alias(name, of string) {
+	if _, ok := s.index[name]; ok {
+		return
+	}
+	s.index[name] = s.indexOf(of)
+}
+
+// indexOf returns the position in the palette of name's style, giving
+// name the next one if it has none yet.
+func (s *Styles) indexOf(name string) int {
+	if s.index == nil {
+		s.index = make(map[string]int)
+	}
+	i, ok := s.index[name]
+	if !ok {
+		i = s.next
+		s.index[name] = i
+		s.next++
+	}
+	return i
+}
+
+// of returns the style of series name, the i'th of its figure: from s,
+// or by position when s is nil.
+func (s *Styles) of(i int, name string) Style {
+	if s == nil {
+		return styleAt(i)
+	}
+	return s.Style(name)
+}
 
 // translucent returns c with the given alpha, for shaded bands.
 func translucent(c color.Color, alpha uint8) color.Color {
@@ -131,16 +209,16 @@ func finish(p *plot.Plot, n int) {
 	legendRoom(p, n)
 }
 
-// addCurve adds xys as a line with glyphs in the style of series i, and a
-// legend entry name for it, with extra thumbnails drawn first (a band).
-// A single point is drawn as a glyph only.
-func addCurve(p *plot.Plot, i int, name string, xys plotter.XYs, extra ...plot.Thumbnailer) error {
+// addCurve adds xys as a line with glyphs in style st, and a legend entry
+// name for it, with extra thumbnails drawn first (a band). A single point
+// is drawn as a glyph only.
+func addCurve(p *plot.Plot, st Style, name string, xys plotter.XYs, extra ...plot.Thumbnailer) error {
 	s, err := plotter.NewScatter(xys)
 	if err != nil {
 		return err
 	}
-	s.Color = seriesColor(i)
-	s.Shape = seriesShape(i)
+	s.Color = st.Color
+	s.Shape = st.Shape
 	s.Radius = vg.Points(3)
 	thumbs := slices.Clone(extra)
 	if len(xys) > 1 {
@@ -148,7 +226,7 @@ func addCurve(p *plot.Plot, i int, name string, xys plotter.XYs, extra ...plot.T
 		if err != nil {
 			return err
 		}
-		l.Color = seriesColor(i)
+		l.Color = st.Color
 		l.Width = vg.Points(1.5)
 		p.Add(l)
 		thumbs = append(thumbs, l)
@@ -237,7 +315,10 @@ type errPoint struct{ x, y, err float64 }
 // Points with a non-finite X or Y are not drawn; a point with a
 // non-finite Err is drawn without its part of the band. Err values must
 // not be negative.
-func Staleness(lines []Line, xLabel string) (*plot.Plot, error) {
+//
+// Lines are styled by name from styles, or by their order when styles is
+// nil.
+func Staleness(lines []Line, xLabel string, styles *Styles) (*plot.Plot, error) {
 	if len(lines) == 0 {
 		return nil, errors.New("figure: staleness: no lines")
 	}
@@ -248,6 +329,7 @@ func Staleness(lines []Line, xLabel string) (*plot.Plot, error) {
 	p.Legend.Top = true
 	p.Legend.Left = true
 	for i, l := range lines {
+		st := styles.of(i, l.Name)
 		if len(l.X) != len(l.Y) {
 			return nil, fmt.Errorf("figure: staleness line %q: %d x values but %d y values", l.Name, len(l.X), len(l.Y))
 		}
@@ -295,7 +377,7 @@ func Staleness(lines []Line, xLabel string) (*plot.Plot, error) {
 			if err != nil {
 				return nil, fmt.Errorf("figure: staleness line %q: %w", l.Name, err)
 			}
-			poly.Color = translucent(seriesColor(i), 0x38)
+			poly.Color = translucent(st.Color, 0x38)
 			poly.LineStyle.Width = 0
 			p.Add(poly)
 			band = append(band, poly)
@@ -309,10 +391,10 @@ func Staleness(lines []Line, xLabel string) (*plot.Plot, error) {
 			if err != nil {
 				return nil, fmt.Errorf("figure: staleness line %q: %w", l.Name, err)
 			}
-			eb.Color = seriesColor(i)
+			eb.Color = st.Color
 			p.Add(eb)
 		}
-		if err := addCurve(p, i, l.Name, xys, band...); err != nil {
+		if err := addCurve(p, st, l.Name, xys, band...); err != nil {
 			return nil, fmt.Errorf("figure: staleness line %q: %w", l.Name, err)
 		}
 	}
@@ -335,9 +417,9 @@ type Point struct {
 // Fig. 3a). The x axis is logarithmic when the X values span more than a
 // factor of 10, as receptive sizes go from 1 to about 50.
 //
-// Series are coloured and listed in the legend in order of first
-// appearance.
-func MAPEReceptive(points []Point) (*plot.Plot, error) {
+// Series are listed in the legend in order of first appearance, and
+// styled by name from styles, or by that order when styles is nil.
+func MAPEReceptive(points []Point, styles *Styles) (*plot.Plot, error) {
 	if len(points) == 0 {
 		return nil, errors.New("figure: MAPE vs receptive field: no points")
 	}
@@ -367,6 +449,7 @@ func MAPEReceptive(points []Point) (*plot.Plot, error) {
 	p.Legend.Top = true
 	useLogX(p, xs)
 	for i, name := range order {
+		st := styles.of(i, name)
 		pts := series[name]
 		slices.SortStableFunc(pts, func(a, b Point) int { return cmp.Compare(a.X, b.X) })
 		xys := make(plotter.XYs, len(pts))
@@ -378,11 +461,11 @@ func MAPEReceptive(points []Point) (*plot.Plot, error) {
 				labels.Labels = append(labels.Labels, pt.Label)
 			}
 		}
-		if err := addCurve(p, i, name, xys); err != nil {
+		if err := addCurve(p, st, name, xys); err != nil {
 			return nil, fmt.Errorf("figure: MAPE vs receptive field: series %q: %w", name, err)
 		}
 		if len(labels.Labels) > 0 {
-			if _, err := addLabels(p, labels, seriesColor(i), vg.Point{X: 4, Y: 3}); err != nil {
+			if _, err := addLabels(p, labels, st.Color, vg.Point{X: 4, Y: 3}); err != nil {
 				return nil, fmt.Errorf("figure: MAPE vs receptive field: series %q: %w", name, err)
 			}
 		}
@@ -513,7 +596,7 @@ func ApproxError(cps []Checkpoint, errName string) (*plot.Plot, error) {
 		}
 	}
 	useLogX(p, xs)
-	if err := addCurve(p, 0, "checkpoints (epoch order)", xys); err != nil {
+	if err := addCurve(p, styleAt(0), "checkpoints (epoch order)", xys); err != nil {
 		return nil, fmt.Errorf("figure: approximation error: %w", err)
 	}
 	if len(best) > 0 {
@@ -549,7 +632,9 @@ type Sample struct {
 // samples so that the curves end together.
 //
 // Non-finite values are skipped; the fractions are of the finite values.
-func ECDF(title, xLabel string, samples []Sample) (*plot.Plot, error) {
+// Samples are coloured by name from styles, or by their order when styles
+// is nil.
+func ECDF(title, xLabel string, samples []Sample, styles *Styles) (*plot.Plot, error) {
 	if len(samples) == 0 {
 		return nil, fmt.Errorf("figure: ECDF %q: no samples", title)
 	}
@@ -576,7 +661,7 @@ func ECDF(title, xLabel string, samples []Sample) (*plot.Plot, error) {
 			return nil, fmt.Errorf("figure: ECDF %q: sample %q: %w", title, s.Name, err)
 		}
 		l.StepStyle = plotter.PostStep
-		l.Color = seriesColor(i)
+		l.Color = styles.of(i, s.Name).Color
 		l.Width = vg.Points(1.5)
 		p.Add(l)
 		p.Legend.Add(s.Name, l)

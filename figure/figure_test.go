@@ -99,16 +99,16 @@ func figures() []struct {
 		make func() (*plot.Plot, error)
 	}{
 		{"staleness", func() (*plot.Plot, error) {
-			return Staleness(stalenessLines(), "chronological tenth of the test split")
+			return Staleness(stalenessLines(), "chronological tenth of the test split", nil)
 		}},
-		{"mape_receptive", func() (*plot.Plot, error) { return MAPEReceptive(receptivePoints()) }},
+		{"mape_receptive", func() (*plot.Plot, error) { return MAPEReceptive(receptivePoints(), nil) }},
 		{"node_reduction", func() (*plot.Plot, error) {
 			x, y := nodeReductions()
 			return NodeReduction(x, y, "SDGNN", "GRU-GCN")
 		}},
 		{"approx_error", func() (*plot.Plot, error) { return ApproxError(checkpoints(), "validation MSE(Ẑ, Z)") }},
 		{"receptive_field", func() (*plot.Plot, error) { return ReceptiveField(field()) }},
-		{"ecdf", func() (*plot.Plot, error) { return ECDF("receptive-set size", "nodes", samples()) }},
+		{"ecdf", func() (*plot.Plot, error) { return ECDF("receptive-set size", "nodes", samples(), nil) }},
 	}
 }
 
@@ -213,11 +213,13 @@ func TestFigureText(t *testing.T) {
 		make func() (*plot.Plot, error)
 		want []string
 	}{
-		{"staleness", func() (*plot.Plot, error) { return Staleness(stalenessLines(), "chronological 1/5 of the val split") },
+		{"staleness", func() (*plot.Plot, error) {
+			return Staleness(stalenessLines(), "chronological 1/5 of the val split", nil)
+		},
 			[]string{"chronological 1/5 of the val split", "MAE", "SDGNN", "GRU-GCN"}},
-		{"staleness default label", func() (*plot.Plot, error) { return Staleness(stalenessLines(), "") },
+		{"staleness default label", func() (*plot.Plot, error) { return Staleness(stalenessLines(), "", nil) },
 			[]string{"chronological chunk of the split"}},
-		{"mape_receptive", func() (*plot.Plot, error) { return MAPEReceptive(receptivePoints()) },
+		{"mape_receptive", func() (*plot.Plot, error) { return MAPEReceptive(receptivePoints(), nil) },
 			[]string{"MAPE (%)", "SDGNN, 2-layer target", "PPRGo", "6", "20", "50"}},
 		{"node_reduction", func() (*plot.Plot, error) { return NodeReduction(x, y, "SDGNN", "GRU-GCN") },
 			[]string{"MAE reduction vs GRU (%), SDGNN", "MAE reduction vs GRU (%), GRU-GCN", "nodes (49)", "y = x"}},
@@ -226,7 +228,7 @@ func TestFigureText(t *testing.T) {
 		{"receptive_field", func() (*plot.Plot, error) { return ReceptiveField(field()) },
 			[]string{"receptive field of sensor 10", "sensor 10", "3 (θ=0.25)", "99 (θ=0.1)", "2 (θ=0)",
 				"3-hop neighbourhood", "beyond 3 hops (outer ring)", "selected (area proportional to θ)"}},
-		{"ecdf", func() (*plot.Plot, error) { return ECDF("θ values", "θ", samples()) },
+		{"ecdf", func() (*plot.Plot, error) { return ECDF("θ values", "θ", samples(), nil) },
 			[]string{"θ values", "fraction ≤ x", "SDGNN", "PPRGo"}},
 	}
 	for _, test := range tests {
@@ -250,31 +252,31 @@ func TestErrors(t *testing.T) {
 		err  func() error
 		want string // in the error message
 	}{
-		{"staleness no lines", func() error { _, err := Staleness(nil, ""); return err }, "staleness: no lines"},
+		{"staleness no lines", func() error { _, err := Staleness(nil, "", nil); return err }, "staleness: no lines"},
 		{"staleness x vs y", func() error {
-			_, err := Staleness([]Line{{Name: "SDGNN", X: x, Y: x[:2]}}, "")
+			_, err := Staleness([]Line{{Name: "SDGNN", X: x, Y: x[:2]}}, "", nil)
 			return err
 		}, `staleness line "SDGNN": 3 x values but 2 y values`},
 		{"staleness y vs err", func() error {
-			_, err := Staleness([]Line{{Name: "SDGNN", X: x, Y: x, Err: x[:1]}}, "")
+			_, err := Staleness([]Line{{Name: "SDGNN", X: x, Y: x, Err: x[:1]}}, "", nil)
 			return err
 		}, `staleness line "SDGNN": 3 y values but 1 error values`},
 		{"staleness nothing finite", func() error {
-			_, err := Staleness([]Line{{Name: "ok", X: x, Y: x}, {Name: "GRU", X: x, Y: []float64{nan, math.Inf(1), nan}}}, "")
+			_, err := Staleness([]Line{{Name: "ok", X: x, Y: x}, {Name: "GRU", X: x, Y: []float64{nan, math.Inf(1), nan}}}, "", nil)
 			return err
 		}, `staleness line "GRU": no finite points`},
 		{"staleness empty line", func() error {
-			_, err := Staleness([]Line{{Name: "GRU"}}, "")
+			_, err := Staleness([]Line{{Name: "GRU"}}, "", nil)
 			return err
 		}, `staleness line "GRU": no finite points`},
 		{"staleness negative error", func() error {
-			_, err := Staleness([]Line{{Name: "GRU", X: x, Y: x, Err: []float64{0.1, -0.1, 0.1}}}, "")
+			_, err := Staleness([]Line{{Name: "GRU", X: x, Y: x, Err: []float64{0.1, -0.1, 0.1}}}, "", nil)
 			return err
 		}, `staleness line "GRU": negative error`},
 
-		{"MAPE no points", func() error { _, err := MAPEReceptive(nil); return err }, "MAPE vs receptive field: no points"},
+		{"MAPE no points", func() error { _, err := MAPEReceptive(nil, nil); return err }, "MAPE vs receptive field: no points"},
 		{"MAPE nothing finite", func() error {
-			_, err := MAPEReceptive([]Point{{Series: "GRU", X: 1, Y: 4}, {Series: "PPRGo", X: nan, Y: 4}})
+			_, err := MAPEReceptive([]Point{{Series: "GRU", X: 1, Y: 4}, {Series: "PPRGo", X: nan, Y: 4}}, nil)
 			return err
 		}, `MAPE vs receptive field: series "PPRGo": no finite points`},
 
@@ -316,13 +318,13 @@ func TestErrors(t *testing.T) {
 			return err
 		}, "receptive field of sensor 4: node 9 has negative θ"},
 
-		{"ECDF no samples", func() error { _, err := ECDF("sizes", "nodes", nil); return err }, `ECDF "sizes": no samples`},
+		{"ECDF no samples", func() error { _, err := ECDF("sizes", "nodes", nil, nil); return err }, `ECDF "sizes": no samples`},
 		{"ECDF empty sample", func() error {
-			_, err := ECDF("sizes", "nodes", []Sample{{Name: "SDGNN", Values: x}, {Name: "PPRGo"}})
+			_, err := ECDF("sizes", "nodes", []Sample{{Name: "SDGNN", Values: x}, {Name: "PPRGo"}}, nil)
 			return err
 		}, `ECDF "sizes": sample "PPRGo": no finite values`},
 		{"ECDF nothing finite", func() error {
-			_, err := ECDF("sizes", "nodes", []Sample{{Name: "PPRGo", Values: []float64{nan}}})
+			_, err := ECDF("sizes", "nodes", []Sample{{Name: "PPRGo", Values: []float64{nan}}}, nil)
 			return err
 		}, `ECDF "sizes": sample "PPRGo": no finite values among 1`},
 

@@ -122,6 +122,10 @@ type SweepPoint struct {
 	Receptive float64            `json:"mean_receptive_field"`
 	Metrics   evaluation.Metrics `json:"metrics"`
 	Seconds   float64            `json:"seconds"`
+
+	// of names the model of Document.Models whose scores the point
+	// shows, if any, so that its series is drawn in that model's style.
+	of string
 }
 
 // NodeReduction is one node's MAE reduction relative to the GRU baseline,
@@ -383,11 +387,11 @@ func (d *Document) sweep(ctx context.Context, in Input, nb [][]int) error {
 	p, b := in.Prepared, in.Bundle
 	set := p.Set
 	if g := d.Model(GRU); g != nil {
-		d.Sweep = append(d.Sweep, SweepPoint{Series: GRU, Model: GRU, Receptive: 1, Metrics: g.Report.Overall, Seconds: g.Seconds})
+		d.Sweep = append(d.Sweep, SweepPoint{Series: GRU, Model: GRU, Receptive: 1, Metrics: g.Report.Overall, Seconds: g.Seconds, of: GRU})
 	}
 	sd := d.Model(SDGNN)
 	d.Sweep = append(d.Sweep, SweepPoint{Series: SDGNN + " (this bundle)", Model: SDGNN, Layers: 0, Budget: b.Meta.Config.BudgetEnd,
-		Receptive: sd.Receptive, Metrics: sd.Report.Overall, Seconds: sd.Seconds})
+		Receptive: sd.Receptive, Metrics: sd.Report.Overall, Seconds: sd.Seconds, of: SDGNN})
 	base := b.Meta.Config
 	if in.SweepScale > 1 {
 		base = base.Scaled(in.SweepScale)
@@ -403,7 +407,7 @@ func (d *Document) sweep(ctx context.Context, in Input, nb [][]int) error {
 		}
 		if m := d.Model(name); m != nil {
 			d.Sweep = append(d.Sweep, SweepPoint{Series: fmt.Sprintf("%s L%d", GRUGCN, layers), Model: GRUGCN, Layers: layers,
-				Receptive: m.Receptive, Metrics: m.Report.Overall, Seconds: m.Seconds})
+				Receptive: m.Receptive, Metrics: m.Report.Overall, Seconds: m.Seconds, of: name})
 		}
 		if len(in.Sweep) == 0 && !(in.Baselines && tm == in.Teacher) {
 			continue
@@ -477,7 +481,7 @@ func (d *Document) sweep(ctx context.Context, in Input, nb [][]int) error {
 			if err != nil {
 				return err
 			}
-			d.Sweep = append(d.Sweep, SweepPoint{Series: name, Model: name, Layers: layers, Receptive: sm.Receptive, Metrics: sm.Report.Overall, Seconds: sm.Seconds})
+			d.Sweep = append(d.Sweep, SweepPoint{Series: name, Model: name, Layers: layers, Receptive: sm.Receptive, Metrics: sm.Report.Overall, Seconds: sm.Seconds, of: name})
 		}
 	}
 	return nil

@@ -92,6 +92,7 @@ func (d *Document) Write(dir string) error {
 // drawFigures draws every figure it has the numbers for into dir/figures.
 func (d *Document) drawFigures(dir string) error {
 	d.Figures = nil
+	styles := d.styles()
 	// leftOut names what a figure's make left out for having no finite
 	// value (a model whose forecasts are NaN somewhere in every chunk, a
 	// MAPE over no truth above the floor): the figure package refuses a
@@ -162,7 +163,7 @@ func (d *Document) drawFigures(dir string) error {
 			if len(lines) == 0 {
 				return nil, noFinite("no model has a finite MAE in any chunk")
 			}
-			p, err := figure.Staleness(lines, fmt.Sprintf("chronological %s of the %s split", chunkName(d), d.Part))
+			p, err := figure.Staleness(lines, fmt.Sprintf("chronological %s of the %s split", chunkName(d), d.Part), styles)
 			if err == nil {
 				p.Y.Label.Text = d.maeLabel()
 			}
@@ -195,7 +196,7 @@ func (d *Document) drawFigures(dir string) error {
 			if len(pts) == 0 {
 				return nil, noFinite("no model has a finite MAPE")
 			}
-			return figure.MAPEReceptive(pts)
+			return figure.MAPEReceptive(pts, styles)
 		}, "")
 	if err != nil {
 		return err
@@ -309,13 +310,36 @@ func (d *Document) drawFigures(dir string) error {
 			if len(ss) == 0 {
 				return nil, noFinite("no model has a finite value to draw")
 			}
-			return figure.ECDF(title, xl, ss)
+			return figure.ECDF(title, xl, ss, styles)
 		}, "")
 		if err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// styles returns the style of each model and series of the report's
+// figures, so that a model looks the same in all of them: the models in
+// the order of the summary, a sweep point that scores one of them in that
+// model's style, then the other series of the sweep and the models of the
+// distributions.
+func (d *Document) styles() *figure.Styles {
+	s := figure.NewStyles()
+	for _, m := range d.Models {
+		s.Style(m.Name)
+	}
+	for _, p := range d.Sweep {
+		if p.of != "" {
+			s.Alias(p.Series, p.of)
+		} else {
+			s.Style(p.Series)
+		}
+	}
+	for _, dist := range d.Distributions {
+		s.Style(dist.Model)
+	}
+	return s
 }
 
 // noFinite is returned by a figure's make when it has nothing finite to
