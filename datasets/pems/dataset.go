@@ -14,6 +14,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/pemsforecast/sdgnn/internal/english"
 )
 
 // Graph file formats of Info.GraphFormat.
@@ -197,10 +199,10 @@ func loadFiles(info Info, seriesPath, graphPath string) (*Dataset, error) {
 		return nil, err
 	}
 	if info.Nodes > 0 && s.Nodes != info.Nodes {
-		return nil, fmt.Errorf("%s: series has %d nodes, want %d", seriesPath, s.Nodes, info.Nodes)
+		return nil, fmt.Errorf("%s: series has %s, want %d", seriesPath, english.Count(s.Nodes, "node"), info.Nodes)
 	}
 	if len(info.Channels) > 0 && s.Channels != len(info.Channels) {
-		return nil, fmt.Errorf("%s: series has %d channels, want %d (%s)", seriesPath, s.Channels, len(info.Channels), strings.Join(info.Channels, ", "))
+		return nil, fmt.Errorf("%s: series has %s, want %d (%s)", seriesPath, english.Count(s.Channels, "channel"), len(info.Channels), strings.Join(info.Channels, ", "))
 	}
 	info.Nodes = s.Nodes
 	info.Channels = slices.Clone(info.Channels)
@@ -216,14 +218,14 @@ func loadFiles(info Info, seriesPath, graphPath string) (*Dataset, error) {
 		return nil, err
 	}
 	if g.Nodes != s.Nodes {
-		return nil, fmt.Errorf("%s: graph has %d nodes but series %s has %d", graphPath, g.Nodes, seriesPath, s.Nodes)
+		return nil, fmt.Errorf("%s: graph has %s but series %s has %d", graphPath, english.Count(g.Nodes, "node"), seriesPath, s.Nodes)
 	}
 	if info.GraphFormat == FormatDistance {
 		// An edge list takes its node count from the series, so a list
 		// written for fewer nodes (another dataset's graph, or a file cut
 		// short) would load with the nodes it does not name isolated.
 		if len(g.Edges) == 0 {
-			return nil, fmt.Errorf("%s: no edges between distinct nodes, want the road graph of the series' %d nodes", graphPath, s.Nodes)
+			return nil, fmt.Errorf("%s: no edges between distinct nodes, want the road graph of the series' %s", graphPath, english.Count(s.Nodes, "node"))
 		}
 		if top := maxNode(g); top+1 < s.Nodes {
 			return nil, fmt.Errorf("%s: the edges name nodes up to %d only, but series %s has %d nodes (another dataset's graph, or a file cut short?)", graphPath, top, seriesPath, s.Nodes)

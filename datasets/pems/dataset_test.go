@@ -443,3 +443,38 @@ func TestRealChecksums(t *testing.T) {
 		t.Logf("listed but not present: %v", missing)
 	}
 }
+
+// TestLoadFilesMismatchOne checks that a mismatch counting one node or
+// channel says "1 node", "1 channel", not "1 nodes".
+func TestLoadFilesMismatchOne(t *testing.T) {
+	dir := t.TempDir()
+	one := filepath.Join(dir, "one.npz") // 1 node, 1 channel
+	if err := WriteNPZ(one, testSeries(10, 1, 1)); err != nil {
+		t.Fatal(err)
+	}
+	two := filepath.Join(dir, "two.npz") // 2 nodes, 1 channel
+	if err := WriteNPZ(two, testSeries(10, 2, 1)); err != nil {
+		t.Fatal(err)
+	}
+	edges := writeFile(t, dir, "distance.csv", "from,to,cost\n")
+	adj1 := writeFile(t, dir, "adj1.csv", "0\n")
+	for _, tc := range []struct {
+		name          string
+		info          Info
+		series, graph string
+		want          string
+	}{
+		{"nodes", Info{Nodes: 2, GraphFormat: FormatDistance}, one, edges, "series has 1 node, want 2"},
+		{"channels", Info{Channels: []string{"flow", "speed"}, GraphFormat: FormatDistance}, one, edges, "series has 1 channel, want 2 (flow, speed)"},
+		{"no edges", Info{GraphFormat: FormatDistance}, one, edges, "want the road graph of the series' 1 node"},
+		{"graph nodes", Info{GraphFormat: FormatAdjacency}, two, adj1, "graph has 1 node but series " + two + " has 2"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.info.Name = "one"
+			_, err := LoadFiles(tc.info, tc.series, tc.graph)
+			if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), tc.want+"s") {
+				t.Errorf("error = %v, want one containing %q (not followed by an s)", err, tc.want)
+			}
+		})
+	}
+}
