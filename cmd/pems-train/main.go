@@ -30,6 +30,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/mattn/go-isatty"
 	"github.com/rs/zerolog"
@@ -94,16 +95,25 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 0
 	case errors.Is(err, errUsage):
 		if err != errUsage { // a badFlags error: not reported yet
-			fmt.Fprintf(stderr, "pems-train %s: %v\n", args[0], err)
+			fmt.Fprintln(stderr, errorLine(args[0], "", err))
 		}
 		return 2
 	case errors.Is(err, context.Canceled):
-		fmt.Fprintf(stderr, "pems-train %s: interrupted: %v\n", args[0], err)
+		fmt.Fprintln(stderr, errorLine(args[0], "interrupted: ", err))
 		return exitInterrupted
 	default:
-		fmt.Fprintf(stderr, "pems-train %s: %v\n", args[0], err)
+		fmt.Fprintln(stderr, errorLine(args[0], "", err))
 		return 1
 	}
+}
+
+// errorLine returns the line that reports err from command cmd:
+// "pems-train cmd: ", then what, then the error. An error that starts
+// with the command's name, as those of the package a command is named
+// after do ("report: …", "distill: …"), has that prefix left out rather
+// than printed twice.
+func errorLine(cmd, what string, err error) string {
+	return "pems-train " + cmd + ": " + what + strings.TrimPrefix(err.Error(), cmd+": ")
 }
 
 // errUsage marks a flag error already reported by the flag package.
