@@ -104,7 +104,7 @@ func cmdDistill(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	log := newLogger(stderr, *jsonLogs)
 	saved, err := teacher.LoadModel(*tpath)
 	if err != nil {
-		return err
+		return fmt.Errorf("-teacher: %w", err)
 	}
 	m := saved.Meta
 	p, err := prepareSaved(*dataDir, m.Dataset, m.Config.Window, m.Split, &m.Norm, *tpath)

@@ -99,7 +99,7 @@ func cmdEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	lm, err := loadAny(*model)
 	if err != nil {
-		return err
+		return fmt.Errorf("-model: %w", err)
 	}
 	p, err := prepareSaved(*dataDir, lm.dataset, lm.window, lm.split, &lm.norm, *model)
 	if err != nil {

@@ -81,7 +81,7 @@ func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 				// The usual mix-up: say where a bundle's forecasts come from.
 				return fmt.Errorf("-model %s is an SDGNN bundle: export takes a teacher's .model; a bundle's forecasts are written by pems-train eval -model %s -predictions F.arrow", *model, *model)
 			}
-			return err
+			return fmt.Errorf("-model: %w", err)
 		}
 		m := saved.Meta
 		if p, err = prepareSaved(*dataDir, m.Dataset, m.Config.Window, m.Split, &m.Norm, *model); err != nil {

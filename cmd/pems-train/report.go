@@ -90,7 +90,7 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	b, err := sdgnn.LoadBundle(*model)
 	if err != nil {
-		return err
+		return fmt.Errorf("-model: %w", err)
 	}
 	if *sensor >= b.Meta.Nodes {
 		return badFlags(fmt.Errorf("-sensor %d: the bundle has sensors 0..%d", *sensor, b.Meta.Nodes-1))
@@ -109,10 +109,10 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	in := report.Input{Prepared: p, Part: *part, Range: r.Range, Deal: r.Deal, Nodes: r.Nodes, Bundle: b, BundlePath: *model, Chunks: *chunks, MAPEFloor: *mapeFloor,
 		Sensor: *sensor, Sweep: budgets, SweepScale: *scale, Baselines: *baselines}
 
-	teacherPath := *tpath
+	teacherPath, teacherFrom, teacherHint := *tpath, "-teacher", ""
 	if teacherPath == "" && b.Meta.Teacher != "" {
 		if _, err := os.Stat(b.Meta.Teacher); err == nil {
-			teacherPath = b.Meta.Teacher
+			teacherPath, teacherFrom, teacherHint = b.Meta.Teacher, "the bundle's teacher", " (give -teacher FILE, or -teacher none)"
 		} else if errors.Is(err, fs.ErrNotExist) {
 			fmt.Fprintf(stderr, "report: the bundle's teacher %s is not there; leaving the teacher out (give -teacher)\n", b.Meta.Teacher)
 		}
@@ -121,16 +121,17 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		teacherPath = ""
 	}
 	for _, t := range []struct {
-		path string
-		dst  **teacher.Saved
-		name *string
-	}{{teacherPath, &in.Teacher, &in.TeacherPath}, {*t1path, &in.Teacher1, &in.Teacher1Path}, {*gpath, &in.GRU, &in.GRUPath}} {
+		from, hint string // what gave the path and what to do, for errors
+		path       string
+		dst        **teacher.Saved
+		name       *string
+	}{{teacherFrom, teacherHint, teacherPath, &in.Teacher, &in.TeacherPath}, {"-teacher1", "", *t1path, &in.Teacher1, &in.Teacher1Path}, {"-gru", "", *gpath, &in.GRU, &in.GRUPath}} {
 		if t.path == "" {
 			continue
 		}
 		s, err := teacher.LoadModel(t.path)
 		if err != nil {
-			return err
+			return fmt.Errorf("%s: %w%s", t.from, err, t.hint)
 		}
 		*t.dst, *t.name = s, t.path
 	}

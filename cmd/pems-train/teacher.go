@@ -88,7 +88,7 @@ func cmdTeacher(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	)
 	if *resume != "" {
 		if tr, meta, err = teacher.LoadState(*resume); err != nil {
-			return err
+			return fmt.Errorf("-resume: %w", err)
 		}
 		if *dataset != "" {
 			name, err := checkDataset(*dataset)
@@ -100,7 +100,7 @@ func cmdTeacher(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			}
 		}
 		if p, err = prepareSaved(*dataDir, meta.Dataset, meta.Config.Window, meta.Split, &meta.Norm, *resume); err != nil {
-			return fmt.Errorf("resume: %w", err)
+			return fmt.Errorf("-resume: %w", err)
 		}
 		// A resumed run keeps its model and optimiser; only its length can change.
 		var fixed []string
