@@ -19,9 +19,17 @@ import (
 //
 // A table written before the receptive field was recorded per seed gives
 // each of its runs the table's mean, which keeps the merged mean exact.
+//
+// Errors name a table by its File, or else by its place ("table 2").
 func Merge(tables []*Table) (*Table, error) {
 	if len(tables) == 0 {
 		return nil, fmt.Errorf("merge: no tables")
+	}
+	name := func(i int) string {
+		if f := tables[i].File; f != "" {
+			return f
+		}
+		return fmt.Sprintf("table %d", i+1)
 	}
 	first := tables[0]
 	want := sharedConfig(first.Config)
@@ -30,18 +38,20 @@ func Merge(tables []*Table) (*Table, error) {
 	seen := map[uint64]int{}
 	for i, t := range tables {
 		if t.Dataset != first.Dataset {
-			return nil, fmt.Errorf("merge: table %d is of %s, table 1 of %s", i+1, t.Dataset, first.Dataset)
+			return nil, fmt.Errorf("merge: %s is of %s, %s of %s", name(i), t.Dataset, name(0), first.Dataset)
 		}
 		if !reflect.DeepEqual(sharedConfig(t.Config), want) || t.MAPEFloor != first.MAPEFloor {
-			diff := configDiff(want, sharedConfig(t.Config))
+			diff := configDiff(want, sharedConfig(t.Config), name(0))
 			if t.MAPEFloor != first.MAPEFloor && t.Config.MAPEFloor == first.Config.MAPEFloor {
-				diff = append(diff, fmt.Sprintf("mape floor %v, table 1 %v", t.MAPEFloor, first.MAPEFloor))
+				diff = append(diff, fmt.Sprintf("mape floor %v, %s %v", t.MAPEFloor, name(0), first.MAPEFloor))
 			}
-			return nil, fmt.Errorf("merge %s: table %d was run with another configuration than table 1 (only the seeds may differ): %s", t.Dataset, i+1, strings.Join(diff, "; "))
+			return nil, fmt.Errorf("merge %s: %s was run with another configuration than %s (only the seeds may differ): %s", t.Dataset, name(i), name(0), strings.Join(diff, "; "))
 		}
 		for _, r := range t.Runs {
-			if j, ok := seen[r.Seed]; ok {
-				return nil, fmt.Errorf("merge %s: seed %d is in table %d and table %d", t.Dataset, r.Seed, j+1, i+1)
+			if j, ok := seen[r.Seed]; ok && j == i {
+				return nil, fmt.Errorf("merge %s: seed %d is in %s twice", t.Dataset, r.Seed, name(i))
+			} else if ok {
+				return nil, fmt.Errorf("merge %s: seed %d is in %s and %s", t.Dataset, r.Seed, name(j), name(i))
 			}
 			seen[r.Seed] = i
 			if r.Receptive == nil {
@@ -61,10 +71,11 @@ func Merge(tables []*Table) (*Table, error) {
 	return out, nil
 }
 
-// configDiff names the settings in which b differs from a, as the table
-// files spell them ("split_by \"nodes\", table 1 \"windows\""), so that
-// a refused merge says what to look at.
-func configDiff(a, b Config) []string {
+// configDiff names the settings in which b differs from a, the
+// configuration of the table named aName, as the table files spell them
+// ("split_by \"nodes\", table 1 \"windows\""), so that a refused merge
+// says what to look at.
+func configDiff(a, b Config, aName string) []string {
 	var ma, mb map[string]any
 	ja, errA := json.Marshal(a)
 	jb, errB := json.Marshal(b)
@@ -105,7 +116,7 @@ func configDiff(a, b Config) []string {
 				j, _ := json.Marshal(v)
 				return string(j)
 			}
-			out = append(out, fmt.Sprintf("%s%s %s, table 1 %s", prefix, k, show(vy, oky), show(vx, okx)))
+			out = append(out, fmt.Sprintf("%s%s %s, %s %s", prefix, k, show(vy, oky), aName, show(vx, okx)))
 		}
 	}
 	walk("", ma, mb)

@@ -33,6 +33,12 @@ func fakeTable(cfg Config, runs ...Run) *Table {
 	return t
 }
 
+// named returns t read from file, as pems-train reproduce -merge reads it.
+func named(t *Table, file string) *Table {
+	t.File = file
+	return t
+}
+
 func recOf(v float64) map[string]float64 {
 	m := map[string]float64{}
 	for _, name := range Models {
@@ -70,6 +76,17 @@ func TestMerge(t *testing.T) {
 		{name: "other floor", tables: []*Table{fakeTable(cfg, fakeRun(1, 1, nil)), fakeTable(floor, fakeRun(2, 2, nil))}, wantErr: "differ): mape_floor 1, table 1 0"},
 		{name: "other dataset", tables: []*Table{fakeTable(cfg, fakeRun(1, 1, nil)), fakeTable(Quick("pems04"), fakeRun(2, 2, nil))}, wantErr: "is of pems04"},
 		{name: "none", wantErr: "no tables"},
+		// Tables read from files are named by them.
+		{name: "duplicate seed in files", tables: []*Table{named(fakeTable(cfg, fakeRun(1, 1, nil)), "a.json"), named(fakeTable(cfg, fakeRun(1, 2, nil)), "b.json")},
+			wantErr: "merge pems08: seed 1 is in a.json and b.json"},
+		{name: "seed twice in a file", tables: []*Table{named(fakeTable(cfg, fakeRun(2, 1, nil)), "a.json"), named(fakeTable(cfg, fakeRun(1, 1, nil), fakeRun(1, 2, nil)), "b.json")},
+			wantErr: "merge pems08: seed 1 is in b.json twice"},
+		{name: "other config in files", tables: []*Table{named(fakeTable(cfg, fakeRun(1, 1, nil)), "a.json"), named(fakeTable(other, fakeRun(2, 2, nil)), "b.json")},
+			wantErr: "merge pems08: b.json was run with another configuration than a.json (only the seeds may differ): noise_std 0.2, a.json 0.05"},
+		{name: "other floor in files", tables: []*Table{named(fakeTable(cfg, fakeRun(1, 1, nil)), "a.json"), named(fakeTable(floor, fakeRun(2, 2, nil)), "b.json")},
+			wantErr: "differ): mape_floor 1, a.json 0"},
+		{name: "other dataset in files", tables: []*Table{named(fakeTable(cfg, fakeRun(1, 1, nil)), "a.json"), named(fakeTable(Quick("pems04"), fakeRun(2, 2, nil)), "b.json")},
+			wantErr: "merge: b.json is of pems04, a.json of pems08"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.name == "legacy receptive" {

@@ -189,6 +189,11 @@ type Table struct {
 	Cells     map[string]Cell `json:"cells"`
 	MAPEFloor float64         `json:"mape_floor"`
 	Created   string          `json:"created"`
+
+	// File says where the table was read from, such as the path of its
+	// table file, for Merge to name it by in its errors; it is not
+	// written. Empty: the table is named by its place among those merged.
+	File string `json:"-"`
 }
 
 // Progress receives one line per finished step.

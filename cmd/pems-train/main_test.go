@@ -438,7 +438,7 @@ func TestReproduceQuick(t *testing.T) {
 	}
 	// Merging: seed 2 twice is refused; seed 1 of the first run with seed
 	// 2 of the second gives the table over both.
-	if code, _, stderr := runCmd(t, "reproduce", "-merge", both+","+second, "-out", out); code != 1 || !strings.Contains(stderr, "seed 2 is in table 1 and table 2") {
+	if code, _, stderr := runCmd(t, "reproduce", "-merge", both+","+second, "-out", out); code != 1 || !strings.Contains(stderr, "seed 2 is in "+both+" and "+second) {
 		t.Errorf("merge with a seed twice: exit %d, %s", code, stderr)
 	}
 	var full []*reproduce.Table

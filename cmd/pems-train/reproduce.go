@@ -383,6 +383,11 @@ func mergeTables(paths []string, out string, stdout io.Writer) error {
 			if t == nil || t.Dataset == "" || len(t.Runs) == 0 {
 				return fmt.Errorf("merge %s: table %d is not a reproduce table (no dataset or no seeds)", p, i+1)
 			}
+			// Merge names the tables by their files in its errors.
+			t.File = p
+			if len(tables) > 1 {
+				t.File = fmt.Sprintf("%s (table %d)", p, i+1)
+			}
 			if _, ok := byDataset[t.Dataset]; !ok {
 				order = append(order, t.Dataset)
 			}

@@ -1,6 +1,14 @@
 package main
 
-import "testing"
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pemsforecast/sdgnn/reproduce"
+)
 
 func TestMergedName(t *testing.T) {
 	for _, tc := range []struct {
@@ -17,5 +25,51 @@ func TestMergedName(t *testing.T) {
 		if got := mergedName(tc.paths); got != tc.want {
 			t.Errorf("mergedName(%q) = %q, want %q", tc.paths, got, tc.want)
 		}
+	}
+}
+
+// TestMergeNamesFiles checks that reproduce -merge names the table files
+// that cannot be merged, not their places in -merge.
+func TestMergeNamesFiles(t *testing.T) {
+	dir := t.TempDir()
+	table := func(dataset string, noise float64, seeds ...uint64) *reproduce.Table {
+		tab := &reproduce.Table{Dataset: dataset, Config: reproduce.Quick(dataset)}
+		tab.Config.NoiseStd = noise
+		for _, s := range seeds {
+			tab.Config.Seeds = append(tab.Config.Seeds, s)
+			tab.Runs = append(tab.Runs, reproduce.Run{Seed: s})
+		}
+		return tab
+	}
+	write := func(name string, tables ...*reproduce.Table) string {
+		raw, err := json.Marshal(tables)
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, raw, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	seeds12 := write("seeds-1-2.json", table("pems08", 0.05, 1, 2))
+	seed2 := write("seed-2.json", table("pems08", 0.05, 2))
+	noisy := write("noisy.json", table("pems08", 0.2, 3))
+	both := write("both.json", table("sz-taxi", 0.05, 4), table("pems08", 0.05, 1))
+	for _, tc := range []struct {
+		name  string
+		files []string
+		want  string
+	}{
+		{"seed twice", []string{seeds12, seed2}, "merge pems08: seed 2 is in " + seeds12 + " and " + seed2},
+		{"other configuration", []string{seeds12, noisy}, "merge pems08: " + noisy + " was run with another configuration than " + seeds12 + " (only the seeds may differ): noise_std 0.2, " + seeds12 + " 0.05"},
+		{"second table of a file", []string{seeds12, both}, "merge pems08: seed 1 is in " + seeds12 + " and " + both + " (table 2)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, stderr := runCmd(t, "reproduce", "-merge", strings.Join(tc.files, ","), "-out", t.TempDir())
+			if code != 1 || !strings.Contains(stderr, tc.want) {
+				t.Errorf("exit %d (want 1), stderr:\n%s\nwant it to contain %q", code, stderr, tc.want)
+			}
+		})
 	}
 }
