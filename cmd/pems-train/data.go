@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/pemsforecast/sdgnn/datasets/pems"
+	"github.com/pemsforecast/sdgnn/internal/english"
 	"github.com/pemsforecast/sdgnn/snapshot"
 )
 
@@ -124,9 +125,9 @@ func prepareSaved(dataDir, dataset string, window int, split snapshot.Split, nor
 // describePart says which snapshots and sensors a part scores.
 func describePart(p snapshot.Part, nodes int) string {
 	if p.Nodes == nil {
-		return fmt.Sprintf("%d snapshots", p.Len())
+		return english.Count(p.Len(), "snapshot")
 	}
-	return fmt.Sprintf("%d snapshots, %d of %d sensors", p.Len(), len(p.Nodes), nodes)
+	return fmt.Sprintf("%s, %d of %d sensors", english.Count(p.Len(), "snapshot"), len(p.Nodes), nodes)
 }
 
 func fileExists(path string) bool {

@@ -14,6 +14,7 @@ import (
 	"github.com/pemsforecast/sdgnn/checkpoint"
 	"github.com/pemsforecast/sdgnn/datasets/pems"
 	"github.com/pemsforecast/sdgnn/evaluation"
+	"github.com/pemsforecast/sdgnn/internal/english"
 	"github.com/pemsforecast/sdgnn/sdgnn"
 	"github.com/pemsforecast/sdgnn/snapshot"
 	"github.com/pemsforecast/sdgnn/teacher"
@@ -153,12 +154,12 @@ func cmdEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if r.Nodes != nil {
 		scored = fmt.Sprintf(", %d of %d sensors scored", len(r.Nodes), p.Set.Nodes)
 	}
-	fmt.Fprintf(stdout, "%s %s on %s, %s split (%d snapshots%s), %s preprocessing, mean receptive field %.2f nodes:\n", lm.kind, *model, lm.dataset, *part, r.Len(), scored, lm.norm.Prep(), lm.receptive)
+	fmt.Fprintf(stdout, "%s %s on %s, %s split (%s%s), %s preprocessing, mean receptive field %.2f nodes:\n", lm.kind, *model, lm.dataset, *part, english.Count(r.Len(), "snapshot"), scored, lm.norm.Prep(), lm.receptive)
 	fmt.Fprintf(stdout, "(%s)\n", lm.trained)
 	if err := rep.Table(stdout); err != nil {
 		return err
 	}
-	if _, err = fmt.Fprintf(stdout, "\npaper-style (min-max scaled, unmasked, |p-y|/(|y|+1)): MAPE %.3f%%, RMSE %.5f over %d rows\n", paper.MAPE, paper.RMSE, paper.Rows); err != nil {
+	if _, err = fmt.Fprintf(stdout, "\npaper-style (min-max scaled, unmasked, |p-y|/(|y|+1)): MAPE %.3f%%, RMSE %.5f over %s\n", paper.MAPE, paper.RMSE, english.Count(paper.Rows, "row")); err != nil {
 		return err
 	}
 	if cmp != nil {
@@ -268,12 +269,12 @@ type provenance struct {
 func (p provenance) String() string {
 	var s string
 	if p.Teacher != "" {
-		s = fmt.Sprintf("distilled from %s in %d rounds, budget %d", p.Teacher, p.Rounds, p.Budget)
+		s = fmt.Sprintf("distilled from %s in %s, budget %d", p.Teacher, english.Count(p.Rounds, "round"), p.Budget)
 		if p.Version != "" {
 			s += ", version " + p.Version
 		}
 	} else {
-		s = fmt.Sprintf("trained %d epochs, saved epoch %d (validation MAE %.4f)", p.Epochs, p.BestEpoch, p.BestValMAE)
+		s = fmt.Sprintf("trained %s, saved epoch %d (validation MAE %.4f)", english.Count(p.Epochs, "epoch"), p.BestEpoch, p.BestValMAE)
 		if p.NoiseStd > 0 {
 			s += fmt.Sprintf(", training noise σ %g", p.NoiseStd)
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/pemsforecast/sdgnn/checkpoint"
 	"github.com/pemsforecast/sdgnn/datasets/pems"
+	"github.com/pemsforecast/sdgnn/internal/english"
 	"github.com/pemsforecast/sdgnn/sdgnn"
 	"github.com/pemsforecast/sdgnn/snapshot"
 	"github.com/pemsforecast/sdgnn/teacher"
@@ -132,7 +133,7 @@ func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "wrote %s of %s (%s split, %d snapshots) to %s\n", *what, p.Dataset.Info.Name, *part, r.Len(), *out)
+	fmt.Fprintf(stdout, "wrote %s of %s (%s split, %s) to %s\n", *what, p.Dataset.Info.Name, *part, english.Count(r.Len(), "snapshot"), *out)
 	return nil
 }
 

@@ -523,6 +523,10 @@ func TestProvenanceString(t *testing.T) {
 			"distilled from t.model in 13 rounds, budget 6, version sdgnn-sz-taxi-66eb0f98eb64, created 2026-11-25T22:30:25Z"},
 		{provenance{Epochs: 2, BestEpoch: 2, BestValMAE: 4},
 			"trained 2 epochs, saved epoch 2 (validation MAE 4.0000)"},
+		{provenance{Epochs: 1, BestEpoch: 1, BestValMAE: 4},
+			"trained 1 epoch, saved epoch 1 (validation MAE 4.0000)"},
+		{provenance{Teacher: "t.model", Rounds: 1, Budget: 6},
+			"distilled from t.model in 1 round, budget 6"},
 	} {
 		if got := c.p.String(); got != c.want {
 			t.Errorf("%+v:\n got %s\nwant %s", c.p, got, c.want)

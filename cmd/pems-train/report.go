@@ -18,6 +18,7 @@ import (
 	"github.com/mattn/go-isatty"
 	"github.com/schollz/progressbar/v3"
 
+	"github.com/pemsforecast/sdgnn/internal/english"
 	"github.com/pemsforecast/sdgnn/report"
 	"github.com/pemsforecast/sdgnn/sdgnn"
 	"github.com/pemsforecast/sdgnn/teacher"
@@ -161,7 +162,7 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := d.Write(*out); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "report on %s, %s split (%d snapshots) in %s (%.0f s):\n", d.Dataset, d.Part, d.Snapshots, *out, time.Since(start).Seconds())
+	fmt.Fprintf(stdout, "report on %s, %s split (%s) in %s (%.0f s):\n", d.Dataset, d.Part, english.Count(d.Snapshots, "snapshot"), *out, time.Since(start).Seconds())
 	for _, m := range d.Models {
 		o := m.Report.Overall
 		fmt.Fprintf(stdout, "  %-10s receptive %6.2f  MAE %.4f  RMSE %.4f  MAPE %.3f%%\n", m.Name, m.Receptive, o.MAE, o.RMSE, o.MAPE)
@@ -239,8 +240,20 @@ func stageLines(w io.Writer) func(stage string, done, total int) {
 // hostDescription names the machine a report was made on: host name, CPU
 // model and cores.
 func hostDescription() string {
-	host, _ := os.Hostname()
-	cpu := runtime.GOARCH
+	host, cpu := hostNames()
+	return describeHost(host, cpu, runtime.NumCPU())
+}
+
+// describeHost says "host (CPU model, 2 cores)".
+func describeHost(host, cpu string, cores int) string {
+	return fmt.Sprintf("%s (%s, %s)", host, cpu, english.Count(cores, "core"))
+}
+
+// hostNames returns the host name and the CPU model, or the architecture
+// when /proc/cpuinfo does not name it.
+func hostNames() (host, cpu string) {
+	host, _ = os.Hostname()
+	cpu = runtime.GOARCH
 	if f, err := os.Open("/proc/cpuinfo"); err == nil {
 		sc := bufio.NewScanner(f)
 		for sc.Scan() {
@@ -251,5 +264,5 @@ func hostDescription() string {
 		}
 		f.Close()
 	}
-	return fmt.Sprintf("%s (%s, %d cores)", host, cpu, runtime.NumCPU())
+	return host, cpu
 }
