@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"fmt"
+	"path/filepath"
 
 	"github.com/pemsforecast/sdgnn/datasets/pems"
 )
@@ -41,15 +42,48 @@ func PrepareFit(dataFlag, name string, window int, spec SplitSpec, prep Prep) (*
 // and normalised with norm. A split that comes out otherwise means the data
 // changed since the model was trained, and is an error: scores or a replay
 // over it would not be over the parts the model was fitted and selected on.
-func PrepareSaved(dataFlag, name string, window int, split Split, norm *Normalizer) (*Prepared, error) {
+// So is a road graph other than the one graph fingerprints (see
+// CheckGraph): a GCN over another graph forecasts otherwise without
+// failing, and node ids chosen on one graph name other roads on another.
+// A nil graph (a file written before models recorded theirs) is not
+// checked.
+func PrepareSaved(dataFlag, name string, window int, split Split, norm *Normalizer, graph *pems.GraphFingerprint) (*Prepared, error) {
 	p, err := Prepare(dataFlag, name, window, SpecOf(split), norm)
 	if err != nil {
+		return nil, err
+	}
+	if err := p.CheckGraph(graph); err != nil {
 		return nil, err
 	}
 	if !p.Split.Equal(split) {
 		return nil, fmt.Errorf("the data of %s now split as %s, the model was trained with %s", name, p.Split, split)
 	}
 	return p, nil
+}
+
+// GraphFingerprint identifies p's road graph as a model trained on p
+// reads it: with its links' costs when p's normaliser weighs the links by
+// them (Normalizer.Edges), else which pairs are linked. Model files record
+// it (teacher.Meta.Graph, sdgnn.BundleMeta.Graph).
+func (p *Prepared) GraphFingerprint() pems.GraphFingerprint {
+	return p.Dataset.Graph.Fingerprint(p.Set.Norm.Edges != nil)
+}
+
+// CheckGraph reports whether p's road graph is the one want fingerprints,
+// taken the way want was (with or without the links' costs); the error
+// names the graph file and says what differs. A nil want is not checked.
+func (p *Prepared) CheckGraph(want *pems.GraphFingerprint) error {
+	if want == nil {
+		return nil
+	}
+	if d := want.Diff(p.Dataset.Graph.Fingerprint(want.Costs)); d != "" {
+		file := p.Dataset.Info.GraphFile
+		if p.Dir != "" {
+			file = filepath.Join(p.Dir, filepath.FromSlash(file))
+		}
+		return fmt.Errorf("the road graph of %s in %s is not the one the model was trained on: %s (use the data the model was trained on, or train a model on this graph)", p.Dataset.Info.Name, file, d)
+	}
+	return nil
 }
 
 func prepare(dataFlag, name string, window int, spec SplitSpec, norm *Normalizer, prep Prep) (*Prepared, error) {

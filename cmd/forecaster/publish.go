@@ -108,7 +108,7 @@ func (r replay) plan() (replayPlan, error) {
 			return replayPlan{}, fmt.Errorf("bundle %s records no split, so none of its parts can be replayed or scored (publish without -model replays a chronological 6:2:2 split)", r.model)
 		}
 		window = b.Meta.Window
-		if p, err = snapshot.PrepareSaved(r.dataDir, r.dataset, window, b.Meta.Split, &b.Meta.Norm); err != nil {
+		if p, err = snapshot.PrepareSaved(r.dataDir, r.dataset, window, b.Meta.Split, &b.Meta.Norm, nil); err != nil {
 			return replayPlan{}, fmt.Errorf("bundle %s: %w", r.model, err)
 		}
 	} else if p, err = snapshot.Prepare(r.dataDir, r.dataset, window, snapshot.SplitSpec{Ratios: [3]float64{6, 2, 2}}, nil); err != nil {

@@ -115,7 +115,7 @@ func partOf(sp snapshot.Split, name string) (snapshot.Part, error) {
 
 // prepareSaved is snapshot.PrepareSaved naming the model file in errors.
 func prepareSaved(dataDir, dataset string, window int, split snapshot.Split, norm *snapshot.Normalizer, what string) (*snapshot.Prepared, error) {
-	p, err := snapshot.PrepareSaved(dataDir, dataset, window, split, norm)
+	p, err := snapshot.PrepareSaved(dataDir, dataset, window, split, norm, nil)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}

@@ -65,7 +65,7 @@ func TestPaperPrepOnPeMSLayout(t *testing.T) {
 	if !ok || norm.Edges == nil || norm.Edges.Min != clo || norm.Edges.Max != chi {
 		t.Fatalf("link costs range %v–%v; the model's scale %+v", clo, chi, norm.Edges)
 	}
-	ps, err := snapshot.PrepareSaved(dir, "pems08", 12, saved.Meta.Split, &saved.Meta.Norm)
+	ps, err := snapshot.PrepareSaved(dir, "pems08", 12, saved.Meta.Split, &saved.Meta.Norm, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
