@@ -10,6 +10,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/pemsforecast/sdgnn/checkpoint"
+	"github.com/pemsforecast/sdgnn/datasets/pems"
 	"github.com/pemsforecast/sdgnn/gru"
 	"github.com/pemsforecast/sdgnn/nn"
 	"github.com/pemsforecast/sdgnn/snapshot"
@@ -28,10 +29,15 @@ type BundleMeta struct {
 	Norm     snapshot.Normalizer `json:"norm"`
 	Split    snapshot.Split      `json:"split"`
 	Teacher  string              `json:"teacher,omitempty"` // path of the teacher model file
-	Config   Config              `json:"config"`
-	Rounds   []Round             `json:"rounds,omitempty"`
-	Version  string              `json:"version,omitempty"` // model version reported with forecasts; DigestVersion's where none is given
-	Created  string              `json:"created,omitempty"`
+	// Graph identifies the road graph the bundle was distilled on, as its
+	// teacher read it (snapshot.Prepared.GraphFingerprint): Θ's node ids
+	// name roads of that graph only. nil in bundles written before it was
+	// kept.
+	Graph   *pems.GraphFingerprint `json:"graph,omitempty"`
+	Config  Config                 `json:"config"`
+	Rounds  []Round                `json:"rounds,omitempty"`
+	Version string                 `json:"version,omitempty"` // model version reported with forecasts; DigestVersion's where none is given
+	Created string                 `json:"created,omitempty"`
 }
 
 // Bundle is everything a per-node forecast needs: the teacher's GRU, the
@@ -319,6 +325,11 @@ func decodeBundle(f *checkpoint.File) (*Bundle, error) {
 	}
 	if len(meta.Channels) != 0 && len(meta.Channels) != C { // none: written before names were kept
 		return nil, fmt.Errorf("metadata: channel_names %q name %d channels, the normaliser has %d", meta.Channels, len(meta.Channels), C)
+	}
+	if g := meta.Graph; g != nil { // none: written before graphs were fingerprinted
+		if err := g.Validate(meta.Nodes); err != nil {
+			return nil, fmt.Errorf("metadata: %w", err)
+		}
 	}
 	in, H, P, D := meta.Norm.Inputs(), meta.Hidden, meta.Config.PhiHidden, decHidden(f, meta.Hidden)
 	if D < 1 {

@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/pemsforecast/sdgnn/checkpoint"
+	"github.com/pemsforecast/sdgnn/datasets/pems"
 	"github.com/pemsforecast/sdgnn/gru"
 	"github.com/pemsforecast/sdgnn/nn"
 	"github.com/pemsforecast/sdgnn/snapshot"
@@ -343,5 +344,46 @@ func TestSaveRefusesWhatWouldNotLoad(t *testing.T) {
 	}
 	if _, err := LoadBundle(path); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestBundleGraph saves bundles with and without the fingerprint of the
+// road graph they were distilled on: it comes back as written, a bundle
+// without one (written before they were kept, as the committed results'
+// are) loads with none, and one that no writer makes is refused, naming
+// the fingerprint.
+func TestBundleGraph(t *testing.T) {
+	g := (&pems.Graph{Nodes: 4, Edges: []pems.Edge{{From: 0, To: 1, Cost: 1}, {From: 1, To: 2, Cost: 1}, {From: 2, To: 3, Cost: 1}}}).Fingerprint(false)
+	other, bad := g, g
+	other.Nodes = 170
+	bad.SHA256 = "ring"
+	for _, c := range []struct {
+		name  string
+		graph *pems.GraphFingerprint
+		want  string // in the error; "" for none
+	}{
+		{"fingerprinted", &g, ""},
+		{"none", nil, ""},
+		{"another node count", &other, "graph fingerprint of 170 nodes for a model of 4"},
+		{"not a SHA-256", &bad, "64 lower-case hex digits"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b := tinyBundle(t)
+			b.Meta.Graph = c.graph
+			path := filepath.Join(t.TempDir(), "b.sdgnn")
+			if err := b.Save(path); c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
+				t.Fatalf("Save: %v, want an error with %q", err, c.want)
+			}
+			if c.want != "" {
+				return
+			}
+			l, err := LoadBundle(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := l.Meta.Graph; (got == nil) != (c.graph == nil) || got != nil && *got != *c.graph {
+				t.Errorf("graph %v, saved %v", got, c.graph)
+			}
+		})
 	}
 }

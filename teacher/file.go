@@ -9,6 +9,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/pemsforecast/sdgnn/checkpoint"
+	"github.com/pemsforecast/sdgnn/datasets/pems"
 	"github.com/pemsforecast/sdgnn/nn"
 	"github.com/pemsforecast/sdgnn/snapshot"
 )
@@ -30,6 +31,11 @@ type Meta struct {
 	Channels []string            `json:"channel_names"`
 	Split    snapshot.Split      `json:"split"`
 	Train    TrainConfig         `json:"train"`
+	// Graph identifies the road graph the model was trained on, as the
+	// model reads it (snapshot.Prepared.GraphFingerprint), so that a later
+	// use on another graph (snapshot.PrepareSaved) is refused rather than
+	// forecasting otherwise; nil in files written before it was kept.
+	Graph *pems.GraphFingerprint `json:"graph,omitempty"`
 
 	Epochs     int     `json:"epochs"`     // epochs run
 	BestEpoch  int     `json:"best_epoch"` // epoch whose parameters are saved
@@ -175,6 +181,11 @@ func decodeModel(f *checkpoint.File, prefix string) (*Saved, error) {
 	}
 	if in := meta.Norm.Inputs(); in != meta.Config.Inputs() {
 		return nil, fmt.Errorf("metadata: the normaliser gives %d inputs per step (%s preprocessing), the model reads %d", in, meta.Norm.Prep(), meta.Config.Inputs())
+	}
+	if g := meta.Graph; g != nil {
+		if err := g.Validate(meta.Nodes); err != nil {
+			return nil, fmt.Errorf("metadata: %w", err)
+		}
 	}
 	if err := checkGCNDepth(f, prefix, meta.Config); err != nil {
 		return nil, err

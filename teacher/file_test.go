@@ -15,6 +15,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/pemsforecast/sdgnn/checkpoint"
+	"github.com/pemsforecast/sdgnn/datasets/pems"
 	"github.com/pemsforecast/sdgnn/snapshot"
 )
 
@@ -526,5 +527,67 @@ func TestModelFileChannelNames(t *testing.T) {
 				t.Errorf("%s with channel names %q for 2 channels: got error %v, want one naming channel_names", what, c.names, err)
 			}
 		}
+	}
+}
+
+// TestModelFileGraph saves models and training states with and without
+// the fingerprint of the road graph they were trained on: it comes back
+// as written, a file without one (written before they were kept) loads
+// with none, and one that no writer makes (another node count than the
+// model's, a digest that is no SHA-256) is refused.
+func TestModelFileGraph(t *testing.T) {
+	dir := t.TempDir()
+	m, err := New(Config{Kind: KindGRUGCN, Window: 3, Channels: 2, Hidden: 4, Seed: 6})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := NewTrainer(m, DefaultTrain())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ring := (&pems.Graph{Nodes: 5, Edges: []pems.Edge{{From: 0, To: 1, Cost: 1}, {From: 1, To: 2, Cost: 2}, {From: 2, To: 3, Cost: 1}, {From: 3, To: 4, Cost: 3}, {From: 0, To: 4, Cost: 1}}}).Fingerprint(true)
+	other, short := ring, ring
+	other.Nodes = 6
+	short.SHA256 = ring.SHA256[:12]
+	for _, c := range []struct {
+		name  string
+		graph *pems.GraphFingerprint
+		want  string // in the error; "" for none
+	}{
+		{"fingerprinted", &ring, ""},
+		{"none", nil, ""},
+		{"another node count", &other, "graph fingerprint of 6 nodes for a model of 5"},
+		{"not a SHA-256", &short, "64 lower-case hex digits"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			meta := Meta{Norm: snapshot.Normalizer{Mean: []float64{0, 0}, Std: []float64{1, 1}}, Nodes: 5, Graph: c.graph}
+			path := filepath.Join(dir, "m.model")
+			if err := SaveModel(path, m, meta); err != nil {
+				t.Fatal(err)
+			}
+			state := filepath.Join(dir, "run.state")
+			if err := tr.SaveState(state, meta); err != nil {
+				t.Fatal(err)
+			}
+			s, err := LoadModel(path)
+			var got *pems.GraphFingerprint
+			if err == nil {
+				got = s.Meta.Graph
+			}
+			_, sm, serr := LoadState(state)
+			for what, err := range map[string]error{"model": err, "state": serr} {
+				if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
+					t.Errorf("%s: error %v, want one with %q", what, err, c.want)
+				}
+			}
+			if c.want != "" {
+				return
+			}
+			for what, g := range map[string]*pems.GraphFingerprint{"model": got, "state": sm.Graph} {
+				if (g == nil) != (c.graph == nil) || g != nil && *g != *c.graph {
+					t.Errorf("%s: graph %v, saved %v", what, g, c.graph)
+				}
+			}
+		})
 	}
 }

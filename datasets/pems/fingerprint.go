@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 )
 
 // GraphFingerprint identifies a road graph as a model reads it, so that a
@@ -81,6 +82,22 @@ func (g *Graph) Fingerprint(costs bool) GraphFingerprint {
 		}
 	}
 	return GraphFingerprint{Nodes: g.Nodes, Edges: len(edges), Costs: costs, SHA256: hex.EncodeToString(h.Sum(nil))}
+}
+
+// Validate reports whether f can be the fingerprint of a graph of nodes
+// nodes (of any when nodes is 0): a positive node count, no negative link
+// count and a SHA-256 of 64 lower-case hex digits. A model file's checksum
+// refuses a damaged fingerprint; this refuses one that no writer makes.
+func (f GraphFingerprint) Validate(nodes int) error {
+	switch {
+	case f.Nodes <= 0 || f.Edges < 0:
+		return fmt.Errorf("graph fingerprint of %d nodes and %d links, want a positive node count", f.Nodes, f.Edges)
+	case nodes > 0 && f.Nodes != nodes:
+		return fmt.Errorf("graph fingerprint of %d nodes for a model of %d", f.Nodes, nodes)
+	case len(f.SHA256) != 2*sha256.Size || strings.Trim(f.SHA256, "0123456789abcdef") != "":
+		return fmt.Errorf("graph fingerprint sha256 %q, want %d lower-case hex digits", f.SHA256, 2*sha256.Size)
+	}
+	return nil
 }
 
 // String describes f in a few words, for errors and logs:

@@ -70,3 +70,31 @@ func TestGraphFingerprintStable(t *testing.T) {
 		}
 	}
 }
+
+func TestGraphFingerprintValidate(t *testing.T) {
+	good := (&Graph{Nodes: 3, Edges: []Edge{{0, 1, 1}}}).Fingerprint(false)
+	for _, tc := range []struct {
+		name  string
+		edit  func(f *GraphFingerprint)
+		nodes int
+		want  string // in the error; "" for none
+	}{
+		{"good", func(*GraphFingerprint) {}, 3, ""},
+		{"any node count", func(*GraphFingerprint) {}, 0, ""},
+		{"another node count", func(*GraphFingerprint) {}, 4, "3 nodes for a model of 4"},
+		{"no nodes", func(f *GraphFingerprint) { f.Nodes = 0 }, 0, "positive node count"},
+		{"negative links", func(f *GraphFingerprint) { f.Edges = -1 }, 3, "positive node count"},
+		{"short digest", func(f *GraphFingerprint) { f.SHA256 = f.SHA256[:12] }, 3, "64 lower-case hex digits"},
+		{"upper case", func(f *GraphFingerprint) { f.SHA256 = strings.ToUpper(f.SHA256) }, 3, "64 lower-case hex digits"},
+		{"no digest", func(f *GraphFingerprint) { f.SHA256 = "" }, 3, "64 lower-case hex digits"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := good
+			tc.edit(&f)
+			err := f.Validate(tc.nodes)
+			if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+				t.Errorf("Validate(%d) of %+v = %v, want an error with %q", tc.nodes, f, err, tc.want)
+			}
+		})
+	}
+}
