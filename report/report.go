@@ -258,6 +258,23 @@ func Build(ctx context.Context, in Input) (*Document, error) {
 				m.Model.Config.Kind, m.Meta.Dataset, m.Meta.Split, b.Meta.Dataset, b.Meta.Split)
 		}
 	}
+	// The receptive fields are drawn on p's graph and the GCNs run over
+	// it: it must be the one each model was trained on, where the model
+	// records which (files written before they did are taken as they are).
+	if err := p.CheckGraph(b.Meta.Graph); err != nil {
+		return nil, fmt.Errorf("report: bundle %s: %w", in.BundlePath, err)
+	}
+	for _, m := range []struct {
+		saved *teacher.Saved
+		path  string
+	}{{in.Teacher, in.TeacherPath}, {in.Teacher1, in.Teacher1Path}, {in.GRU, in.GRUPath}} {
+		if m.saved == nil {
+			continue
+		}
+		if err := p.CheckGraph(m.saved.Meta.Graph); err != nil {
+			return nil, fmt.Errorf("report: %s model %s: %w", m.saved.Model.Config.Kind, m.path, err)
+		}
+	}
 	for _, m := range []*teacher.Saved{in.Teacher, in.Teacher1} {
 		if m != nil && !snapshot.SameEdges(m.Meta.Norm.Edges, b.Meta.Norm.Edges) {
 			return nil, fmt.Errorf("report: a GRU-GCN trained on %s cannot be compared with a bundle whose graph has %s", m.Meta.Norm.Edges, b.Meta.Norm.Edges)

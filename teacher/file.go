@@ -31,10 +31,11 @@ type Meta struct {
 	Channels []string            `json:"channel_names"`
 	Split    snapshot.Split      `json:"split"`
 	Train    TrainConfig         `json:"train"`
-	// Graph identifies the road graph the model was trained on, as the
+	// Graph identifies the road graph a GRU-GCN was trained on, as the
 	// model reads it (snapshot.Prepared.GraphFingerprint), so that a later
 	// use on another graph (snapshot.PrepareSaved) is refused rather than
-	// forecasting otherwise; nil in files written before it was kept.
+	// forecasting otherwise; nil for a GRU, which reads no graph, and in
+	// files written before it was kept.
 	Graph *pems.GraphFingerprint `json:"graph,omitempty"`
 
 	Epochs     int     `json:"epochs"`     // epochs run

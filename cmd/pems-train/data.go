@@ -2,14 +2,18 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"math"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
 	"github.com/pemsforecast/sdgnn/datasets/pems"
 	"github.com/pemsforecast/sdgnn/internal/english"
+	"github.com/pemsforecast/sdgnn/sdgnn"
 	"github.com/pemsforecast/sdgnn/snapshot"
+	"github.com/pemsforecast/sdgnn/teacher"
 )
 
 // defaultNoise is the training noise σ between GCN and decoder per dataset
@@ -113,13 +117,54 @@ func partOf(sp snapshot.Split, name string) (snapshot.Part, error) {
 	return p, nil
 }
 
-// prepareSaved is snapshot.PrepareSaved naming the model file in errors.
-func prepareSaved(dataDir, dataset string, window int, split snapshot.Split, norm *snapshot.Normalizer, what string) (*snapshot.Prepared, error) {
-	p, err := snapshot.PrepareSaved(dataDir, dataset, window, split, norm, nil)
+// modelData is what a model file records of the data it was trained on,
+// as prepareSaved needs it.
+type modelData struct {
+	path    string // the model file, for messages
+	dataset string
+	window  int
+	split   snapshot.Split
+	norm    *snapshot.Normalizer
+	// graph fingerprints the road graph the model was trained on; nil for
+	// a model that reads none (a GRU) and in files written before they
+	// were kept.
+	graph *pems.GraphFingerprint
+	// readsGraph is set for a model that reads the road graph: a GRU-GCN,
+	// and a bundle, whose Θ names nodes of its teacher's graph.
+	readsGraph bool
+}
+
+// teacherData is what the teacher model file path records of its data.
+func teacherData(path string, m *teacher.Meta) modelData {
+	return modelData{path: path, dataset: m.Dataset, window: m.Config.Window, split: m.Split, norm: &m.Norm, graph: m.Graph, readsGraph: m.Config.GCNLayers() > 0}
+}
+
+// bundleData is what the bundle file path records of its data.
+func bundleData(path string, m *sdgnn.BundleMeta) modelData {
+	return modelData{path: path, dataset: m.Dataset, window: m.Window, split: m.Split, norm: &m.Norm, graph: m.Graph, readsGraph: true}
+}
+
+// prepareSaved is snapshot.PrepareSaved for the model file d describes,
+// naming it in errors. A model that reads the road graph but records no
+// fingerprint of it (a file written before they were kept) is taken on
+// the data directory's graph unchecked, with a warning on stderr.
+func prepareSaved(dataDir string, d modelData, stderr io.Writer) (*snapshot.Prepared, error) {
+	p, err := snapshot.PrepareSaved(dataDir, d.dataset, d.window, d.split, d.norm, d.graph)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", what, err)
+		return nil, fmt.Errorf("%s: %w", d.path, err)
+	}
+	if d.readsGraph && d.graph == nil {
+		warnNoGraph(stderr, d.path, p)
 	}
 	return p, nil
+}
+
+// warnNoGraph warns on w that the model file path records no fingerprint
+// of its road graph, so that p's graph is used without a check that it is
+// the one the model was trained on.
+func warnNoGraph(w io.Writer, path string, p *snapshot.Prepared) {
+	fmt.Fprintf(w, "pems-train: warning: %s records no fingerprint of its road graph (written before model files kept one): not checked that %s is the graph it was trained on\n",
+		path, filepath.Join(p.Dir, filepath.FromSlash(p.Dataset.Info.GraphFile)))
 }
 
 // describePart says which snapshots and sensors a part scores.

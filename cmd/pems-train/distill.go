@@ -107,7 +107,7 @@ func cmdDistill(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return fmt.Errorf("-teacher: %w", err)
 	}
 	m := saved.Meta
-	p, err := prepareSaved(*dataDir, m.Dataset, m.Config.Window, m.Split, &m.Norm, *tpath)
+	p, err := prepareSaved(*dataDir, teacherData(*tpath, &m), stderr)
 	if err != nil {
 		return err
 	}
@@ -142,8 +142,12 @@ func cmdDistill(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
+	// The graph distilled on: the teacher's where it records one (checked
+	// above), else the data directory's, which the candidates and targets
+	// came from.
+	graph := p.GraphFingerprint()
 	meta := sdgnn.BundleMeta{Dataset: m.Dataset, Nodes: p.Set.Nodes, Channels: m.Channels, Window: m.Config.Window,
-		Hidden: m.Config.Hidden, Norm: m.Norm, Split: m.Split, Teacher: *tpath, Config: cfg, Rounds: res.Rounds,
+		Hidden: m.Config.Hidden, Norm: m.Norm, Split: m.Split, Teacher: *tpath, Graph: &graph, Config: cfg, Rounds: res.Rounds,
 		Version: *version, Created: time.Now().UTC().Format(time.RFC3339)}
 	b, err := sdgnn.NewBundle(meta, saved.Model.GRU, res.Student.Phi, res.Student.Theta, res.Decoder)
 	if err != nil {

@@ -102,7 +102,7 @@ func cmdEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return fmt.Errorf("-model: %w", err)
 	}
-	p, err := prepareSaved(*dataDir, lm.dataset, lm.window, lm.split, &lm.norm, *model)
+	p, err := prepareSaved(*dataDir, lm.data, stderr)
 	if err != nil {
 		return err
 	}
@@ -141,7 +141,7 @@ func cmdEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	var cmp *comparison
 	if *against != "" {
-		if cmp, err = compareWith(ctx, *against, *dataDir, *part, lm, pred, truth, p.Set.Nodes*p.Set.Channels, *mapeFloor); err != nil {
+		if cmp, err = compareWith(ctx, *against, *dataDir, *part, lm, pred, truth, p.Set.Nodes*p.Set.Channels, *mapeFloor, stderr); err != nil {
 			return err
 		}
 	}
@@ -183,7 +183,7 @@ func cmdEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 // forecasts pred against it (truth and the layout, width values per
 // snapshot, are lm's). The second model is prepared with its own
 // normaliser; the truths must come out the same.
-func compareWith(ctx context.Context, path, dataDir, part string, lm *loaded, pred, truth []float64, width int, mapeFloor float64) (*comparison, error) {
+func compareWith(ctx context.Context, path, dataDir, part string, lm *loaded, pred, truth []float64, width int, mapeFloor float64, stderr io.Writer) (*comparison, error) {
 	o, err := loadAny(path)
 	if err != nil {
 		return nil, fmt.Errorf("-against: %w", err)
@@ -192,7 +192,7 @@ func compareWith(ctx context.Context, path, dataDir, part string, lm *loaded, pr
 		return nil, fmt.Errorf("-against %s: trained on %s, window %d, split %s; the model on %s, window %d, split %s: not the same snapshots",
 			path, o.dataset, o.window, o.split, lm.dataset, lm.window, lm.split)
 	}
-	p, err := prepareSaved(dataDir, o.dataset, o.window, o.split, &o.norm, path)
+	p, err := prepareSaved(dataDir, o.data, stderr)
 	if err != nil {
 		return nil, err
 	}
@@ -296,6 +296,7 @@ type loaded struct {
 	channels      []string
 	norm          snapshot.Normalizer
 	split         snapshot.Split
+	data          modelData // for prepareSaved
 	receptive     float64
 	trained       provenance
 	predict       func(ctx context.Context, p *snapshot.Prepared, r snapshot.Part) (pred, truth []float64, err error)
@@ -314,7 +315,7 @@ func loadAny(path string) (*loaded, error) {
 			return nil, err
 		}
 		m := s.Meta
-		return &loaded{kind: m.Config.Kind, dataset: m.Dataset, window: m.Config.Window, layers: m.Config.GCNLayers(), channels: m.Channels, norm: m.Norm, split: m.Split,
+		return &loaded{kind: m.Config.Kind, dataset: m.Dataset, window: m.Config.Window, layers: m.Config.GCNLayers(), channels: m.Channels, norm: m.Norm, split: m.Split, data: teacherData(path, &m),
 			trained: provenance{Created: m.Created, Digest: f.Digest(), Epochs: m.Epochs, BestEpoch: m.BestEpoch, BestValMAE: m.BestValMAE, NoiseStd: m.Config.NoiseStd},
 			predict: func(ctx context.Context, p *snapshot.Prepared, r snapshot.Part) ([]float64, []float64, error) {
 				return teacher.Predict(ctx, s.Model, p.Set, r, p.Adj, 64)
@@ -325,7 +326,7 @@ func loadAny(path string) (*loaded, error) {
 			return nil, err
 		}
 		m := b.Meta
-		return &loaded{kind: "sdgnn", dataset: m.Dataset, window: m.Window, channels: m.Channels, norm: m.Norm, split: m.Split, receptive: b.Theta.MeanReceptive(),
+		return &loaded{kind: "sdgnn", dataset: m.Dataset, window: m.Window, channels: m.Channels, norm: m.Norm, split: m.Split, data: bundleData(path, &m), receptive: b.Theta.MeanReceptive(),
 			trained: provenance{Created: m.Created, Digest: f.Digest(), Teacher: m.Teacher, Version: m.Version, Rounds: len(m.Rounds), Budget: m.Config.BudgetEnd},
 			predict: func(ctx context.Context, p *snapshot.Prepared, r snapshot.Part) ([]float64, []float64, error) {
 				return sdgnn.Predict(ctx, b, p.Set, r, 64)

@@ -85,7 +85,7 @@ func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return fmt.Errorf("-model: %w", err)
 		}
 		m := saved.Meta
-		if p, err = prepareSaved(*dataDir, m.Dataset, m.Config.Window, m.Split, &m.Norm, *model); err != nil {
+		if p, err = prepareSaved(*dataDir, teacherData(*model, &m), stderr); err != nil {
 			return err
 		}
 	} else {

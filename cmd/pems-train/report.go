@@ -99,7 +99,7 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if *dataset != "" && *dataset != b.Meta.Dataset {
 		return fmt.Errorf("the bundle %s was distilled on %s, not %s", *model, b.Meta.Dataset, *dataset)
 	}
-	p, err := prepareSaved(*dataDir, b.Meta.Dataset, b.Meta.Window, b.Meta.Split, &b.Meta.Norm, *model)
+	p, err := prepareSaved(*dataDir, bundleData(*model, &b.Meta), stderr)
 	if err != nil {
 		return err
 	}
@@ -133,6 +133,9 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		s, err := teacher.LoadModel(t.path)
 		if err != nil {
 			return fmt.Errorf("%s: %w%s", t.from, err, t.hint)
+		}
+		if s.Meta.Graph == nil && s.Meta.Config.GCNLayers() > 0 { // one that records its graph is checked by report.Build
+			warnNoGraph(stderr, t.path, p)
 		}
 		*t.dst, *t.name = s, t.path
 	}

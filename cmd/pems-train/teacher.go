@@ -99,8 +99,12 @@ func cmdTeacher(ctx context.Context, args []string, stdout, stderr io.Writer) er
 				return badFlags(fmt.Errorf("-dataset %s, but %s was trained on %s", *dataset, *resume, meta.Dataset))
 			}
 		}
-		if p, err = prepareSaved(*dataDir, meta.Dataset, meta.Config.Window, meta.Split, &meta.Norm, *resume); err != nil {
+		if p, err = prepareSaved(*dataDir, teacherData(*resume, &meta), stderr); err != nil {
 			return fmt.Errorf("-resume: %w", err)
+		}
+		if meta.Graph == nil && meta.Config.GCNLayers() > 0 { // a state written before they were kept: the model records the graph it goes on with
+			g := p.GraphFingerprint()
+			meta.Graph = &g
 		}
 		// A resumed run keeps its model and optimiser; only its length can change.
 		var fixed []string
@@ -176,6 +180,10 @@ func cmdTeacher(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			return err
 		}
 		meta = teacher.Meta{Config: cfg, Norm: p.Set.Norm, Dataset: *dataset, Nodes: p.Set.Nodes, Channels: p.Dataset.Info.Channels, Split: p.Split, Train: tc}
+		if cfg.GCNLayers() > 0 { // a GRU reads no graph
+			g := p.GraphFingerprint()
+			meta.Graph = &g
+		}
 	}
 	if *out == "" {
 		// A one-layer teacher gets its own name so as not to replace the
