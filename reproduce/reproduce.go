@@ -539,8 +539,9 @@ func distil(ctx context.Context, cfg Config, p *snapshot.Prepared, gruGCN *teach
 	if err != nil {
 		return nil, fmt.Errorf("sdgnn: %w", err)
 	}
+	graph := p.GraphFingerprint()
 	meta := sdgnn.BundleMeta{Dataset: cfg.Dataset, Nodes: set.Nodes, Channels: p.Dataset.Info.Channels, Window: set.Window,
-		Hidden: cfg.Hidden, Norm: set.Norm, Split: p.Split, Config: sc}
+		Hidden: cfg.Hidden, Norm: set.Norm, Split: p.Split, Graph: &graph, Config: sc}
 	var path string
 	if cfg.ModelDir != "" {
 		path = BundlePath(cfg.ModelDir, cfg.Dataset, p, seed)
@@ -617,6 +618,10 @@ func trainOrLoad(ctx context.Context, cfg Config, p *snapshot.Prepared, kind str
 		}
 	}
 	meta := teacher.Meta{Norm: p.Set.Norm, Dataset: cfg.Dataset, Nodes: p.Set.Nodes, Channels: p.Dataset.Info.Channels, Split: p.Split, Train: tc}
+	if mc.GCNLayers() > 0 { // a GRU reads no graph
+		g := p.GraphFingerprint()
+		meta.Graph = &g
+	}
 	if path != "" {
 		if err := os.MkdirAll(cfg.ModelDir, 0o755); err != nil {
 			return nil, err

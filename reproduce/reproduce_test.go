@@ -132,6 +132,9 @@ func TestQuickOnRealData(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if g, want := b.Meta.Graph, prep.GraphFingerprint(); g == nil || *g != want {
+		t.Errorf("the bundle records graph %v, want %v", g, want)
+	}
 	// By default every node is in its own receptive set (sdgnn.Config.KeepSelf).
 	if !b.Meta.Config.KeepSelf {
 		t.Error("the quick run distilled without KeepSelf, the default")

@@ -67,6 +67,11 @@ func checkReuse(path string, m teacher.Meta, cfg Config, p *snapshot.Prepared, t
 	if mc.Kind == teacher.KindGRUGCN && !snapshot.SameEdges(m.Norm.Edges, p.Set.Norm.Edges) {
 		return fmt.Errorf("reuse %s: its GCN was trained on %s, this run's graph has %s (remove the file to retrain)", path, m.Norm.Edges, p.Set.Norm.Edges)
 	}
+	if mc.Kind == teacher.KindGRUGCN { // a GRU reads no graph
+		if err := p.CheckGraph(m.Graph); err != nil {
+			return fmt.Errorf("reuse %s: %w (remove the file to retrain)", path, err)
+		}
+	}
 	if m.Train != tc {
 		return fmt.Errorf("reuse %s: trained with %+v, this run needs %+v (remove the file to retrain)", path, m.Train, tc)
 	}
@@ -211,6 +216,9 @@ func resumeBundle(path string, m *teacher.Model, sc sdgnn.Config, p *snapshot.Pr
 	}
 	if b.Meta.Config != sc || !b.Meta.Split.Equal(p.Split) {
 		return nil, fmt.Errorf("resume %s: distilled with %+v on split %+v, this run needs %+v on %+v (remove it to distil again)", path, b.Meta.Config, b.Meta.Split, sc, p.Split)
+	}
+	if err := p.CheckGraph(b.Meta.Graph); err != nil {
+		return nil, fmt.Errorf("resume %s: %w (remove it to distil again)", path, err)
 	}
 	bp, tp := b.GRU.Params(), m.GRU.Params()
 	for i := range tp {

@@ -108,6 +108,9 @@ func TestTeacherResumesAfterInterrupt(t *testing.T) {
 	if s.Meta.Epochs != 4 || len(s.Meta.History) != 4 {
 		t.Errorf("saved model: %d epochs, history of %d; want 4 and 4", s.Meta.Epochs, len(s.Meta.History))
 	}
+	if g, want := s.Meta.Graph, p.GraphFingerprint(); g == nil || *g != want {
+		t.Errorf("saved model records graph %v, want %v", g, want)
+	}
 
 	// A damaged state is an error naming it, not a silent restart.
 	cfg.ModelDir = t.TempDir()
@@ -384,5 +387,70 @@ func TestCheckReuseLayers(t *testing.T) {
 		if c.refused && (err == nil || !strings.Contains(err.Error(), "t.model")) || !c.refused && err != nil {
 			t.Errorf("%s of %d layers saved, %d wanted: %v, want refused %v", c.kind, c.saved, c.want, err, c.refused)
 		}
+	}
+}
+
+// TestReuseChecksGraph checks that a saved GRU-GCN or a kept bundle whose
+// road graph is not this run's (the data directory's distance.csv changed
+// since) is refused, naming the file and what differs: the teacher's GCN
+// would run over another graph, the bundle's Θ name other roads. A file
+// that records no graph (written before they were kept) is taken, and so
+// is a GRU, which reads none.
+func TestReuseChecksGraph(t *testing.T) {
+	const nodes, window = 4, 2
+	norm := snapshot.Normalizer{Kind: snapshot.KindZScore, Mean: []float64{0}, Std: []float64{1}}
+	set, err := snapshot.NewSet(make([]float64, 12*nodes), 12, nodes, 1, window, norm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	split := snapshot.Split{Train: snapshot.Part{Range: snapshot.Range{Start: 0, End: 6}}, Val: snapshot.Part{Range: snapshot.Range{Start: 6, End: 8}}, Test: snapshot.Part{Range: snapshot.Range{Start: 8, End: 10}}}
+	path := &pems.Graph{Nodes: nodes, Edges: []pems.Edge{{From: 0, To: 1, Cost: 1}, {From: 1, To: 2, Cost: 1}, {From: 2, To: 3, Cost: 1}}}
+	ring := &pems.Graph{Nodes: nodes, Edges: append(append([]pems.Edge(nil), path.Edges...), pems.Edge{From: 0, To: 3, Cost: 1})}
+	p := &snapshot.Prepared{Dataset: &pems.Dataset{Info: pems.Info{Name: "pems08", GraphFile: "pems/pems08/distance.csv"}, Graph: path}, Dir: "data", Split: split, Set: set}
+	mine, other := path.Fingerprint(false), ring.Fingerprint(false)
+	cfg := Config{Dataset: "pems08"}
+	tc := teacher.DefaultTrain()
+	sc := sdgnn.DefaultConfig()
+	m, err := teacher.New(teacher.Config{Kind: teacher.KindGRUGCN, Window: window, Channels: 1, Hidden: 2, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name  string
+		kind  string
+		graph *pems.GraphFingerprint
+		want  string // in the error; "" for none
+	}{
+		{"same graph", teacher.KindGRUGCN, &mine, ""},
+		{"no graph recorded", teacher.KindGRUGCN, nil, ""},
+		{"another graph", teacher.KindGRUGCN, &other, "3 links, want 4"},
+		{"a GRU", teacher.KindGRU, &other, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			mc := teacher.Config{Kind: c.kind}
+			meta := teacher.Meta{Dataset: "pems08", Norm: norm, Split: split, Train: tc, Config: mc, Graph: c.graph}
+			err := checkReuse("t.model", meta, cfg, p, tc, mc)
+			if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "t.model")) {
+				t.Errorf("checkReuse: %v, want an error with %q", err, c.want)
+			}
+			if c.kind != teacher.KindGRUGCN {
+				return
+			}
+			rng := rand.New(rand.NewPCG(1, 2))
+			bm := sdgnn.BundleMeta{Dataset: "pems08", Nodes: nodes, Channels: []string{"v"}, Window: window, Hidden: 2, Norm: norm, Split: split, Graph: c.graph, Config: sc, Version: "v"}
+			theta := &sdgnn.Theta{Nodes: [][]int{{0}, {1}, {2}, {3}}, Weights: [][]float64{{1}, {1}, {1}, {1}}}
+			b, err := sdgnn.NewBundle(bm, m.GRU, nn.NewMLP("phi", 2, sc.PhiHidden, 2, rng), theta, nn.NewMLP("dec", 2, 4, 1, rng))
+			if err != nil {
+				t.Fatal(err)
+			}
+			file := filepath.Join(t.TempDir(), "b.sdgnn")
+			if err := b.Save(file); err != nil {
+				t.Fatal(err)
+			}
+			got, err := resumeBundle(file, m, sc, p)
+			if c.want == "" && (err != nil || got == nil) || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), file)) {
+				t.Errorf("resumeBundle: %v, want an error with %q", err, c.want)
+			}
+		})
 	}
 }
