@@ -49,7 +49,9 @@ type replayPlan struct {
 // the service's first forecast has a whole window and every snapshot of the
 // part is forecast. Without a bundle the split is chronological 6:2:2 over
 // 12-step windows. A bundle's split is remade from the data and must come
-// out as the bundle records it. A part dealt by windows or split by nodes
+// out as the bundle records it, and the road graph must be the one the
+// bundle records, when it records one (its Θ names nodes of that graph). A
+// part dealt by windows or split by nodes
 // spans the whole series: every reading is published, since the service
 // needs every window, and forecasts outside the part are made too (pems-train
 // report scores only the part's).
@@ -108,7 +110,7 @@ func (r replay) plan() (replayPlan, error) {
 			return replayPlan{}, fmt.Errorf("bundle %s records no split, so none of its parts can be replayed or scored (publish without -model replays a chronological 6:2:2 split)", r.model)
 		}
 		window = b.Meta.Window
-		if p, err = snapshot.PrepareSaved(r.dataDir, r.dataset, window, b.Meta.Split, &b.Meta.Norm, nil); err != nil {
+		if p, err = snapshot.PrepareSaved(r.dataDir, r.dataset, window, b.Meta.Split, &b.Meta.Norm, b.Meta.Graph); err != nil {
 			return replayPlan{}, fmt.Errorf("bundle %s: %w", r.model, err)
 		}
 	} else if p, err = snapshot.Prepare(r.dataDir, r.dataset, window, snapshot.SplitSpec{Ratios: [3]float64{6, 2, 2}}, nil); err != nil {

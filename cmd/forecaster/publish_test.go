@@ -27,7 +27,8 @@ import (
 // TestReplayPlan checks which steps publish and demo replay: the part of
 // the model's split (its window too) when a bundle is given, a
 // chronological 6:2:2 split of 12-step windows otherwise, and clear errors
-// for a bundle that does not fit the data or the request.
+// for a bundle that does not fit the data (another split, another road
+// graph) or the request.
 func TestReplayPlan(t *testing.T) {
 	const T = 12
 	dir, ds, chrono, b12 := szTaxiBundle(t, T, 8)
@@ -55,6 +56,12 @@ func TestReplayPlan(t *testing.T) {
 	}
 	shifted := chrono
 	shifted.Test.End--
+	own := ds.Graph.Fingerprint(b12.Meta.Norm.Edges != nil)
+	ring := &pems.Graph{Nodes: ds.Series.Nodes}
+	for i := range ring.Nodes - 1 {
+		ring.Edges = append(ring.Edges, pems.Edge{From: i, To: i + 1, Cost: 1})
+	}
+	other := ring.Fingerprint(own.Costs)
 	for _, tc := range []struct {
 		name     string
 		bundle   *sdgnn.Bundle
@@ -75,6 +82,8 @@ func TestReplayPlan(t *testing.T) {
 		{name: "another dataset", bundle: with(T, chrono, func(m *sdgnn.BundleMeta) { m.Dataset = "pems08" }), part: "test", err: "is for pems08, not sz-taxi"},
 		{name: "no split recorded", bundle: with(T, snapshot.Split{}, nil), part: "test", err: "records no split"},
 		{name: "split the data no longer gives", bundle: with(T, shifted, nil), part: "test", err: "now split as"},
+		{name: "the model's graph", bundle: with(T, chrono, func(m *sdgnn.BundleMeta) { m.Graph = &own }), part: "test", from: chrono.Test.Start, to: chrono.Test.End + T},
+		{name: "another graph", bundle: with(T, chrono, func(m *sdgnn.BundleMeta) { m.Graph = &other }), part: "test", err: "bundle m.sdgnn: the road graph of sz-taxi in " + filepath.Join(dir, "sz-taxi", "SZ_taxi_adj.csv") + " is not the one the model was trained on"},
 		{name: "unknown part", part: "tests", err: `-split-part "tests": want train, val or test`},
 		{name: "negative steps", part: "test", limit: -1, err: "-steps -1"},
 	} {
