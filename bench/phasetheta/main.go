@@ -77,7 +77,7 @@ func run(args []string) error {
 			return err
 		}
 		sm := saved.Meta
-		if prep, err = snapshot.PrepareSaved(*data, sm.Dataset, sm.Config.Window, sm.Split, &sm.Norm, nil); err != nil {
+		if prep, err = snapshot.PrepareSaved(*data, sm.Dataset, sm.Config.Window, sm.Split, &sm.Norm, sm.Graph); err != nil {
 			return fmt.Errorf("teacher %s: %w", *tpath, err)
 		}
 		m = saved.Model
