@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/segmentio/kafka-go"
+
 	"github.com/pemsforecast/sdgnn/datasets/pems"
 	"github.com/pemsforecast/sdgnn/gru"
 	"github.com/pemsforecast/sdgnn/internal/datatest"
@@ -131,6 +133,7 @@ func testBroker(ctx context.Context, tb testing.TB, partitions int, topics ...st
 	if err != nil {
 		tb.Fatal(err)
 	}
+	forgetBrokers()
 	tb.Cleanup(emb.Close)
 	if err := EnsureTopics(ctx, []string{emb.Addr}, partitions, topics...); err != nil {
 		tb.Fatal(err)
@@ -177,4 +180,17 @@ func (l *lockedLog) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.buf.String()
+}
+
+// forgetBrokers clears kafka-go's shared default transport, which the
+// plaintext writers and clients of the service and of the tests use, of
+// what it learnt of the brokers of earlier tests. Its pools, one per
+// address, outlive their brokers and remember a refused dial for the
+// metadata's lifetime: a broker started at a port an earlier test used
+// would meet that refusal (TestForgetBrokers). Tests call it as their
+// broker starts.
+func forgetBrokers() {
+	if t, ok := kafka.DefaultTransport.(*kafka.Transport); ok {
+		t.CloseIdleConnections()
+	}
 }

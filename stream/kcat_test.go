@@ -39,6 +39,7 @@ func TestKcatInterop(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		forgetBrokers()
 		defer emb.Close()
 		testKcatInterop(t, kcat, emb.Addr, Security{}, nil)
 	})

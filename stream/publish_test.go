@@ -246,6 +246,7 @@ func TestPublishRetry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	forgetBrokers()
 	if err := EnsureTopics(ctx, []string{emb.Addr}, 4, "readings"); err != nil {
 		t.Fatal(err)
 	}

@@ -209,6 +209,7 @@ func TestServiceReadinessThroughBrokerRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	forgetBrokers()
 	defer func() { emb.Close() }()
 	_, port, err := net.SplitHostPort(emb.Addr)
 	if err != nil {

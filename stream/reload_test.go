@@ -159,6 +159,7 @@ func TestServiceReloadMidStream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	forgetBrokers()
 	defer emb.Close()
 	from := split.Test.Start + T
 	mid, to := from+T+8, from+T+16

@@ -19,6 +19,7 @@ func TestRunStoppedWhileStarting(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	forgetBrokers()
 	asked, release := make(chan struct{}), make(chan struct{})
 	// The first request after the brokers' check (ApiVersions) is held
 	// until the service has been stopped.

@@ -38,6 +38,7 @@ func TestEndToEndMatchesOffline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	forgetBrokers()
 	defer emb.Close()
 	const stepMs = 15 * 60 * 1000
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)

@@ -123,6 +123,7 @@ func replayBacklog(tb testing.TB, slots int, mode backlogMode) backlogRun {
 		if err != nil {
 			tb.Fatal(err)
 		}
+		forgetBrokers()
 		defer emb.Close()
 		addr = emb.Addr
 	}
@@ -278,6 +279,7 @@ func BenchmarkReaderCeiling(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
+		forgetBrokers()
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		if err := (Security{}).EnsureTopics(ctx, []string{emb.Addr}, 4, "readings"); err != nil {
 			b.Fatal(err)

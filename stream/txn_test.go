@@ -96,6 +96,7 @@ func TestReadRangeTransactional(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	forgetBrokers()
 	defer c.Close()
 	addr := c.ListenAddrs()[0]
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -191,6 +192,7 @@ func testTransactionalReadings(t *testing.T, partitions int) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	forgetBrokers()
 	defer emb.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
