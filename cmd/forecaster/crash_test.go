@@ -253,9 +253,21 @@ func startBroker(ctx context.Context, t *testing.T) *stream.Embedded {
 	if err != nil {
 		t.Fatal(err)
 	}
+	forgetBrokers()
 	t.Cleanup(emb.Close)
 	if err := stream.EnsureTopics(ctx, []string{emb.Addr}, 4, "readings", "forecasts", "readings-dead-letter"); err != nil {
 		t.Fatal(err)
 	}
 	return emb
+}
+
+// forgetBrokers clears kafka-go's shared default transport of what it
+// learnt of earlier tests' brokers: its pools outlive their brokers and
+// remember a refused dial for a few seconds, which a broker started at a
+// port an earlier test used would meet (stream's TestForgetBrokers).
+// Tests call it as their broker starts.
+func forgetBrokers() {
+	if t, ok := kafka.DefaultTransport.(*kafka.Transport); ok {
+		t.CloseIdleConnections()
+	}
 }

@@ -212,6 +212,7 @@ func TestPublishModelSplit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	forgetBrokers()
 	defer emb.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -398,6 +399,7 @@ func TestPublishCSV(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	forgetBrokers()
 	defer emb.Close()
 	for _, tc := range []struct {
 		mode string
@@ -740,6 +742,7 @@ func readingsBroker(ctx context.Context, t *testing.T, dataDir string) *stream.E
 	if err != nil {
 		t.Fatal(err)
 	}
+	forgetBrokers()
 	t.Cleanup(func() { emb.Close() })
 	if err := (stream.Security{}).EnsureTopics(ctx, []string{emb.Addr}, 4, "readings"); err != nil {
 		t.Fatal(err)
