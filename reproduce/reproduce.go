@@ -645,6 +645,7 @@ func trainOrLoad(ctx context.Context, cfg Config, p *snapshot.Prepared, kind str
 			}
 		}
 	}
+	tr.MAPEFloor = cfg.MAPEFloor // the epochs' validation MAPE, as the table's
 	err := tr.Run(ctx, p.Set, p.Split, p.Adj, each)
 	if saveErr != nil {
 		return nil, fmt.Errorf("train %s: %w", kind, saveErr)

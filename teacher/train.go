@@ -99,6 +99,12 @@ type Trainer struct {
 	// unless the selection is SelectScaled.
 	BestValScore float64
 	History      []Epoch
+	// MAPEFloor leaves truths below it out of the validation MAPE of each
+	// epoch's record (History, the epoch log), as evaluation.Build's floor
+	// does. Epochs are picked by MAE (or the scaled score), never by MAPE,
+	// so it changes no model. It is not saved with the state: the caller
+	// sets it, as it sets the final report's.
+	MAPEFloor float64
 
 	batch snapshot.Batch
 	dy    *mat.Dense
@@ -211,7 +217,7 @@ func (t *Trainer) Run(ctx context.Context, set *snapshot.Set, split snapshot.Spl
 		}
 		// Not cancelled with ctx: the epoch's updates are made, and a
 		// state saved now must record the epoch as done.
-		val, err := Evaluate(context.WithoutCancel(ctx), t.Model, set, split.Val, a, 1, 64)
+		val, err := evaluate(context.WithoutCancel(ctx), t.Model, set, split.Val, a, 1, 64, t.MAPEFloor)
 		if err != nil {
 			return fmt.Errorf("epoch %d validation: %w", e, err)
 		}
@@ -419,11 +425,16 @@ func hidePred(pred, truth []float64) {
 // per node and per chronological chunk. It forecasts with PredictPart, so a
 // node part costs only the subgraph its forecasts need.
 func Evaluate(ctx context.Context, m *Model, set *snapshot.Set, p snapshot.Part, a gcn.Propagator, chunks, batchSize int) (evaluation.Report, error) {
+	return evaluate(ctx, m, set, p, a, chunks, batchSize, 0)
+}
+
+// evaluate is Evaluate with truths below floor left out of MAPE.
+func evaluate(ctx context.Context, m *Model, set *snapshot.Set, p snapshot.Part, a gcn.Propagator, chunks, batchSize int, floor float64) (evaluation.Report, error) {
 	pred, truth, err := PredictPart(ctx, m, set, p, a, batchSize)
 	if err != nil {
 		return evaluation.Report{}, err
 	}
-	return evaluation.Build(pred, truth, p.Len(), set.Nodes, set.Channels, min(chunks, p.Len()), 0)
+	return evaluation.Build(pred, truth, p.Len(), set.Nodes, set.Channels, min(chunks, p.Len()), floor)
 }
 
 // checkSet reports whether set's snapshots fit m: the same channels and

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"testing"
 
+	"gonum.org/v1/gonum/mat"
+
 	"github.com/pemsforecast/sdgnn/checkpoint"
 	"github.com/pemsforecast/sdgnn/datasets/pems"
 	"github.com/pemsforecast/sdgnn/evaluation"
@@ -420,6 +422,37 @@ func TestResumeAfterMidEpochInterrupt(t *testing.T) {
 		if full.BestEpoch != resumed.BestEpoch || full.BestValMAE != resumed.BestValMAE || full.Opt.T != resumed.Opt.T {
 			t.Fatalf("interrupted after %d batches: best epoch/MAE/adam t %d/%g/%d vs resumed %d/%g/%d", after,
 				full.BestEpoch, full.BestValMAE, full.Opt.T, resumed.BestEpoch, resumed.BestValMAE, resumed.Opt.T)
+		}
+	}
+}
+
+// TestEpochMAPEFloor checks that the trainer's MAPEFloor leaves low truths
+// out of the validation MAPE of the epochs' records, and changes nothing
+// else: SZ-taxi's speeds below 1 (many are 0.0x) made it hundreds of per
+// cent, beside a final report floored as asked.
+func TestEpochMAPEFloor(t *testing.T) {
+	set, split, adj, newTrainer, full := resumeFixture(t)
+	floored := newTrainer()
+	floored.MAPEFloor = 1
+	if err := floored.Run(context.Background(), set, split, adj, nil); err != nil {
+		t.Fatal(err)
+	}
+	if len(floored.History) != len(full.History) {
+		t.Fatalf("%d epochs, want %d", len(floored.History), len(full.History))
+	}
+	for i, e := range floored.History {
+		f := full.History[i]
+		if e.TrainLoss != f.TrainLoss || e.Val.MAE != f.Val.MAE || e.Val.RMSE != f.Val.RMSE || e.Best != f.Best {
+			t.Fatalf("epoch %d: loss %v, val MAE %v, RMSE %v, best %v; without the floor %v, %v, %v, %v",
+				e.Epoch, e.TrainLoss, e.Val.MAE, e.Val.RMSE, e.Best, f.TrainLoss, f.Val.MAE, f.Val.RMSE, f.Best)
+		}
+		if !(e.Val.MAPE < f.Val.MAPE) || e.Val.MAPE > 100 {
+			t.Errorf("epoch %d: validation MAPE %.2f %% with floor 1, %.2f %% without; want it lower, and below 100 %%", e.Epoch, e.Val.MAPE, f.Val.MAPE)
+		}
+	}
+	for i, p := range floored.Best.Params() {
+		if !mat.Equal(p.W, full.Best.Params()[i].W) {
+			t.Errorf("the floor changed the best parameters (%s)", p.Name)
 		}
 	}
 }

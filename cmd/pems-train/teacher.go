@@ -38,7 +38,7 @@ func cmdTeacher(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		jsonLogs  = fs.Bool("log-json", false, "log JSON lines instead of text")
 		tc        = teacher.DefaultTrain()
 		evalChunk = fs.Int("chunks", 10, "chronological chunks of the test split in the final report")
-		mapeFloor = fs.Float64("mape-floor", 0, "leave truths below this value out of MAPE in the final report (not out of MAE/RMSE)")
+		mapeFloor = fs.Float64("mape-floor", 0, "leave truths below this value out of MAPE in the epochs' log and the final report (not out of MAE/RMSE)")
 	)
 	fs.IntVar(&tc.MaxEpochs, "epochs", tc.MaxEpochs, "maximum epochs")
 	fs.IntVar(&tc.Patience, "patience", tc.Patience, "early-stopping patience in epochs on validation MAE")
@@ -206,6 +206,7 @@ func cmdTeacher(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		Str("prep", string(meta.Norm.Prep())).Int("gcn_layers", meta.Config.GCNLayers()).Float64("noise", meta.Config.NoiseStd).Int("max_epochs", tr.Config.MaxEpochs).Msg("training")
 
 	start := time.Now()
+	tr.MAPEFloor = *mapeFloor // the epochs' validation MAPE, as the final report's
 	err = tr.Run(ctx, p.Set, p.Split, p.Adj, func(e teacher.Epoch) {
 		log.Info().Int("epoch", e.Epoch).Float64("loss", e.TrainLoss).Float64("val_mae", e.Val.MAE).
 			Float64("val_rmse", e.Val.RMSE).Float64("val_mape", e.Val.MAPE).Bool("best", e.Best).
