@@ -788,3 +788,46 @@ func TestForecastsEmptyParameter(t *testing.T) {
 		}
 	}
 }
+
+// TestForecastOneSensorQuery checks that GET /forecast/{sensor} reads its
+// query as GET /forecasts does: ?format=csv (or Accept: text/csv) answers
+// the forecast as CSV, and a parameter it does not know, given twice or
+// empty is a 400 naming it. Before, every query was ignored:
+// ?format=csv answered JSON.
+func TestForecastOneSensorQuery(t *testing.T) {
+	b := testBundle(t, 5, 4, 2, 3, 1)
+	svc, err := NewService(b, Config{Brokers: []string{"127.0.0.1:1"}, StepMs: testStep})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := Forecast{Sensor: 2, TS: 7 * testStep, Values: []float64{41.5, 0.125}, Model: "v1", Inputs: []Input{{Sensor: 2, TS: 6 * testStep}}, EmittedMs: 1234}
+	svc.latest = map[int][]byte{2: EncodeForecast(nil, &f)}
+	h := svc.Handler()
+	wantCSV := "ts,sensor,value_0,value_1,stale_slots,model,emitted_ms\n2100000,2,41.5,0.125,0,v1,1234\n"
+	for _, tc := range []struct {
+		query, accept string
+		code          int
+		want          string // the body, or a part of an error
+	}{
+		{"", "", http.StatusOK, string(EncodeForecast(nil, &f))},
+		{"?format=json", "text/csv", http.StatusOK, string(EncodeForecast(nil, &f))},
+		{"?format=csv", "", http.StatusOK, wantCSV},
+		{"", "text/csv", http.StatusOK, wantCSV},
+		{"?fmt=csv", "", http.StatusBadRequest, `unknown parameter "fmt": want format`},
+		{"?sensors=2", "", http.StatusBadRequest, `unknown parameter "sensors"`},
+		{"?format=", "", http.StatusBadRequest, "format: empty"},
+		{"?format=csv&format=json", "", http.StatusBadRequest, "format: given 2 times"},
+		{"?format=xml", "", http.StatusBadRequest, `format "xml": want json or csv`},
+	} {
+		req := httptest.NewRequest(http.MethodGet, "/forecast/2"+tc.query, nil)
+		if tc.accept != "" {
+			req.Header.Set("Accept", tc.accept)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		body := rec.Body.String()
+		if rec.Code != tc.code || tc.code == http.StatusOK && body != tc.want || tc.code != http.StatusOK && !strings.Contains(body, tc.want) {
+			t.Errorf("GET /forecast/2%s (Accept %q): %d %q, want %d %q", tc.query, tc.accept, rec.Code, body, tc.code, tc.want)
+		}
+	}
+}

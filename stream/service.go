@@ -1701,9 +1701,20 @@ func (s *Service) Handler() http.Handler {
 		rd.Write(w)
 	})
 	mux.HandleFunc("GET /forecast/{sensor}", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Add("Vary", "Accept") // JSON or CSV, as /forecasts
 		id, err := strconv.Atoi(r.PathValue("sensor"))
 		if n := s.live.Nodes(); err != nil || id < 0 || id >= n {
 			http.Error(w, fmt.Sprintf("unknown sensor %q: want 0..%d", r.PathValue("sensor"), n-1), http.StatusNotFound)
+			return
+		}
+		q, err := forecastsQuery(r.URL.RawQuery, s.live.Nodes(), "format")
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		asCSV, err := wantsCSV(q, r.Header)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
 		s.mu.RLock()
@@ -1711,6 +1722,10 @@ func (s *Service) Handler() http.Handler {
 		s.mu.RUnlock()
 		if !ok {
 			http.Error(w, fmt.Sprintf("no forecast for sensor %d yet", id), http.StatusNotFound)
+			return
+		}
+		if asCSV {
+			s.writeForecastsCSV(w, [][]byte{v}, math.MinInt64)
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
@@ -1721,34 +1736,10 @@ func (s *Service) Handler() http.Handler {
 		// JSON or CSV by Accept too: a cache must not answer one with
 		// the other.
 		w.Header().Add("Vary", "Accept")
-		// A query that does not parse is refused, not read in part:
-		// URL.Query would drop the pair it cannot read (sensors=12;3),
-		// and answer for every sensor.
-		q, err := url.ParseQuery(r.URL.RawQuery)
+		q, err := forecastsQuery(r.URL.RawQuery, s.live.Nodes(), "sensors", "since", "format")
 		if err != nil {
-			http.Error(w, fmt.Sprintf("query %q: %v", r.URL.RawQuery, err), http.StatusBadRequest)
+			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
-		}
-		// Nor is a parameter given twice read from its first value
-		// alone (?sensors=1&sensors=2 answered sensor 1), nor one it
-		// does not know ignored (?sensor=3 answered every sensor), nor
-		// one without a value read as absent (?sensors= answered every
-		// sensor).
-		known := []string{"sensors", "since", "format"}
-		for _, name := range slices.Sorted(maps.Keys(q)) {
-			vs := q[name]
-			if !slices.Contains(known, name) {
-				http.Error(w, fmt.Sprintf("unknown parameter %q: want %s", name, strings.Join(known, ", ")), http.StatusBadRequest)
-				return
-			}
-			if len(vs) > 1 {
-				http.Error(w, fmt.Sprintf("%s: given %d times (%q); give it once (sensors: ids separated by commas)", name, len(vs), vs), http.StatusBadRequest)
-				return
-			}
-			if strings.TrimSpace(vs[0]) == "" {
-				http.Error(w, fmt.Sprintf("%s: empty: want %s, or leave %s out", name, forecastsParamWant(name, s.live.Nodes()), name), http.StatusBadRequest)
-				return
-			}
 		}
 		ids, err := sensorList(q.Get("sensors"), s.live.Nodes())
 		if err != nil {
@@ -1840,6 +1831,35 @@ func (s *Service) Handler() http.Handler {
 		writeJSON(w, v)
 	})
 	return mux
+}
+
+// forecastsQuery parses the query of GET /forecasts or /forecast/{sensor}
+// (n sensors), whose parameters are those known. A query that does not
+// parse is refused, not read in part: URL.Query would drop the pair it
+// cannot read (sensors=12;3), and answer for every sensor. Nor is a
+// parameter given twice read from its first value alone
+// (?sensors=1&sensors=2 answered sensor 1), nor one it does not know
+// ignored (?sensor=3 answered every sensor, ?format=csv on
+// /forecast/{sensor} JSON), nor one without a value read as absent
+// (?sensors= answered every sensor).
+func forecastsQuery(raw string, n int, known ...string) (url.Values, error) {
+	q, err := url.ParseQuery(raw)
+	if err != nil {
+		return nil, fmt.Errorf("query %q: %v", raw, err)
+	}
+	for _, name := range slices.Sorted(maps.Keys(q)) {
+		vs := q[name]
+		if !slices.Contains(known, name) {
+			return nil, fmt.Errorf("unknown parameter %q: want %s", name, strings.Join(known, ", "))
+		}
+		if len(vs) > 1 {
+			return nil, fmt.Errorf("%s: given %d times (%q); give it once (sensors: ids separated by commas)", name, len(vs), vs)
+		}
+		if strings.TrimSpace(vs[0]) == "" {
+			return nil, fmt.Errorf("%s: empty: want %s, or leave %s out", name, forecastsParamWant(name, n), name)
+		}
+	}
+	return q, nil
 }
 
 // forecastsParamWant says what GET /forecasts wants in its parameter
