@@ -64,10 +64,10 @@ func checkReuse(path string, m teacher.Meta, cfg Config, p *snapshot.Prepared, t
 	if d := snapshot.ScalingDiff(m.Norm, p.Set.Norm); d != "" {
 		return fmt.Errorf("reuse %s: its inputs were scaled otherwise than this run's data gives (%s: the data file or the fitting of the scaling changed; remove the file to retrain)", path, d)
 	}
-	if mc.Kind == teacher.KindGRUGCN && !snapshot.SameEdges(m.Norm.Edges, p.Set.Norm.Edges) {
-		return fmt.Errorf("reuse %s: its GCN was trained on %s, this run's graph has %s (remove the file to retrain)", path, m.Norm.Edges, p.Set.Norm.Edges)
-	}
 	if mc.Kind == teacher.KindGRUGCN { // a GRU reads no graph
+		if !snapshot.SameEdges(m.Norm.Edges, p.Set.Norm.Edges) {
+			return fmt.Errorf("reuse %s: its GCN was trained on %s, this run's graph has %s (remove the file to retrain)", path, m.Norm.Edges, p.Set.Norm.Edges)
+		}
 		if err := p.CheckGraph(m.Graph); err != nil {
 			return fmt.Errorf("reuse %s: %w (remove the file to retrain)", path, err)
 		}

@@ -672,12 +672,7 @@ func TestServiceWarnsWithoutSelf(t *testing.T) {
 // or after 9999 (a time in µs or ns by mistake), which would otherwise
 // answer an empty list for good.
 func TestForecastsSinceRange(t *testing.T) {
-	b := testBundle(t, 5, 4, 2, 3, 1)
-	svc, err := NewService(b, Config{Brokers: []string{"127.0.0.1:1"}, StepMs: testStep})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := svc.Handler()
+	_, h := forecastsService(t)
 	for _, bad := range []string{"-1", "-9223372036854775808", strconv.FormatInt(MaxTS+1, 10), "1767225600000000", "1767225600000000000", "1969-12-31T23:59:59Z"} {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/forecasts?since="+url.QueryEscape(bad), nil))
@@ -699,12 +694,7 @@ func TestForecastsSinceRange(t *testing.T) {
 // refused naming it, not read from its first value alone (which answered
 // ?sensors=1&sensors=2 with sensor 1 only).
 func TestForecastsRepeatedParameter(t *testing.T) {
-	b := testBundle(t, 5, 4, 2, 3, 1)
-	svc, err := NewService(b, Config{Brokers: []string{"127.0.0.1:1"}, StepMs: testStep})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := svc.Handler()
+	_, h := forecastsService(t)
 	for _, tc := range []struct{ query, name string }{
 		{"sensors=1&sensors=2", "sensors"},
 		{"since=0&since=5", "since"},
@@ -722,12 +712,7 @@ func TestForecastsRepeatedParameter(t *testing.T) {
 // parameter it does not know, naming it and the ones it knows, rather
 // than ignoring it: ?sensor=3 (for sensors) answered every sensor.
 func TestForecastsUnknownParameter(t *testing.T) {
-	b := testBundle(t, 5, 4, 2, 3, 1)
-	svc, err := NewService(b, Config{Brokers: []string{"127.0.0.1:1"}, StepMs: testStep})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := svc.Handler()
+	_, h := forecastsService(t)
 	for _, tc := range []struct {
 		query, name string
 		code        int
@@ -756,12 +741,7 @@ func TestForecastsUnknownParameter(t *testing.T) {
 // absent: ?sensors= (a dashboard's list left empty) answered every
 // sensor, ?since= every slot and ?format= by the Accept header.
 func TestForecastsEmptyParameter(t *testing.T) {
-	b := testBundle(t, 5, 4, 2, 3, 1)
-	svc, err := NewService(b, Config{Brokers: []string{"127.0.0.1:1"}, StepMs: testStep})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := svc.Handler()
+	_, h := forecastsService(t)
 	for _, tc := range []struct {
 		query, name string
 		code        int
@@ -795,14 +775,9 @@ func TestForecastsEmptyParameter(t *testing.T) {
 // empty is a 400 naming it. Before, every query was ignored:
 // ?format=csv answered JSON.
 func TestForecastOneSensorQuery(t *testing.T) {
-	b := testBundle(t, 5, 4, 2, 3, 1)
-	svc, err := NewService(b, Config{Brokers: []string{"127.0.0.1:1"}, StepMs: testStep})
-	if err != nil {
-		t.Fatal(err)
-	}
+	svc, h := forecastsService(t)
 	f := Forecast{Sensor: 2, TS: 7 * testStep, Values: []float64{41.5, 0.125}, Model: "v1", Inputs: []Input{{Sensor: 2, TS: 6 * testStep}}, EmittedMs: 1234}
 	svc.latest = map[int][]byte{2: EncodeForecast(nil, &f)}
-	h := svc.Handler()
 	wantCSV := "ts,sensor,value_0,value_1,stale_slots,model,emitted_ms\n2100000,2,41.5,0.125,0,v1,1234\n"
 	for _, tc := range []struct {
 		query, accept string
@@ -830,4 +805,15 @@ func TestForecastOneSensorQuery(t *testing.T) {
 			t.Errorf("GET /forecast/2%s (Accept %q): %d %q, want %d %q", tc.query, tc.accept, rec.Code, body, tc.code, tc.want)
 		}
 	}
+}
+
+// forecastsService returns a service of five sensors that reaches no
+// broker, and its HTTP handler, for the tests of the forecasts' queries.
+func forecastsService(t *testing.T) (*Service, http.Handler) {
+	t.Helper()
+	svc, err := NewService(testBundle(t, 5, 4, 2, 3, 1), Config{Brokers: []string{"127.0.0.1:1"}, StepMs: testStep})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return svc, svc.Handler()
 }

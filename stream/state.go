@@ -92,6 +92,17 @@ func Complement(held, later []float64) (adds, conflicts bool) {
 	return adds, conflicts
 }
 
+// FillMissing sets each missing value (0) of held that later gives to
+// later's: the completion of a slot by a later reading that Complement
+// finds adds without conflict.
+func FillMissing(held, later []float64) {
+	for i, x := range later {
+		if held[i] == 0 && x != 0 {
+			held[i] = x
+		}
+	}
+}
+
 // NodeInfo is one node's position and per-node counts, for diagnostics.
 type NodeInfo struct {
 	Newest      int64 // newest slot seen, Unix ms; valid when Seen
@@ -362,11 +373,7 @@ func (s *State) Apply(r Reading) (ApplyResult, error) {
 				return res, nil
 			}
 			res.Kind = Completed
-			for i, x := range r.Values {
-				if held[i] == 0 && x != 0 {
-					held[i] = x
-				}
-			}
+			FillMissing(held, r.Values)
 			nd.applied++
 			cnt.Applied.Add(1)
 			cnt.Completed.Add(1)

@@ -373,11 +373,7 @@ func (p *repeats) add(line int, r stream.Reading) bool {
 		adds, conflicts := stream.Complement(e.values, r.Values)
 		if !conflicts {
 			if adds { // the service completes the slot: so does the check
-				for k, x := range r.Values {
-					if e.values[k] == 0 {
-						e.values[k] = x
-					}
-				}
+				stream.FillMissing(e.values, r.Values)
 				e.line = line
 			}
 			return false
