@@ -66,6 +66,7 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	log := newLogger(stderr, *jsonLogs)
+	logStop(ctx, log)
 	path := *model
 	if path == "" {
 		path = filepath.Join("runs", "demo-"+*dataset+".sdgnn")

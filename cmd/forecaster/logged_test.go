@@ -18,9 +18,10 @@ type processLog struct {
 	t   *testing.T
 	ctx context.Context
 
-	mu   sync.Mutex
-	seen []map[string]any
-	next int // the first line of seen that wait has not looked at
+	mu    sync.Mutex
+	seen  []map[string]any
+	next  int      // the first line of seen that wait has not looked at
+	plain []string // the lines that are not JSON
 
 	more chan struct{} // a token once lines were added
 	done chan struct{} // closed once the log has ended and the process was waited for
@@ -52,6 +53,9 @@ func startLogged(ctx context.Context, t *testing.T, cmd *exec.Cmd) *processLog {
 			var m map[string]any
 			if json.Unmarshal(sc.Bytes(), &m) != nil {
 				t.Logf("%s: %s", cmd.Args[0], sc.Text())
+				l.mu.Lock()
+				l.plain = append(l.plain, sc.Text())
+				l.mu.Unlock()
 				continue
 			}
 			l.mu.Lock()
@@ -114,6 +118,14 @@ func (l *processLog) waitAll(msgs ...string) map[string]map[string]any {
 			l.t.Fatalf("no log line %q in time; logged %d of them", msgs, len(got))
 		}
 	}
+}
+
+// plainLines returns the lines so far that are not JSON: none, where
+// -log-json keeps its promise.
+func (l *processLog) plainLines() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.plain...)
 }
 
 // exit waits for the process to end and returns how it ended.

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/pemsforecast/sdgnn/internal/interrupt"
 )
 
 // TestServeSIGHUPWhileStarting sends serve SIGHUP while it is still
@@ -78,6 +80,11 @@ func TestServeSIGHUPWhileStarting(t *testing.T) {
 	}
 	if err := log.exit(); err != nil {
 		t.Fatalf("serve after SIGTERM: %v", err)
+	}
+	// The stop is told in the log, as JSON like every other line.
+	log.wait(interrupt.Notice)
+	if plain := log.plainLines(); len(plain) > 0 {
+		t.Errorf("serve -log-json wrote lines that are not JSON: %q", plain)
 	}
 }
 
