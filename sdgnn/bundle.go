@@ -12,6 +12,7 @@ import (
 	"github.com/pemsforecast/sdgnn/checkpoint"
 	"github.com/pemsforecast/sdgnn/datasets/pems"
 	"github.com/pemsforecast/sdgnn/gru"
+	"github.com/pemsforecast/sdgnn/internal/english"
 	"github.com/pemsforecast/sdgnn/nn"
 	"github.com/pemsforecast/sdgnn/snapshot"
 )
@@ -449,8 +450,8 @@ func zeroRand() *rand.Rand { return rand.New(rand.NewPCG(0, 0)) }
 // nodes, window and channels, prepared with the same inputs per step.
 func (b *Bundle) Fits(set *snapshot.Set) error {
 	if set.Nodes != b.Meta.Nodes || set.Window != b.Meta.Window || set.Channels != len(b.Meta.Norm.Mean) || set.Inputs() != b.Meta.Norm.Inputs() {
-		return fmt.Errorf("data has %d nodes, window %d, %d channels, %d inputs (%s preprocessing); the bundle wants %d, %d, %d, %d (%s)",
-			set.Nodes, set.Window, set.Channels, set.Inputs(), set.Norm.Prep(), b.Meta.Nodes, b.Meta.Window, len(b.Meta.Norm.Mean), b.Meta.Norm.Inputs(), b.Meta.Norm.Prep())
+		return fmt.Errorf("data has %s, window %d, %s, %s (%s preprocessing); the bundle wants %d, %d, %d, %d (%s)",
+			english.Count(set.Nodes, "node"), set.Window, english.Count(set.Channels, "channel"), english.Count(set.Inputs(), "input"), set.Norm.Prep(), b.Meta.Nodes, b.Meta.Window, len(b.Meta.Norm.Mean), b.Meta.Norm.Inputs(), b.Meta.Norm.Prep())
 	}
 	return nil
 }

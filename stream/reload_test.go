@@ -66,6 +66,7 @@ func TestServiceReloadRefuses(t *testing.T) {
 		{"other sensors", "has 11 sensors, the service 10", testBundle(t, n+1, T, C, d, 9)},
 		{"other window", "windows of 5 slots, the service keeps 4", testBundle(t, n, T+1, C, d, 9)},
 		{"other channels", "has 3 channels, the service 2", testBundle(t, n, T, C+1, d, 9)},
+		{"one channel", "has 1 channel, the service 2", testBundle(t, n, T, C-1, d, 9)},
 	} {
 		err := svc.Reload(tc.b)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -75,8 +76,8 @@ func TestServiceReloadRefuses(t *testing.T) {
 			t.Fatalf("%s: the model changed after a refused reload", tc.name)
 		}
 	}
-	if got := svc.Counters().ReloadFailures.Load(); got != 6 {
-		t.Errorf("%d reload failures counted, want 6", got)
+	if got := svc.Counters().ReloadFailures.Load(); got != 7 {
+		t.Errorf("%d reload failures counted, want 7", got)
 	}
 
 	next := testBundle6(t, n, T, C, d+2, 5) // other receptive sets and hidden size

@@ -30,6 +30,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/pemsforecast/sdgnn/checkpoint"
+	"github.com/pemsforecast/sdgnn/internal/english"
 	"github.com/pemsforecast/sdgnn/sdgnn"
 )
 
@@ -385,11 +386,11 @@ func compatible(old, b *sdgnn.Bundle) error {
 	case nm.Dataset != om.Dataset:
 		return fmt.Errorf("bundle %s is of dataset %q, the service serves %q", nm.Version, nm.Dataset, om.Dataset)
 	case nm.Nodes != om.Nodes:
-		return fmt.Errorf("bundle %s has %d sensors, the service %d", nm.Version, nm.Nodes, om.Nodes)
+		return fmt.Errorf("bundle %s has %s, the service %d", nm.Version, english.Count(nm.Nodes, "sensor"), om.Nodes)
 	case nm.Window != om.Window:
 		return fmt.Errorf("bundle %s reads windows of %d slots, the service keeps %d", nm.Version, nm.Window, om.Window)
 	case len(nm.Norm.Mean) != len(om.Norm.Mean):
-		return fmt.Errorf("bundle %s has %d channels, the service %d", nm.Version, len(nm.Norm.Mean), len(om.Norm.Mean))
+		return fmt.Errorf("bundle %s has %s, the service %d", nm.Version, english.Count(len(nm.Norm.Mean), "channel"), len(om.Norm.Mean))
 	}
 	return nil
 }

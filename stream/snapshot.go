@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"hash/crc32"
 	"math"
+
+	"github.com/pemsforecast/sdgnn/internal/english"
 )
 
 // Snapshot format: a fixed header, one record per node, a CRC-32C trailer.
@@ -100,8 +102,8 @@ func (s *State) Restore(data []byte) error {
 		ring = le.Uint32(data[26:])
 	}
 	if int64(n) != int64(s.n) || int64(t) != int64(s.t) || int64(c) != int64(s.c) || step != s.stepMs {
-		return fmt.Errorf("restore: snapshot of %d nodes, window %d, %d channels, step %d ms; the state has %d, %d, %d, %d: %w",
-			n, t, c, step, s.n, s.t, s.c, s.stepMs, ErrSnapshot)
+		return fmt.Errorf("restore: snapshot of %s, window %d, %s, step %d ms; the state has %d, %d, %d, %d: %w",
+			english.Count(int(n), "node"), t, english.Count(int(c), "channel"), step, s.n, s.t, s.c, s.stepMs, ErrSnapshot)
 	}
 	if ring < t || ring > t+1<<20 {
 		return fmt.Errorf("restore: ring of %d slots for a window of %d: %w", ring, t, ErrSnapshot)

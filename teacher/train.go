@@ -13,6 +13,7 @@ import (
 	"github.com/pemsforecast/sdgnn/datasets/pems"
 	"github.com/pemsforecast/sdgnn/evaluation"
 	"github.com/pemsforecast/sdgnn/gcn"
+	"github.com/pemsforecast/sdgnn/internal/english"
 	"github.com/pemsforecast/sdgnn/nn"
 	"github.com/pemsforecast/sdgnn/snapshot"
 )
@@ -441,8 +442,8 @@ func evaluate(ctx context.Context, m *Model, set *snapshot.Set, p snapshot.Part,
 // the same inputs per step (the preprocessing's calendar inputs included).
 func checkSet(m *Model, set *snapshot.Set) error {
 	if set.Channels != m.Config.Channels || set.Inputs() != m.Config.Inputs() {
-		return fmt.Errorf("data have %d channels and %d inputs per step (%s preprocessing), the model %d and %d",
-			set.Channels, set.Inputs(), set.Norm.Prep(), m.Config.Channels, m.Config.Inputs())
+		return fmt.Errorf("data have %s and %s per step (%s preprocessing), the model %d and %d",
+			english.Count(set.Channels, "channel"), english.Count(set.Inputs(), "input"), set.Norm.Prep(), m.Config.Channels, m.Config.Inputs())
 	}
 	return nil
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/pemsforecast/sdgnn/datasets/pems"
+	"github.com/pemsforecast/sdgnn/internal/english"
 	"github.com/pemsforecast/sdgnn/sdgnn"
 	"github.com/pemsforecast/sdgnn/stream"
 )
@@ -117,7 +118,7 @@ func newCSVJob(f csvFlags, dataset string, b *sdgnn.Bundle) (*csvJob, error) {
 		}
 		j.valid.Nodes, j.valid.Channels = b.Meta.Nodes, len(b.Meta.Norm.Mean)
 		if j.valid.Channels != len(info.Channels) {
-			return nil, fmt.Errorf("bundle has %d channels, %s names %d (%s)", j.valid.Channels, dataset, len(info.Channels), strings.Join(info.Channels, ", "))
+			return nil, fmt.Errorf("bundle has %s, %s names %d (%s)", english.Count(j.valid.Channels, "channel"), dataset, len(info.Channels), strings.Join(info.Channels, ", "))
 		}
 	}
 	return j, nil
