@@ -16,10 +16,50 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/segmentio/kafka-go"
 
+	"github.com/pemsforecast/sdgnn/datasets/pems"
 	"github.com/pemsforecast/sdgnn/gru"
 	"github.com/pemsforecast/sdgnn/sdgnn"
 	"github.com/pemsforecast/sdgnn/snapshot"
 )
+
+// TestServiceReloadWarnsOtherGraph checks that a reload to a model
+// distilled on another road graph is done, with a warning naming both
+// graphs, and that the same graph, or a model that cannot tell, is
+// reloaded without one.
+func TestServiceReloadWarnsOtherGraph(t *testing.T) {
+	fp := func(edges int, sha byte, costs bool) *pems.GraphFingerprint {
+		return &pems.GraphFingerprint{Nodes: 5, Edges: edges, Costs: costs, SHA256: strings.Repeat(string(sha), 64)}
+	}
+	for _, tc := range []struct {
+		name     string
+		old, new *pems.GraphFingerprint
+		want     string // in the warning; "" for none
+	}{
+		{"same graph", fp(4, 'a', false), fp(4, 'a', false), ""},
+		{"other links", fp(4, 'a', false), fp(6, 'b', false), `"graph":"5 nodes, 6 links, sha256 bbbbbbbbbbbb","was_graph":"5 nodes, 4 links, sha256 aaaaaaaaaaaa","differs":"6 links, want 4"`},
+		{"other costs", fp(4, 'a', true), fp(4, 'c', true), `"differs":"`},
+		{"old model without", nil, fp(4, 'a', false), ""},
+		{"new model without", fp(4, 'a', false), nil, ""},
+		{"one with costs", fp(4, 'a', false), fp(4, 'd', true), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			old, next := testBundle(t, 5, 4, 1, 3, 1), testBundle(t, 5, 4, 1, 3, 2)
+			old.Meta.Graph, next.Meta.Graph = tc.old, tc.new
+			var logs strings.Builder
+			svc, err := NewService(old, Config{Brokers: []string{"127.0.0.1:1"}, StepMs: testStep, Log: zerolog.New(&logs)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := svc.Reload(next); err != nil {
+				t.Fatal(err)
+			}
+			warned := strings.Contains(logs.String(), "another road graph")
+			if warned != (tc.want != "") || !strings.Contains(logs.String(), tc.want) {
+				t.Errorf("logs %s\nwant a warning with %q (none: %v)", logs.String(), tc.want, tc.want == "")
+			}
+		})
+	}
+}
 
 // TestServiceReloadRefuses checks that Reload refuses, naming what
 // differs, a bundle the running state cannot take over, and then keeps the

@@ -355,8 +355,26 @@ func (s *Service) ReloadContext(ctx context.Context, b *sdgnn.Bundle) error {
 	}
 	s.counters.Reloads.Add(1)
 	s.cfg.Log.Info().Str("model", b.Meta.Version).Str("was", old.Meta.Version).Msg("model reloaded")
+	warnOtherGraph(s.cfg.Log, old, b)
 	warnWithoutSelf(s.cfg.Log, b)
 	return nil
+}
+
+// warnOtherGraph warns when b, replacing old, was distilled on another
+// road graph (pems.GraphFingerprint) than old: a model retrained on a
+// mended graph is served so, but so is one of another network that has
+// as many sensors under the same dataset's name (a file of the wrong
+// deployment), and an operator should see which. Bundles written before
+// graphs were fingerprinted, and fingerprints of which one covers the
+// links' costs and the other not, say nothing.
+func warnOtherGraph(log zerolog.Logger, old, b *sdgnn.Bundle) {
+	og, ng := old.Meta.Graph, b.Meta.Graph
+	if og == nil || ng == nil || og.Costs != ng.Costs || *og == *ng {
+		return // nothing to compare, or the same graph
+	}
+	log.Warn().Str("model", b.Meta.Version).Str("was", old.Meta.Version).
+		Stringer("graph", ng).Stringer("was_graph", og).Str("differs", og.Diff(*ng)).
+		Msg("the model reloaded was distilled on another road graph than the one it replaces: its forecasts read the sensors that graph links")
 }
 
 // setRunning records whether Run runs, for /healthz.
