@@ -28,7 +28,9 @@ import (
 // channel c true_<c> float64, then for each model m and channel c
 // pred_<m>_<c> and err_<m>_<c> (prediction − truth; null where the truth is
 // a missing reading, 0). Model names are lower-cased with non-alphanumerics
-// as "_" (GRU-GCN → gru_gcn).
+// as "_" (GRU-GCN → gru_gcn). Where the channel's unit is known, its
+// columns carry it as their "unit" metadata (snapshot.MetaUnit), in the
+// Parquet file too (its stored Arrow schema).
 type Predictions struct {
 	Snapshot, Step []int64
 	Node           []int32
@@ -60,14 +62,20 @@ func (d *Document) schema() *arrow.Schema {
 		{Name: "step", Type: arrow.PrimitiveTypes.Int64},
 		{Name: "node", Type: arrow.PrimitiveTypes.Int32},
 	}
-	for _, c := range d.Channels {
-		fields = append(fields, arrow.Field{Name: "true_" + c, Type: f64})
+	unit := make([]arrow.Metadata, len(d.Channels))
+	for c := range d.Channels {
+		if c < len(d.Units) && d.Units[c] != "" {
+			unit[c] = arrow.NewMetadata([]string{snapshot.MetaUnit}, []string{d.Units[c]})
+		}
+	}
+	for i, c := range d.Channels {
+		fields = append(fields, arrow.Field{Name: "true_" + c, Type: f64, Metadata: unit[i]})
 	}
 	for _, m := range d.Models {
-		for _, c := range d.Channels {
+		for i, c := range d.Channels {
 			fields = append(fields,
-				arrow.Field{Name: "pred_" + Slug(m.Name) + "_" + c, Type: f64},
-				arrow.Field{Name: "err_" + Slug(m.Name) + "_" + c, Type: f64, Nullable: true})
+				arrow.Field{Name: "pred_" + Slug(m.Name) + "_" + c, Type: f64, Metadata: unit[i]},
+				arrow.Field{Name: "err_" + Slug(m.Name) + "_" + c, Type: f64, Nullable: true, Metadata: unit[i]})
 		}
 	}
 	md := arrow.NewMetadata([]string{"dataset", "split"}, []string{d.Dataset, d.Part})
@@ -155,11 +163,13 @@ func (d *Document) writeArrow(path string) error {
 	})
 }
 
-// writeParquet writes the predictions as a Snappy-compressed Parquet file.
+// writeParquet writes the predictions as a Snappy-compressed Parquet file,
+// with the Arrow schema stored (pqarrow.WithStoreSchema) so that Arrow
+// readers (pyarrow, pandas, Go's pqarrow) get the columns' units back.
 func (d *Document) writeParquet(path string) error {
 	return writeFile(path, func(f io.WriteSeeker) error {
 		props := parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Snappy))
-		w, err := pqarrow.NewFileWriter(d.schema(), f, props, pqarrow.DefaultWriterProps())
+		w, err := pqarrow.NewFileWriter(d.schema(), f, props, pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
 		if err != nil {
 			return err
 		}

@@ -501,7 +501,7 @@ func (d *Document) text(b *strings.Builder, img func(Figure) string) {
 		b.WriteString("\n")
 	}
 	b.WriteString("## Files\n\n")
-	fmt.Fprintf(b, "- `%s`: every number above, as JSON.\n- `%s` (Arrow IPC) and `%s` (Parquet): one row per snapshot and sensor with the truth, each model's prediction and error (null where the reading is missing or, for a split by sensors, the sensor is not scored).\n",
+	fmt.Fprintf(b, "- `%s`: every number above, as JSON.\n- `%s` (Arrow IPC) and `%s` (Parquet): one row per snapshot and sensor with the truth, each model's prediction and error (null where the reading is missing or, for a split by sensors, the sensor is not scored); a channel's columns carry its unit, where known, as their `unit` metadata.\n",
 		FileMetrics, FilePredictions, FileParquet)
 	if len(d.Notes) > 0 {
 		b.WriteString("\n## Left out\n\n")

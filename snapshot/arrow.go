@@ -360,12 +360,30 @@ func ReadEmbeddings(path string) (snapshots []int64, nodes []int32, d int, data 
 	return snapshots, nodes, len(dims), data, nil
 }
 
+// MetaUnit is the key of a column's metadata that gives the unit of its
+// values ("veh/5 min", "km/h"), in the prediction files written here and
+// by package report.
+const MetaUnit = "unit"
+
+// fieldMeta returns the value of f's metadata key, if f has it.
+func fieldMeta(f arrow.Field, key string) (string, bool) {
+	if i := f.Metadata.FindKey(key); i >= 0 {
+		return f.Metadata.Values()[i], true
+	}
+	return "", false
+}
+
 // PredictionTable holds model predictions and ground truth in the original
 // scale, one row per (snapshot, node).
 type PredictionTable struct {
 	// Channels are the channel names, e.g. "flow", "occupancy", "speed";
 	// they name the pred_<c> and true_<c> columns.
 	Channels []string
+	// Units, if given, are the units of the channels' values, one per
+	// channel ("" where unknown), as pems.ChannelUnits gives them; they
+	// are stored as the "unit" metadata of the channel's columns, so that
+	// a reader of the file alone knows what a value of 250 is.
+	Units []string
 	// Snapshot is the snapshot index and Step the series step of the
 	// target of each row.
 	Snapshot, Step []int64
@@ -398,6 +416,9 @@ func (p *PredictionTable) validate() error {
 		}
 		seen[c] = true
 	}
+	if len(p.Units) != 0 && len(p.Units) != len(p.Channels) {
+		return fmt.Errorf("%d units for %d channels", len(p.Units), len(p.Channels))
+	}
 	rows := len(p.Snapshot)
 	if len(p.Step) != rows || len(p.Node) != rows {
 		return fmt.Errorf("column lengths differ: snapshot %d, step %d, node %d", rows, len(p.Step), len(p.Node))
@@ -413,7 +434,8 @@ func (p *PredictionTable) validate() error {
 // snapshot int64, step int64, node int32 and then pred_<c>, true_<c>
 // float64 for each channel c, so that errors can be analysed per node, step
 // and channel in a data frame. The channel order is also stored as JSON in
-// the "channels" metadata.
+// the "channels" metadata, and each channel's unit, where p.Units gives
+// one, as the "unit" metadata of its two columns.
 //
 // WritePredictions returns an error if the lengths of p's fields are
 // inconsistent or channel names are empty or repeated. The file is written
@@ -428,10 +450,14 @@ func WritePredictions(path string, p *PredictionTable) error {
 		{Name: colStep, Type: arrow.PrimitiveTypes.Int64},
 		{Name: colNode, Type: arrow.PrimitiveTypes.Int32},
 	}
-	for _, c := range p.Channels {
+	for i, c := range p.Channels {
+		var md arrow.Metadata
+		if len(p.Units) > 0 && p.Units[i] != "" {
+			md = arrow.NewMetadata([]string{MetaUnit}, []string{p.Units[i]})
+		}
 		fields = append(fields,
-			arrow.Field{Name: predPrefix + c, Type: arrow.PrimitiveTypes.Float64},
-			arrow.Field{Name: truePrefix + c, Type: arrow.PrimitiveTypes.Float64},
+			arrow.Field{Name: predPrefix + c, Type: arrow.PrimitiveTypes.Float64, Metadata: md},
+			arrow.Field{Name: truePrefix + c, Type: arrow.PrimitiveTypes.Float64, Metadata: md},
 		)
 	}
 	names := make(map[string]bool, len(fields))
@@ -470,8 +496,9 @@ func WritePredictions(path string, p *PredictionTable) error {
 
 // ReadPredictions reads a file written by WritePredictions. The channels
 // come from the "channels" metadata or, if it is absent, from the pred_<c>
-// columns in schema order; each needs a matching true_<c> column. Null
-// values read as NaN.
+// columns in schema order; each needs a matching true_<c> column. The
+// units come from the pred_<c> columns' "unit" metadata (nil where no
+// column has one). Null values read as NaN.
 func ReadPredictions(path string) (*PredictionTable, error) {
 	var (
 		p            PredictionTable
@@ -513,6 +540,16 @@ func ReadPredictions(path string) (*PredictionTable, error) {
 				return err
 			}
 			iPred, iTrue = append(iPred, i), append(iTrue, j)
+		}
+		p.Units = make([]string, len(p.Channels))
+		known := false
+		for k, i := range iPred {
+			if u, ok := fieldMeta(sc.Field(i), MetaUnit); ok {
+				p.Units[k], known = u, true
+			}
+		}
+		if !known {
+			p.Units = nil
 		}
 		return nil
 	}

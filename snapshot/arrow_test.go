@@ -3,6 +3,7 @@ package snapshot
 import (
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -181,6 +182,68 @@ func testPredictions() *PredictionTable {
 	}
 	p.True[4] = 0 // missing
 	return p
+}
+
+// TestPredictionsUnits checks that the channels' units are written as
+// their columns' "unit" metadata and read back, and that units that do
+// not match the channels are refused.
+func TestPredictionsUnits(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		units []string
+		want  map[string]string // column → unit metadata
+		err   string
+	}{
+		{"none", nil, map[string]string{}, ""},
+		{"all", []string{"veh/5 min", "fraction", "mph"}, map[string]string{
+			"pred_flow": "veh/5 min", "true_flow": "veh/5 min", "pred_occupancy": "fraction",
+			"true_occupancy": "fraction", "pred_speed": "mph", "true_speed": "mph"}, ""},
+		{"one unknown", []string{"veh/5 min", "", "mph"}, map[string]string{
+			"pred_flow": "veh/5 min", "true_flow": "veh/5 min", "pred_speed": "mph", "true_speed": "mph"}, ""},
+		{"too few", []string{"mph"}, nil, "1 units for 3 channels"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := testPredictions()
+			p.Units = tc.units
+			path := filepath.Join(t.TempDir(), "pred.arrow")
+			err := WritePredictions(path, p)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("error %v, want one containing %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			f, err := os.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			r, err := NewFileReader(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			got := map[string]string{}
+			for _, fd := range r.Schema().Fields() {
+				if u, ok := fieldMeta(fd, MetaUnit); ok {
+					got[fd.Name] = u
+				}
+			}
+			if !maps.Equal(got, tc.want) {
+				t.Errorf("unit metadata %v, want %v", got, tc.want)
+			}
+			back, err := ReadPredictions(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(back.Units, tc.units) {
+				t.Errorf("read back units %q, want %q", back.Units, tc.units)
+			}
+		})
+	}
 }
 
 func TestPredictionsRoundTrip(t *testing.T) {

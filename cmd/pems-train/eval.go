@@ -231,7 +231,7 @@ func compareWith(ctx context.Context, path, dataDir, part string, lm *loaded, pr
 
 func writePredictions(path string, p *snapshot.Prepared, r snapshot.Part, channels []string, pred, truth []float64) error {
 	n := p.Set.Nodes
-	t := &snapshot.PredictionTable{Channels: channels, Pred: pred, True: truth}
+	t := &snapshot.PredictionTable{Channels: channels, Units: pems.ChannelUnits(p.Dataset.Info.Name, channels), Pred: pred, True: truth}
 	for _, s := range r.Snapshots() {
 		for i := 0; i < n; i++ {
 			t.Snapshot = append(t.Snapshot, int64(s))

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -164,8 +165,13 @@ func TestTeacherThenEvalOnPeMSLayout(t *testing.T) {
 	if code, _, stderr := runCmd(t, "eval", "-data", dir, "-model", model, "-predictions", preds); code != 0 {
 		t.Fatalf("eval -predictions into a new folder exited %d: %s", code, stderr)
 	}
-	if st, err := os.Stat(preds); err != nil || st.Size() == 0 {
+	pt, err := snapshot.ReadPredictions(preds)
+	if err != nil {
 		t.Fatalf("eval wrote no predictions: %v", err)
+	}
+	// The file says what its values are in.
+	if want := pems.ChannelUnits("pems08", pt.Channels); len(want) != 3 || !slices.Equal(pt.Units, want) {
+		t.Errorf("eval -predictions units %q, want %q", pt.Units, want)
 	}
 }
 
