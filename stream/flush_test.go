@@ -279,3 +279,58 @@ func TestFlushPartialWrite(t *testing.T) {
 		t.Errorf("latest forecasts of %d sensors, want %d", latest, n)
 	}
 }
+
+// TestFlushRetryDialsAgain checks that a retry after a broker comes back
+// dials it again: kafka-go's transport remembers a refused dial for its
+// metadata's lifetime (6 s), so without forgetting it the retries in that
+// time fail though the broker is up, and forecasts resume seconds late.
+// Once the topic is there, the next attempt, or the one after it (one may
+// be under way), must commit.
+func TestFlushRetryDialsAgain(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a broker")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	port := freePort(t)
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	svc, err := NewService(testBundle(t, 4, 3, 2, 4, 1), Config{Brokers: []string{addr}, StepMs: testStep, RetryFor: time.Minute, Log: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A transport of its own, as a secured service's writers have, so
+	// that no other test's dial teaches or clears it.
+	tr := &kafka.Transport{}
+	defer tr.CloseIdleConnections()
+	svc.forecasts = &kafka.Writer{Addr: kafka.TCP(addr), Topic: "forecasts", RequiredAcks: kafka.RequireAll, MaxAttempts: 1, BatchTimeout: time.Millisecond, Transport: tr}
+	defer svc.forecasts.Close()
+	var fb forecastBatch
+	fb.add(&Forecast{Sensor: 0, TS: testStep, Values: []float64{1}, Inputs: []Input{{Sensor: 0, TS: 0}}})
+	done := make(chan error, 1)
+	go func() { done <- svc.flushRetrying(ctx, &flushJob{fc: fb}) }()
+	for svc.counters.FlushRetries.Load() < 1 { // a refused dial, remembered
+		select {
+		case err := <-done:
+			t.Fatalf("flush ended before the broker started: %v", err)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	b, err := StartEmbedded(port, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if err := EnsureTopics(ctx, []string{addr}, 1, "forecasts"); err != nil {
+		t.Fatal(err)
+	}
+	before := svc.counters.FlushRetries.Load()
+	if err := <-done; err != nil {
+		t.Fatalf("flush after the broker started: %v", err)
+	}
+	if failed := svc.counters.FlushRetries.Load() - before; failed > 1 {
+		t.Errorf("%d attempts failed after the broker was up with the topic, want at most 1", failed)
+	}
+	if got := countTopic(ctx, t, addr, "forecasts"); got != 1 {
+		t.Errorf("%d forecasts written, want 1", got)
+	}
+}

@@ -1430,6 +1430,26 @@ func (s *Service) flushRetrying(ctx context.Context, j *flushJob) error {
 		s.counters.FlushRetries.Add(1)
 		s.cfg.Log.Warn().Err(err).Int("attempt", attempt).Msg("batch not committed: trying again (see /readyz)")
 		sleepCtx(ctx, min(100*time.Millisecond<<min(attempt, 6), 5*time.Second))
+		forgetConnections(s.forecasts)
+		forgetConnections(s.letters)
+	}
+}
+
+// forgetConnections drops the idle connections of w's transport (kafka-go's
+// default one where w has none), and with them what it remembers of each
+// broker: a refused dial is answered again, without dialling, for the
+// metadata's lifetime (6 s), so a retry would fail for that long after
+// the broker is back. Requests under way keep their connections.
+func forgetConnections(w *kafka.Writer) {
+	if w == nil {
+		return
+	}
+	rt := w.Transport
+	if rt == nil {
+		rt = kafka.DefaultTransport
+	}
+	if t, ok := rt.(*kafka.Transport); ok {
+		t.CloseIdleConnections()
 	}
 }
 
