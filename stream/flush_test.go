@@ -294,13 +294,15 @@ func TestFlushRetryDialsAgain(t *testing.T) {
 	defer cancel()
 	port := freePort(t)
 	addr := "127.0.0.1:" + strconv.Itoa(port)
-	svc, err := NewService(testBundle(t, 4, 3, 2, 4, 1), Config{Brokers: []string{addr}, StepMs: testStep, RetryFor: time.Minute, Log: zerolog.Nop()})
+	svc, err := NewService(testBundle(t, 4, 3, 2, 4, 1), Config{Brokers: []string{addr}, StepMs: testStep, RetryFor: 10 * time.Second, Log: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// A transport of its own, as a secured service's writers have, so
-	// that no other test's dial teaches or clears it.
-	tr := &kafka.Transport{}
+	// that no other test's dial teaches or clears it, that keeps what it
+	// learns of the cluster, a refused dial included, for a random time
+	// up to 30 s (kafka-go's default: 6 s).
+	tr := &kafka.Transport{MetadataTTL: 30 * time.Second}
 	defer tr.CloseIdleConnections()
 	svc.forecasts = &kafka.Writer{Addr: kafka.TCP(addr), Topic: "forecasts", RequiredAcks: kafka.RequireAll, MaxAttempts: 1, BatchTimeout: time.Millisecond, Transport: tr}
 	defer svc.forecasts.Close()

@@ -89,6 +89,7 @@ func (r Retry) write(ctx context.Context, w *kafka.Writer, msgs []kafka.Message)
 		if sleepCtx(ctx, min(time.Second<<min(attempt, 3), 5*time.Second)); ctx.Err() != nil {
 			break
 		}
+		forgetConnections(w) // dial again, not meet a refusal remembered
 		try := make([]kafka.Message, len(pending))
 		for k, i := range pending {
 			try[k] = msgs[i]

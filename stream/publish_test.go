@@ -334,3 +334,57 @@ func TestPublishRetry(t *testing.T) {
 		t.Errorf("refused for good after %v", took)
 	}
 }
+
+// TestRetryDialsAgain checks that Retry's next attempt after the broker is
+// back dials it again, rather than meeting, for up to 6 s, the refusal
+// kafka-go's transport remembers: once the topic is there, the next
+// attempt, or the one after it (one may be under way), must be acknowledged.
+func TestRetryDialsAgain(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a broker")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	port := freePort(t)
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	// A transport of its own, so that no other test teaches or clears
+	// it, that keeps what it learns of the cluster, a refused dial
+	// included, for a random time up to 30 s (kafka-go's default: 6 s).
+	tr := &kafka.Transport{MetadataTTL: 30 * time.Second}
+	defer tr.CloseIdleConnections()
+	w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: "readings", RequiredAcks: kafka.RequireAll, MaxAttempts: 1, BatchTimeout: time.Millisecond, Transport: tr}
+	defer w.Close()
+	var retries atomic.Int32
+	type result struct {
+		acked int
+		err   error
+	}
+	done := make(chan result, 1)
+	go func() {
+		acked, err := Retry{For: 10 * time.Second, OnRetry: func(error, int, time.Duration) { retries.Add(1) }}.write(ctx, w,
+			[]kafka.Message{{Key: []byte("0"), Value: []byte(`{}`)}})
+		done <- result{acked, err}
+	}()
+	for retries.Load() < 1 { // a refused dial, remembered
+		select {
+		case r := <-done:
+			t.Fatalf("write ended before the broker started: %d acknowledged, %v", r.acked, r.err)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	b, err := StartEmbedded(port, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if err := EnsureTopics(ctx, []string{addr}, 1, "readings"); err != nil {
+		t.Fatal(err)
+	}
+	before := retries.Load()
+	if r := <-done; r.err != nil || r.acked != 1 {
+		t.Fatalf("write after the broker started: %d of 1 acknowledged, %v", r.acked, r.err)
+	}
+	if failed := retries.Load() - before; failed > 1 {
+		t.Errorf("%d attempts failed after the broker was up with the topic, want at most 1", failed)
+	}
+}
