@@ -243,13 +243,15 @@ func decodeMetrics(dec *nn.MLP, norm snapshot.Normalizer, z *mat.Dense, t *sdgnn
 	return acc.Metrics()
 }
 
-// selectScore returns the validation score to minimise; NaN counts as +Inf.
+// selectScore returns the validation score to minimise; NaN counts as +Inf,
+// and so do the metrics of no pair (every truth masked), whose zero errors
+// would otherwise read as a perfect score.
 func selectScore(kind string, m evaluation.Metrics) float64 {
 	v := m.MAPE
 	if kind == selectMAE {
 		v = m.MAE
 	}
-	if math.IsNaN(v) {
+	if math.IsNaN(v) || m.Count == 0 {
 		return math.Inf(1)
 	}
 	return v

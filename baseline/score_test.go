@@ -1,6 +1,7 @@
 package baseline
 
 import (
+	"context"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -83,5 +84,41 @@ func TestScoreZHat(t *testing.T) {
 				t.Errorf("metrics without a decoder: %+v", m)
 			}
 		})
+	}
+}
+
+// TestTrainStudentNoScoredTruth trains a student against validation
+// targets whose truths are all missing (0, masked): no epoch has a
+// validation score, and trainStudent must refuse, as it does for NaN
+// scores, rather than keep the untrained student as the best (the zero
+// errors of no pair are not a perfect score).
+func TestTrainStudentNoScoredTruth(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	const n, S, d, C = 4, 8, 3, 1
+	targets := func(truth float64) *sdgnn.Targets {
+		tg := &sdgnn.Targets{Nodes: n, Dim: d, H: randDense(rng, S*n, d), Z: randDense(rng, S*n, d), Channels: C, Truth: make([]float64, S*n*C)}
+		for i := range tg.Truth {
+			tg.Truth[i] = truth
+		}
+		return tg
+	}
+	train, val := targets(10), targets(0)
+	dec := nn.NewMLP("dec", d, 4, C, rng)
+	norm := snapshot.Normalizer{Kind: snapshot.KindZScore, Mean: []float64{10}, Std: []float64{2}}
+	cfg := DefaultConfig()
+	cfg.Epochs, cfg.Batch = 2, 4
+	for _, sel := range []string{selectMAPE, selectMAE} {
+		cfg.Select = sel
+		st := &graphlessStudent{g: nn.NewMLP("g", d, 5, d, rng), n: n, batch: cfg.Batch}
+		hist, err := trainStudent(context.Background(), st, dec, norm, train, val, cfg, rng)
+		best := 0
+		for _, ep := range hist {
+			if ep.Best {
+				best++
+			}
+		}
+		if err == nil || best > 0 {
+			t.Errorf("select %s: validation without an unmasked truth: %d epoch(s) marked best, error %v; want none and an error", sel, best, err)
+		}
 	}
 }

@@ -86,7 +86,7 @@ func trainStudent(ctx context.Context, st student, tdec *nn.MLP, norm snapshot.N
 		validate(Epoch{Epoch: e, TrainLoss: loss, SimLoss: sim}, start)
 	}
 	if math.IsInf(bestScore, 1) {
-		return hist, fmt.Errorf("no epoch gave a finite validation %s (last: %+v)", cfg.Select, hist[len(hist)-1].Val)
+		return hist, fmt.Errorf("no epoch gave a finite validation %s, or the validation has no unmasked truth (last: %+v)", cfg.Select, hist[len(hist)-1].Val)
 	}
 	for i, p := range ps {
 		p.W.Copy(best[i])

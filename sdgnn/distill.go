@@ -221,7 +221,7 @@ func Distill(ctx context.Context, m *teacher.Model, norm snapshot.Normalizer, ca
 		}
 	}
 	if math.IsInf(bestScore, 1) && reachedEnd {
-		why := "a non-finite forecast"
+		why := "a non-finite forecast, or no unmasked truth"
 		if cfg.Select == "mape" {
 			why += fmt.Sprintf(", or no truth at or above the MAPE floor %g", cfg.MAPEFloor)
 		}
@@ -264,12 +264,15 @@ func selfTheta(n int) *Theta {
 	return t
 }
 
+// selectScore returns the validation score to minimise: m's MAPE or MAE.
+// NaN counts as +Inf, and so do the metrics of no pair (every truth
+// masked), whose zero errors would otherwise read as a perfect score.
 func selectScore(kind string, m evaluation.Metrics) float64 {
 	v := m.MAPE
 	if kind == "mae" {
 		v = m.MAE
 	}
-	if math.IsNaN(v) {
+	if math.IsNaN(v) || m.Count == 0 {
 		return math.Inf(1)
 	}
 	return v

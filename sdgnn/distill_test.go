@@ -384,3 +384,49 @@ func TestDistillNoFiniteScoreError(t *testing.T) {
 		t.Errorf("%d rounds at the final budget, all with NaN MAPE: got error %v, want one naming the non-finite validation mape", atEnd, err)
 	}
 }
+
+// TestDistillNoScoredTruthError runs a schedule whose validation truths are
+// all missing (0, masked), so that no round has a validation score: the
+// metrics of no pair are zero, not a perfect score, and Distill must refuse
+// as it does for a NaN score rather than keep the first round at the final
+// budget as the best.
+func TestDistillNoScoredTruthError(t *testing.T) {
+	const n, d, S, C = 6, 16, 12, 1
+	m, err := teacher.New(teacher.Config{Kind: teacher.KindGRUGCN, Window: 4, Channels: C, Hidden: d, Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := quickConfig()
+	cfg.Epochs, cfg.BudgetStart, cfg.BudgetEnd, cfg.FineTuneEpochs, cfg.PhiBatch = 4, 3, 2, 0, 4
+	rng := rand.New(rand.NewPCG(9, 9))
+	targets := func(truth float64) *Targets {
+		h, z := mat.NewDense(S*n, d, nil), mat.NewDense(S*n, d, nil)
+		for i := range h.RawMatrix().Data {
+			h.RawMatrix().Data[i] = 0.3 * rng.NormFloat64()
+			z.RawMatrix().Data[i] = 0.3 * rng.NormFloat64()
+		}
+		tr := make([]float64, S*n*C)
+		for i := range tr {
+			tr[i] = truth + rng.Float64()*min(truth, 1)
+		}
+		return &Targets{Range: snapshot.Range{End: S}, Nodes: n, Dim: d, H: h, Z: z, Truth: tr, Channels: C}
+	}
+	train, val := targets(10), targets(0) // every validation truth missing
+	cands := make([][]int, n)
+	for z := range cands {
+		cands[z] = []int{(z + n - 1) % n, z, (z + 1) % n}
+	}
+	norm := snapshot.Normalizer{Mean: []float64{0}, Std: []float64{1}}
+	for _, sel := range []string{"mape", "mae"} {
+		cfg.Select = sel
+		best := 0
+		_, err = Distill(context.Background(), m, norm, cands, train, val, cfg, func(r Round) {
+			if r.Best {
+				best++
+			}
+		})
+		if err == nil || best > 0 || !strings.Contains(err.Error(), "no unmasked truth") {
+			t.Errorf("select %s: validation without an unmasked truth: %d round(s) marked best, error %v; want none and an error naming the missing truths", sel, best, err)
+		}
+	}
+}
