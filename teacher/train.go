@@ -222,6 +222,10 @@ func (t *Trainer) Run(ctx context.Context, set *snapshot.Set, split snapshot.Spl
 		if err != nil {
 			return fmt.Errorf("epoch %d validation: %w", e, err)
 		}
+		if val.Overall.Count == 0 {
+			// Its errors are 0: every epoch would look perfect, the first kept.
+			return fmt.Errorf("epoch %d validation: no reading of the validation part to score (every one missing), so no epoch can be chosen: give a split whose validation part has readings", e)
+		}
 		t.Epoch = e
 		rec := Epoch{Epoch: e, TrainLoss: lossSum / float64(len(batches)), Val: val.Overall, Seconds: time.Since(start).Seconds()}
 		if score := selectionScore(t.Config.Select, val, set.Norm); score < t.BestValScore {

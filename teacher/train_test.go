@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"gonum.org/v1/gonum/mat"
@@ -454,5 +455,35 @@ func TestEpochMAPEFloor(t *testing.T) {
 		if !mat.Equal(p.W, full.Best.Params()[i].W) {
 			t.Errorf("the floor changed the best parameters (%s)", p.Name)
 		}
+	}
+}
+
+// TestRunRefusesUnscoredValidation trains on a series whose readings are
+// all missing (0) from the first validation target on: no epoch has a
+// validation score, whose zero errors would make the first epoch the best
+// for good, so Run must refuse, naming why.
+func TestRunRefusesUnscoredValidation(t *testing.T) {
+	set, split, adj := realData(t, 300)
+	data := slices.Clone(set.Raw())
+	per := set.Nodes * set.Channels
+	first := split.Val.Snapshots()[0] + set.Window // the step of the first validation target
+	clear(data[first*per:])
+	blank, err := snapshot.NewSet(data, len(data)/per, set.Nodes, set.Channels, set.Window, set.Norm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := New(Config{Kind: KindGRUGCN, Window: set.Window, Channels: set.Channels, Hidden: 8, NoiseStd: 0.05, Seed: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc := DefaultTrain()
+	tc.MaxEpochs, tc.MaxBatches = 2, 1
+	tr, err := NewTrainer(m, tc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = tr.Run(context.Background(), blank, split, adj, nil)
+	if err == nil || !strings.Contains(err.Error(), "no reading of the validation part to score") {
+		t.Fatalf("Run on a validation part without readings: %v (best epoch %d), want an error naming it", err, tr.BestEpoch)
 	}
 }
