@@ -17,7 +17,9 @@ import (
 
 	"github.com/mattn/go-isatty"
 	"github.com/schollz/progressbar/v3"
+	"gonum.org/v1/gonum/mat"
 
+	"github.com/pemsforecast/sdgnn/gru"
 	"github.com/pemsforecast/sdgnn/internal/english"
 	"github.com/pemsforecast/sdgnn/report"
 	"github.com/pemsforecast/sdgnn/sdgnn"
@@ -32,7 +34,7 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		model     = flags.String("model", "", "SDGNN bundle written by pems-train distill (required)")
 		dataset   = flags.String("dataset", "", "dataset to replay; must be the bundle's (default: the bundle's)")
 		out       = flags.String("out", "", "directory to write the report into (required)")
-		tpath     = flags.String("teacher", "", "the GRU-GCN teacher (default: the teacher recorded in the bundle, if that file exists; \"none\" to leave it out)")
+		tpath     = flags.String("teacher", "", "the GRU-GCN teacher (default: the teacher recorded in the bundle, if that file exists and is still the one it was distilled from; \"none\" to leave it out)")
 		t1path    = flags.String("teacher1", "", "a GRU-GCN teacher with a 1-layer GCN (pems-train teacher -layers 1), for the sweep's 1-layer targets")
 		gpath     = flags.String("gru", "", "the GRU baseline (pems-train teacher -model gru), for the per-node MAE reductions")
 		part      = flags.String("split-part", "test", "which part of the bundle's split to replay: train, val or test")
@@ -134,6 +136,12 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if err != nil {
 			return fmt.Errorf("%s: %w%s", t.from, err, t.hint)
 		}
+		if t.from == "the bundle's teacher" && !sameGRU(s.Model.GRU, b.GRU) {
+			// Another model written to the path since (a teacher trained
+			// again): its scores would pass for the bundle's teacher's.
+			fmt.Fprintf(stderr, "report: the bundle's teacher %s is not the teacher %s was distilled from (its GRU differs: trained again or replaced since); leaving the teacher out (give -teacher)\n", t.path, *model)
+			continue
+		}
 		if s.Meta.Graph == nil && s.Meta.Config.GCNLayers() > 0 { // one that records its graph is checked by report.Build
 			warnNoGraph(stderr, t.path, p)
 		}
@@ -177,6 +185,22 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	fmt.Fprintf(stdout, "open %s\n", filepath.Join(*out, report.FileHTML))
 	return nil
+}
+
+// sameGRU reports whether a and b hold the same parameters: a bundle keeps
+// its teacher's GRU as it was, so the teacher a bundle was distilled from
+// has the bundle's GRU.
+func sameGRU(a, b *gru.GRU) bool {
+	pa, pb := a.Params(), b.Params()
+	if len(pa) != len(pb) {
+		return false
+	}
+	for i := range pa {
+		if !mat.Equal(pa[i].W, pb[i].W) {
+			return false
+		}
+	}
+	return true
 }
 
 // parseBudgets parses a comma-separated list of positive budgets.

@@ -231,3 +231,55 @@ func reportsEqual(t *testing.T, name string, a, b evaluation.Report, tol float64
 		}
 	}
 }
+
+// TestReportBundleTeacherReplaced checks that report's default teacher, the
+// file at the path the bundle records, is used only while it is still the
+// teacher the bundle was distilled from: a teacher trained again to the
+// same path (same dataset and split, other weights) is left out with a
+// warning naming it, rather than scored as the bundle's GRU-GCN.
+func TestReportBundleTeacherReplaced(t *testing.T) {
+	dir := writePeMS08Layout(t, 120)
+	model, _ := trainTeacher(t, dir, "-dataset", "pems08", "-epochs", "1")
+	bundle := filepath.Join(t.TempDir(), "m.sdgnn")
+	if code, _, stderr := runCmd(t, "distill", "-data", dir, "-teacher", model, "-out", bundle, "-quick", "-epochs", "2", "-budget-start", "6",
+		"-budget-every", "2", "-theta-every", "2", "-finetune", "1"); code != 0 {
+		t.Fatalf("distill exited %d:\n%s", code, stderr)
+	}
+	for _, tc := range []struct {
+		name     string
+		retrain  bool
+		teacher  bool   // the report scores a GRU-GCN
+		inStderr string // "" for none
+	}{
+		{"the bundle's teacher", false, true, ""},
+		{"trained again to its path", true, false, "not the teacher " + bundle + " was distilled from"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.retrain {
+				args := []string{"teacher", "-data", dir, "-dataset", "pems08", "-epochs", "1", "-seed", "7", "-out", model}
+				if code, _, stderr := runCmd(t, args...); code != 0 {
+					t.Fatalf("%v exited %d:\n%s", args, code, stderr)
+				}
+			}
+			out := filepath.Join(t.TempDir(), "report")
+			code, stdout, stderr := runCmd(t, "report", "-data", dir, "-model", bundle, "-out", out, "-progress", "never")
+			if code != 0 {
+				t.Fatalf("report exited %d:\n%s\n%s", code, stdout, stderr)
+			}
+			b, err := os.ReadFile(filepath.Join(out, report.FileMetrics))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var doc report.Document
+			if err := json.Unmarshal(b, &doc); err != nil {
+				t.Fatal(err)
+			}
+			if got := doc.Model(report.GRUGCN) != nil; got != tc.teacher {
+				t.Errorf("report scores a GRU-GCN: %v, want %v\n%s", got, tc.teacher, stderr)
+			}
+			if tc.inStderr != "" && !strings.Contains(stderr, tc.inStderr) {
+				t.Errorf("stderr does not say %q:\n%s", tc.inStderr, stderr)
+			}
+		})
+	}
+}
