@@ -505,3 +505,43 @@ func TestApproxErrorCaptionNamesFloor(t *testing.T) {
 		})
 	}
 }
+
+// TestStalenessCaption checks that the staleness figure says a model
+// degrades as the split goes on only where the part comes after the
+// training data: a time split's validation or test part, not the training
+// part, nor a split by nodes or windows, whose parts span the period
+// trained on.
+func TestStalenessCaption(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		part    string
+		deal    snapshot.Deal
+		scored  []int
+		degrade bool
+	}{
+		{"time, test", "test", snapshot.Deal{}, nil, true},
+		{"time, val", "val", snapshot.Deal{}, nil, true},
+		{"time, train", "train", snapshot.Deal{}, nil, false},
+		{"windows, test", "test", snapshot.Deal{Every: 10, Lo: 8, Hi: 10}, nil, false},
+		{"nodes, test", "test", snapshot.Deal{}, []int{1}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := tinyDocument([]string{"speed"}, SDGNN)
+			d.Part, d.Deal, d.Scored = tc.part, tc.deal, tc.scored
+			if err := d.Write(t.TempDir()); err != nil {
+				t.Fatal(err)
+			}
+			i := slices.IndexFunc(d.Figures, func(f Figure) bool { return f.Name == "staleness" })
+			if i < 0 {
+				t.Fatal("no staleness figure")
+			}
+			caption := d.Figures[i].Caption
+			if got := strings.Contains(caption, "degrades"); got != tc.degrade {
+				t.Errorf("caption says the model degrades: %v, want %v:\n%s", got, tc.degrade, caption)
+			}
+			if !tc.degrade && !strings.Contains(caption, "not staleness") {
+				t.Errorf("caption does not say the trend is not staleness:\n%s", caption)
+			}
+		})
+	}
+}

@@ -140,7 +140,7 @@ func (d *Document) drawFigures(dir string) error {
 
 	// Staleness.
 	err := add("staleness", "Model staleness",
-		fmt.Sprintf("MAE of each chronological %s of the %s split (its readings pooled), with the standard deviation of its snapshots' MAEs as the bar, one line per model: a model trained on older data degrades as the split goes on.", chunkName(d), d.Part),
+		fmt.Sprintf("MAE of each chronological %s of the %s split (its readings pooled), with the standard deviation of its snapshots' MAEs as the bar, one line per model: %s", chunkName(d), d.Part, stalenessMeaning(d)),
 		figureW, figureH, func() (*plot.Plot, error) {
 			var lines []figure.Line
 			for _, m := range d.Models {
@@ -349,6 +349,21 @@ type noFinite string
 func (e noFinite) Error() string { return string(e) }
 
 func isFinite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+
+// stalenessMeaning says what the staleness figure's trend means for d's
+// part: staleness only where the part comes after the training data (a
+// time split's validation or test part).
+func stalenessMeaning(d *Document) string {
+	switch {
+	case d.Deal.Every > 0:
+		return "the part's snapshots are dealt among the training ones over the whole series, so a trend here follows the series, not staleness."
+	case d.Scored != nil:
+		return "the part's sensors are scored over the period the other sensors were trained on, so a trend here follows the series, not staleness."
+	case d.Part == "train":
+		return "the models were trained on this part, so a trend here is not staleness."
+	}
+	return "a model trained on older data degrades as the split goes on."
+}
 
 func chunkName(d *Document) string {
 	if len(d.Models) == 0 {
