@@ -542,6 +542,9 @@ func TestStalenessCaption(t *testing.T) {
 			if !tc.degrade && !strings.Contains(caption, "not staleness") {
 				t.Errorf("caption does not say the trend is not staleness:\n%s", caption)
 			}
+			if !strings.Contains(caption, "shaded band") {
+				t.Errorf("caption does not name the shaded band that figure.Staleness draws:\n%s", caption)
+			}
 		})
 	}
 }

@@ -140,7 +140,7 @@ func (d *Document) drawFigures(dir string) error {
 
 	// Staleness.
 	err := add("staleness", "Model staleness",
-		fmt.Sprintf("MAE of each chronological %s of the %s split (its readings pooled), with the standard deviation of its snapshots' MAEs as the bar, one line per model: %s", chunkName(d), d.Part, stalenessMeaning(d)),
+		fmt.Sprintf("MAE of each chronological %s of the %s split (its readings pooled), with the standard deviation of its snapshots' MAEs as the shaded band about it, one line per model: %s", chunkName(d), d.Part, stalenessMeaning(d)),
 		figureW, figureH, func() (*plot.Plot, error) {
 			var lines []figure.Line
 			for _, m := range d.Models {
