@@ -213,15 +213,20 @@ func finish(p *plot.Plot, n int) {
 // name for it, with extra thumbnails drawn first (a band). A single point
 // is drawn as a glyph only.
 func addCurve(p *plot.Plot, st Style, name string, xys plotter.XYs, extra ...plot.Thumbnailer) error {
-	s, err := plotter.NewScatter(xys)
-	if err != nil {
-		return err
-	}
-	s.Color = st.Color
-	s.Shape = st.Shape
-	s.Radius = vg.Points(3)
+	return addRuns(p, st, name, []plotter.XYs{xys}, extra...)
+}
+
+// addRuns is addCurve for a curve with gaps: each of runs is a stretch of
+// line with glyphs, not joined to the next, under one legend entry.
+func addRuns(p *plot.Plot, st Style, name string, runs []plotter.XYs, extra ...plot.Thumbnailer) error {
+	var all plotter.XYs
 	thumbs := slices.Clone(extra)
-	if len(xys) > 1 {
+	var line *plotter.Line
+	for _, xys := range runs {
+		all = append(all, xys...)
+		if len(xys) < 2 {
+			continue
+		}
 		l, err := plotter.NewLine(xys)
 		if err != nil {
 			return err
@@ -229,8 +234,18 @@ func addCurve(p *plot.Plot, st Style, name string, xys plotter.XYs, extra ...plo
 		l.Color = st.Color
 		l.Width = vg.Points(1.5)
 		p.Add(l)
-		thumbs = append(thumbs, l)
+		if line == nil {
+			line = l
+			thumbs = append(thumbs, l)
+		}
 	}
+	s, err := plotter.NewScatter(all)
+	if err != nil {
+		return err
+	}
+	s.Color = st.Color
+	s.Shape = st.Shape
+	s.Radius = vg.Points(3)
 	p.Add(s)
 	thumbs = append(thumbs, s)
 	p.Legend.Add(name, thumbs...)
@@ -312,8 +327,10 @@ type errPoint struct{ x, y, err float64 }
 // with the chunks and the split (e.g. "chronological tenth of the test
 // split"); "" labels it "chronological chunk of the split".
 //
-// Points with a non-finite X or Y are not drawn; a point with a
-// non-finite Err is drawn without its part of the band. Err values must
+// Points with a non-finite X or Y are not drawn, and one with a
+// non-finite Y (a chunk without a reading to score) breaks its line and
+// band there rather than being bridged; a point with a non-finite Err is
+// drawn without its part of the band. Err values must
 // not be negative.
 //
 // Lines are styled by name from styles, or by their order when styles is
@@ -337,6 +354,7 @@ func Staleness(lines []Line, xLabel string, styles *Styles) (*plot.Plot, error) 
 			return nil, fmt.Errorf("figure: staleness line %q: %d y values but %d error values", l.Name, len(l.Y), len(l.Err))
 		}
 		var pts []errPoint
+		drawn := false
 		for j := range l.X {
 			e := math.NaN()
 			if l.Err != nil {
@@ -345,56 +363,75 @@ func Staleness(lines []Line, xLabel string, styles *Styles) (*plot.Plot, error) 
 					return nil, fmt.Errorf("figure: staleness line %q: negative error %v at x=%v", l.Name, e, l.X[j])
 				}
 			}
-			if finite(l.X[j], l.Y[j]) {
+			// A point without a finite Y is kept as a gap in the line.
+			if finite(l.X[j]) {
 				pts = append(pts, errPoint{l.X[j], l.Y[j], e})
+				drawn = drawn || finite(l.Y[j])
 			}
 		}
-		if len(pts) == 0 {
+		if !drawn {
 			return nil, fmt.Errorf("figure: staleness line %q: no finite points among %d", l.Name, len(l.X))
 		}
 		slices.SortStableFunc(pts, func(a, b errPoint) int { return cmp.Compare(a.x, b.x) })
 
-		xys := make(plotter.XYs, len(pts))
-		var banded []errPoint
-		for j, pt := range pts {
-			xys[j] = plotter.XY{X: pt.x, Y: pt.y}
-			if finite(pt.err) {
-				banded = append(banded, pt)
+		var (
+			runs []plotter.XYs // the line's stretches between gaps
+			band []plot.Thumbnailer
+		)
+		for rest := pts; len(rest) > 0; {
+			i := slices.IndexFunc(rest, func(pt errPoint) bool { return !finite(pt.y) })
+			if i < 0 {
+				i = len(rest)
+			}
+			run := rest[:i]
+			rest = rest[min(i+1, len(rest)):]
+			if len(run) == 0 {
+				continue
+			}
+			xys := make(plotter.XYs, len(run))
+			var banded []errPoint
+			for j, pt := range run {
+				xys[j] = plotter.XY{X: pt.x, Y: pt.y}
+				if finite(pt.err) {
+					banded = append(banded, pt)
+				}
+			}
+			runs = append(runs, xys)
+			switch {
+			case len(banded) > 1:
+				// Upper edge left to right, lower edge back.
+				ring := make(plotter.XYs, 0, 2*len(banded))
+				for _, pt := range banded {
+					ring = append(ring, plotter.XY{X: pt.x, Y: pt.y + pt.err})
+				}
+				for _, pt := range slices.Backward(banded) {
+					ring = append(ring, plotter.XY{X: pt.x, Y: pt.y - pt.err})
+				}
+				poly, err := plotter.NewPolygon(ring)
+				if err != nil {
+					return nil, fmt.Errorf("figure: staleness line %q: %w", l.Name, err)
+				}
+				poly.Color = translucent(st.Color, 0x38)
+				poly.LineStyle.Width = 0
+				p.Add(poly)
+				if band == nil {
+					band = append(band, poly)
+				}
+			case len(banded) == 1:
+				// A single point has no band to shade: draw an error bar.
+				pt := banded[0]
+				eb, err := plotter.NewYErrorBars(struct {
+					plotter.XYs
+					plotter.YErrors
+				}{plotter.XYs{{X: pt.x, Y: pt.y}}, plotter.YErrors{{Low: pt.err, High: pt.err}}})
+				if err != nil {
+					return nil, fmt.Errorf("figure: staleness line %q: %w", l.Name, err)
+				}
+				eb.Color = st.Color
+				p.Add(eb)
 			}
 		}
-		var band []plot.Thumbnailer
-		switch {
-		case len(banded) > 1:
-			// Upper edge left to right, lower edge back.
-			ring := make(plotter.XYs, 0, 2*len(banded))
-			for _, pt := range banded {
-				ring = append(ring, plotter.XY{X: pt.x, Y: pt.y + pt.err})
-			}
-			for _, pt := range slices.Backward(banded) {
-				ring = append(ring, plotter.XY{X: pt.x, Y: pt.y - pt.err})
-			}
-			poly, err := plotter.NewPolygon(ring)
-			if err != nil {
-				return nil, fmt.Errorf("figure: staleness line %q: %w", l.Name, err)
-			}
-			poly.Color = translucent(st.Color, 0x38)
-			poly.LineStyle.Width = 0
-			p.Add(poly)
-			band = append(band, poly)
-		case len(banded) == 1:
-			// A single point has no band to shade: draw an error bar.
-			pt := banded[0]
-			eb, err := plotter.NewYErrorBars(struct {
-				plotter.XYs
-				plotter.YErrors
-			}{plotter.XYs{{X: pt.x, Y: pt.y}}, plotter.YErrors{{Low: pt.err, High: pt.err}}})
-			if err != nil {
-				return nil, fmt.Errorf("figure: staleness line %q: %w", l.Name, err)
-			}
-			eb.Color = st.Color
-			p.Add(eb)
-		}
-		if err := addCurve(p, st, l.Name, xys, band...); err != nil {
+		if err := addRuns(p, st, l.Name, runs, band...); err != nil {
 			return nil, fmt.Errorf("figure: staleness line %q: %w", l.Name, err)
 		}
 	}

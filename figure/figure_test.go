@@ -481,3 +481,47 @@ func TestLogTicks(t *testing.T) {
 		}
 	}
 }
+
+// TestStalenessGap checks that a chunk without a finite MAE (one without
+// a reading to score) is a gap in its line and band, not bridged by a
+// segment from the chunk before it to the chunk after it, which would
+// draw values where there are none.
+func TestStalenessGap(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		y, err   []float64
+		segments int // line segments drawn
+		bands    int // shaded polygons drawn
+	}{
+		{"no gap", []float64{1, 2, 3, 4}, []float64{0.1, 0.1, 0.1, 0.1}, 3, 1},
+		{"gap", []float64{1, 2, nan, 4, 5}, []float64{0.1, 0.1, nan, 0.1, 0.1}, 2, 2},
+		{"gap after one point", []float64{1, nan, 3, 4}, []float64{0.1, nan, 0.1, 0.1}, 1, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			x := make([]float64, len(tc.y))
+			for i := range x {
+				x[i] = float64(i + 1)
+			}
+			p, err := Staleness([]Line{{Name: "m", X: x, Y: tc.y, Err: tc.err}}, "", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			svg := string(svgBytes(t, p))
+			var segments, bands int
+			for _, el := range strings.Split(svg, "<path ")[1:] {
+				d, _, _ := strings.Cut(strings.TrimPrefix(el, `d="`), `"`)
+				switch {
+				case strings.Contains(el, "stroke-width:1.5") && !strings.Contains(el, "fill:#"):
+					segments += strings.Count(d, "L")
+				case strings.Contains(el, "fill:#") && !strings.Contains(el, "fill:#FFFFFF") && strings.Count(d, "L") >= 3:
+					bands++
+				}
+			}
+			segments-- // the legend's line
+			bands--    // the legend's
+			if segments != tc.segments || bands != tc.bands {
+				t.Errorf("%d line segments and %d bands, want %d and %d", segments, bands, tc.segments, tc.bands)
+			}
+		})
+	}
+}
