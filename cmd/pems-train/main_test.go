@@ -276,6 +276,8 @@ func TestBadInvocations(t *testing.T) {
 		{"reproduce out under a file", []string{"reproduce", "-data", nowhere, "-dataset", "pems08", "-quick", "-out", filepath.Join(bad, "r")}, 2, bad + " is a file, not a directory"},
 		{"merge out is a file", []string{"reproduce", "-merge", nullTable, "-out", bad}, 2, "-out " + bad + " is a file, want a directory"},
 		{"merge with a dataset", []string{"reproduce", "-merge", nullTable, "-dataset", "sz-taxi", "-out", t.TempDir()}, 2, "[-dataset] do not apply to -merge"},
+		{"merge with a comma too many", []string{"reproduce", "-merge", nullTable + ",", "-out", t.TempDir()}, 2, `-merge "` + nullTable + `,": an empty file name`},
+		{"merge with an empty name between", []string{"reproduce", "-merge", nullTable + ",," + foreignTable, "-out", t.TempDir()}, 2, "an empty file name"},
 		{"reproduce dataset twice", []string{"reproduce", "-data", nowhere, "-dataset", "pems08,PeMS08", "-quick"}, 2, "-dataset pems08,PeMS08: pems08 twice"},
 		{"reproduce huge seeds", []string{"reproduce", "-data", nowhere, "-dataset", "pems08", "-seeds", "1-100000000000"}, 2, "more than 10000 seeds"},
 		{"reproduce largest seed", []string{"reproduce", "-data", nowhere, "-dataset", "pems08", "-seeds", "18446744073709551615"}, 2, "more than 10000 seeds"},

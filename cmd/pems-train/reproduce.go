@@ -76,7 +76,12 @@ func cmdReproduce(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		if len(ignored) > 0 {
 			return badFlags(fmt.Errorf("%v do not apply to -merge, which takes only -out: the tables hold their settings and seeds", ignored))
 		}
-		return mergeTables(strings.Split(*merge, ","), *out, stdout)
+		paths := strings.Split(*merge, ",")
+		if slices.Contains(paths, "") {
+			// A comma too many would otherwise be an attempt to open "".
+			return badFlags(fmt.Errorf("-merge %q: an empty file name (a comma too many?)", *merge))
+		}
+		return mergeTables(paths, *out, stdout)
 	}
 	seedList, err := parseSeeds(*seeds)
 	if err != nil {
