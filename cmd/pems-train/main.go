@@ -148,25 +148,12 @@ func checkReportFlags(chunks int, mapeFloor float64) error {
 }
 
 // checkOut refuses an output file path that is an existing directory, or
-// the same file as one of inputs (which the output would replace), before
-// any work; flag names it.
+// the same file as one of inputs (which the output would replace), or
+// where no file can be made, before any work; flag names it.
 func checkOut(flag, path string, inputs ...string) error {
 	fi, err := os.Stat(path)
 	if err != nil {
-		// To be made, with the directories it needs: a file where one of
-		// them should be would fail the write only after the work is done.
-		for dir := filepath.Dir(path); ; dir = filepath.Dir(dir) {
-			if di, err := os.Stat(dir); err == nil {
-				if !di.IsDir() {
-					return badFlags(fmt.Errorf("-%s %s: %s is a file, not a directory", flag, path, dir))
-				}
-				break
-			}
-			if parent := filepath.Dir(dir); parent == dir {
-				break
-			}
-		}
-		return nil
+		return checkToMake(flag, path)
 	}
 	if fi.IsDir() {
 		return badFlags(fmt.Errorf("-%s %s is a directory, want a file", flag, path))
@@ -176,7 +163,55 @@ func checkOut(flag, path string, inputs ...string) error {
 			return badFlags(fmt.Errorf("-%s %s is the input %s, which it would replace", flag, path, in))
 		}
 	}
-	return nil
+	// Replaced atomically: by a new file beside it.
+	return checkWritable(flag, path, filepath.Dir(path))
+}
+
+// checkOutDir refuses an output directory path that is a file, or where
+// no file can be made, before any work; flag names it.
+func checkOutDir(flag, path string) error {
+	fi, err := os.Stat(path)
+	switch {
+	case err != nil:
+		return checkToMake(flag, path)
+	case !fi.IsDir():
+		return badFlags(fmt.Errorf("-%s %s is a file, want a directory", flag, path))
+	}
+	return checkWritable(flag, path, path)
+}
+
+// checkToMake checks that path, which does not exist, can be made with the
+// directories it needs: a file where one of them should be, or a
+// directory that takes no new entry (read-only, or /proc), would fail the
+// write only after the work is done.
+func checkToMake(flag, path string) error {
+	for dir := filepath.Dir(path); ; dir = filepath.Dir(dir) {
+		if di, err := os.Stat(dir); err == nil {
+			if !di.IsDir() {
+				return badFlags(fmt.Errorf("-%s %s: %s is a file, not a directory", flag, path, dir))
+			}
+			return checkWritable(flag, path, dir)
+		}
+		if parent := filepath.Dir(dir); parent == dir {
+			return nil
+		}
+	}
+}
+
+// checkWritable makes and removes a file in dir, on the way to path, to
+// learn before any work that the results can be written there.
+func checkWritable(flag, path, dir string) error {
+	f, err := os.CreateTemp(dir, ".pems-train-probe-*")
+	if err != nil {
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return badFlags(fmt.Errorf("-%s %s: cannot write in %s: %w", flag, path, dir, err))
+	}
+	name := f.Name()
+	f.Close()
+	return os.Remove(name)
 }
 
 // newLogger returns a zerolog logger: human-readable on a terminal, JSON

@@ -273,6 +273,14 @@ func TestBadInvocations(t *testing.T) {
 		{"merge of foreign JSON", []string{"reproduce", "-merge", foreignTable, "-out", t.TempDir()}, 1, foreignTable + ": table 1 is not a reproduce table"},
 		{"merge with training flags", []string{"reproduce", "-merge", nullTable, "-out", t.TempDir(), "-seeds", "1-2", "-quick"}, 2, "[-quick -seeds] do not apply to -merge"},
 		{"reproduce out is a file", []string{"reproduce", "-data", nowhere, "-dataset", "pems08", "-quick", "-out", bad}, 2, "-out " + bad + " is a file, want a directory"},
+		// Where nothing can be written (/proc takes no new file, even
+		// from root): refused before the work, not after it.
+		{"teacher out where nothing is written", []string{"teacher", "-data", nowhere, "-dataset", "pems08", "-out", "/proc/sdgnn-test/m.model"}, 2, "-out /proc/sdgnn-test/m.model: cannot write in /proc"},
+		{"eval predictions where nothing is written", []string{"eval", "-model", bad, "-predictions", "/proc/p.arrow"}, 2, "-predictions /proc/p.arrow: cannot write in /proc"},
+		{"report out where nothing is written", []string{"report", "-model", bad, "-out", "/proc/sdgnn-report"}, 2, "-out /proc/sdgnn-report: cannot write in /proc"},
+		{"report out in a directory that takes nothing", []string{"report", "-model", bad, "-out", "/proc"}, 2, "-out /proc: cannot write in /proc"},
+		{"reproduce out where nothing is written", []string{"reproduce", "-data", nowhere, "-dataset", "pems08", "-quick", "-out", "/proc/sdgnn-runs"}, 2, "-out /proc/sdgnn-runs: cannot write in /proc"},
+		{"merge out where nothing is written", []string{"reproduce", "-merge", nullTable, "-out", "/proc/sdgnn-merged"}, 2, "-out /proc/sdgnn-merged: cannot write in /proc"},
 		{"reproduce out under a file", []string{"reproduce", "-data", nowhere, "-dataset", "pems08", "-quick", "-out", filepath.Join(bad, "r")}, 2, bad + " is a file, not a directory"},
 		{"merge out is a file", []string{"reproduce", "-merge", nullTable, "-out", bad}, 2, "-out " + bad + " is a file, want a directory"},
 		{"merge with a dataset", []string{"reproduce", "-merge", nullTable, "-dataset", "sz-taxi", "-out", t.TempDir()}, 2, "[-dataset] do not apply to -merge"},

@@ -76,13 +76,8 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := checkPart(*part); err != nil {
 		return err
 	}
-	if fi, err := os.Stat(*out); err == nil && !fi.IsDir() {
-		return badFlags(fmt.Errorf("-out %s is a file, want a directory", *out))
-	} else if err != nil {
-		// To be made: not under a file, found only after the replay.
-		if err := checkOut("out", *out); err != nil {
-			return err
-		}
+	if err := checkOutDir("out", *out); err != nil {
+		return err
 	}
 	if *dataset != "" {
 		name, err := checkDataset(*dataset)

@@ -56,12 +56,8 @@ func cmdReproduce(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		fmt.Fprintln(stderr, "reproduce: one of -dataset NAME[,NAME...] or -merge FILE,FILE[,...] is required, and no other arguments")
 		return errUsage
 	}
-	if fi, err := os.Stat(*out); err == nil && !fi.IsDir() {
-		return badFlags(fmt.Errorf("-out %s is a file, want a directory", *out))
-	} else if err != nil {
-		if err := checkOut("out", *out); err != nil {
-			return err
-		}
+	if err := checkOutDir("out", *out); err != nil {
+		return err
 	}
 	if *merge != "" {
 		// The tables hold their settings: any other flag would be ignored.
