@@ -489,11 +489,11 @@ func (s Split) Equal(o Split) bool {
 	if s.kind() != o.kind() || (Dealt(s.By) && s.Ratios != o.Ratios) || s.Steps != o.Steps {
 		return false
 	}
-	for i, p := range []Part{s.Train, s.Val, s.Test} {
-		q := []Part{o.Train, o.Val, o.Test}[i]
-		if p.Range != q.Range || p.Deal != q.Deal || (p.Nodes == nil) != (q.Nodes == nil) || !slices.Equal(p.Nodes, q.Nodes) {
-			return false
-		}
-	}
-	return true
+	return s.Train.Equal(o.Train) && s.Val.Equal(o.Val) && s.Test.Equal(o.Test)
+}
+
+// Equal reports whether p and o are the same part: the same snapshots and
+// the same sensors scored.
+func (p Part) Equal(o Part) bool {
+	return p.Range == o.Range && p.Deal == o.Deal && (p.Nodes == nil) == (o.Nodes == nil) && slices.Equal(p.Nodes, o.Nodes)
 }

@@ -73,7 +73,7 @@ func cmdEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		mapeFloor = fs.Float64("mape-floor", 0, "leave truths below this value out of MAPE (not out of MAE/RMSE); for data with near-zero readings such as SZ-taxi")
 		asJSON    = fs.Bool("json", false, "print the full report as JSON")
 		preds     = fs.String("predictions", "", "also write per-snapshot, per-node predictions to this Arrow IPC file")
-		against   = fs.String("against", "", "a second model or bundle of the same data, split and window: compare the two on the same snapshots with a Diebold–Mariano test")
+		against   = fs.String("against", "", "a second model or bundle of the same data and window whose split has the same -split-part: compare the two on the same snapshots with a Diebold–Mariano test")
 	)
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -188,9 +188,14 @@ func compareWith(ctx context.Context, path, dataDir, part string, lm *loaded, pr
 	if err != nil {
 		return nil, fmt.Errorf("-against: %w", err)
 	}
-	if o.dataset != lm.dataset || o.window != lm.window || !o.split.Equal(lm.split) {
-		return nil, fmt.Errorf("-against %s: trained on %s, window %d, split %s; the model on %s, window %d, split %s: not the same snapshots",
-			path, o.dataset, o.window, o.split, lm.dataset, lm.window, lm.split)
+	// The part compared must be the same snapshots and sensors; the rest
+	// of the splits may differ (a model trained on 7,1,2 against one on
+	// 6,2,2: the same last fifth tested).
+	lp, _ := lm.split.Part(part)
+	op, _ := o.split.Part(part)
+	if o.dataset != lm.dataset || o.window != lm.window || !op.Equal(lp) {
+		return nil, fmt.Errorf("-against %s: trained on %s, window %d, split %s; the model on %s, window %d, split %s: its %s part is not the same snapshots and sensors",
+			path, o.dataset, o.window, o.split, lm.dataset, lm.window, lm.split, part)
 	}
 	p, err := prepareSaved(dataDir, o.data, stderr)
 	if err != nil {

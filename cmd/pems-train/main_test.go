@@ -382,6 +382,18 @@ func TestDistillThenEvalBundle(t *testing.T) {
 	if code, _, stderr := runCmd(t, "eval", "-data", dir, "-model", bundle, "-against", other); code != 1 || !strings.Contains(stderr, "not the same snapshots") {
 		t.Fatalf("eval -against a model of another window: exit %d, %s", code, stderr)
 	}
+	// Another split with the same test part is compared on it; one whose
+	// test part differs is not.
+	for _, tc := range []struct {
+		split string
+		code  int
+	}{{"7,1,2", 0}, {"5,2,3", 1}} {
+		other, _ := trainTeacher(t, dir, "-dataset", "pems08", "-epochs", "1", "-split", tc.split)
+		code, stdout, stderr := runCmd(t, "eval", "-data", dir, "-model", bundle, "-against", other)
+		if code != tc.code || (code == 0) != strings.Contains(stdout, "Diebold–Mariano over") || (code != 0) != strings.Contains(stderr, "its test part is not the same snapshots") {
+			t.Errorf("eval -against a model of split %s: exit %d (want %d)\n%s%s", tc.split, code, tc.code, stdout, stderr)
+		}
+	}
 }
 
 // TestReproduceQuick runs the comparison on the PeMS08-layout directory with
