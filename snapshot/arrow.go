@@ -34,6 +34,8 @@ const (
 	metaChannels   = "channels"
 	metaNodes      = "nodes"
 	metaNormalizer = "normalizer"
+	metaDataset    = "dataset"
+	metaPart       = "split"
 	metaPrefix     = "prefix"
 	metaDim        = "dim"
 )
@@ -384,6 +386,10 @@ type PredictionTable struct {
 	// are stored as the "unit" metadata of the channel's columns, so that
 	// a reader of the file alone knows what a value of 250 is.
 	Units []string
+	// Dataset and Part, if given, name the dataset and the split's part
+	// (train, val or test) the rows come from; they are stored as the
+	// "dataset" and "split" metadata, as the report's predictions have them.
+	Dataset, Part string
 	// Snapshot is the snapshot index and Step the series step of the
 	// target of each row.
 	Snapshot, Step []int64
@@ -435,7 +441,8 @@ func (p *PredictionTable) validate() error {
 // float64 for each channel c, so that errors can be analysed per node, step
 // and channel in a data frame. The channel order is also stored as JSON in
 // the "channels" metadata, and each channel's unit, where p.Units gives
-// one, as the "unit" metadata of its two columns.
+// one, as the "unit" metadata of its two columns; p.Dataset and p.Part,
+// where given, as the "dataset" and "split" metadata.
 //
 // WritePredictions returns an error if the lengths of p's fields are
 // inconsistent or channel names are empty or repeated. The file is written
@@ -471,7 +478,13 @@ func WritePredictions(path string, p *PredictionTable) error {
 	if err != nil {
 		return fmt.Errorf("snapshot: write predictions %s: encode channels: %w", path, err)
 	}
-	md := arrow.NewMetadata([]string{metaChannels}, []string{string(chJSON)})
+	keys, vals := []string{metaChannels}, []string{string(chJSON)}
+	for _, kv := range [][2]string{{metaDataset, p.Dataset}, {metaPart, p.Part}} {
+		if kv[1] != "" {
+			keys, vals = append(keys, kv[0]), append(vals, kv[1])
+		}
+	}
+	md := arrow.NewMetadata(keys, vals)
 	schema := arrow.NewSchema(fields, &md)
 	err = writeTable(path, schema, p.Rows(), func(b *array.RecordBuilder, lo, hi int) {
 		b.Field(0).(*array.Int64Builder).AppendValues(p.Snapshot[lo:hi], nil)
@@ -498,7 +511,8 @@ func WritePredictions(path string, p *PredictionTable) error {
 // come from the "channels" metadata or, if it is absent, from the pred_<c>
 // columns in schema order; each needs a matching true_<c> column. The
 // units come from the pred_<c> columns' "unit" metadata (nil where no
-// column has one). Null values read as NaN.
+// column has one), the dataset and part from the "dataset" and "split"
+// metadata ("" where absent). Null values read as NaN.
 func ReadPredictions(path string) (*PredictionTable, error) {
 	var (
 		p            PredictionTable
@@ -551,6 +565,8 @@ func ReadPredictions(path string) (*PredictionTable, error) {
 		if !known {
 			p.Units = nil
 		}
+		p.Dataset, _ = metaString(sc, metaDataset) // "" where not recorded
+		p.Part, _ = metaString(sc, metaPart)
 		return nil
 	}
 	each := func(rec arrow.Record) error {

@@ -250,6 +250,7 @@ func TestPredictionsRoundTrip(t *testing.T) {
 	for _, rows := range []int{1 << 16, 3} {
 		withBatchRows(t, rows)
 		p := testPredictions()
+		p.Dataset, p.Part = "pems08", "val"
 		path := filepath.Join(t.TempDir(), "pred.arrow")
 		if err := WritePredictions(path, p); err != nil {
 			t.Fatal(err)
@@ -258,7 +259,7 @@ func TestPredictionsRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !slices.Equal(got.Channels, p.Channels) || !slices.Equal(got.Snapshot, p.Snapshot) ||
+		if got.Dataset != p.Dataset || got.Part != p.Part || !slices.Equal(got.Channels, p.Channels) || !slices.Equal(got.Snapshot, p.Snapshot) ||
 			!slices.Equal(got.Step, p.Step) || !slices.Equal(got.Node, p.Node) ||
 			!floatsEqual(got.Pred, p.Pred) || !floatsEqual(got.True, p.True) {
 			t.Errorf("round trip with %d-row batches:\ngot  %+v\nwant %+v", rows, got, p)

@@ -135,7 +135,7 @@ func cmdEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	if *preds != "" {
-		if err := writePredictions(*preds, p, r, lm.channels, pred, truth); err != nil {
+		if err := writePredictions(*preds, p, *part, r, lm.channels, pred, truth); err != nil {
 			return err
 		}
 	}
@@ -234,9 +234,13 @@ func compareWith(ctx context.Context, path, dataDir, part string, lm *loaded, pr
 	return &comparison{Model: path, Kind: o.kind, Overall: rep.Overall, DM: dm}, nil
 }
 
-func writePredictions(path string, p *snapshot.Prepared, r snapshot.Part, channels []string, pred, truth []float64) error {
+// writePredictions writes the forecasts pred and truths of part (named
+// partName) of p as an Arrow IPC file at path, a row a snapshot and sensor,
+// with the dataset, part and channels' units in its metadata.
+func writePredictions(path string, p *snapshot.Prepared, partName string, r snapshot.Part, channels []string, pred, truth []float64) error {
 	n := p.Set.Nodes
-	t := &snapshot.PredictionTable{Channels: channels, Units: pems.ChannelUnits(p.Dataset.Info.Name, channels), Pred: pred, True: truth}
+	name := p.Dataset.Info.Name
+	t := &snapshot.PredictionTable{Channels: channels, Units: pems.ChannelUnits(name, channels), Dataset: name, Part: partName, Pred: pred, True: truth}
 	for _, s := range r.Snapshots() {
 		for i := 0; i < n; i++ {
 			t.Snapshot = append(t.Snapshot, int64(s))

@@ -121,7 +121,7 @@ func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if perr != nil {
 			return perr
 		}
-		err = writePredictions(*out, p, r, saved.Meta.Channels, pred, truth)
+		err = writePredictions(*out, p, *part, r, saved.Meta.Channels, pred, truth)
 	case "embeddings":
 		if saved == nil {
 			return fmt.Errorf("-what embeddings needs -model")

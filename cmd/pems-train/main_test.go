@@ -169,9 +169,12 @@ func TestTeacherThenEvalOnPeMSLayout(t *testing.T) {
 	if err != nil {
 		t.Fatalf("eval wrote no predictions: %v", err)
 	}
-	// The file says what its values are in.
+	// The file says what its values are in, and where they come from.
 	if want := pems.ChannelUnits("pems08", pt.Channels); len(want) != 3 || !slices.Equal(pt.Units, want) {
 		t.Errorf("eval -predictions units %q, want %q", pt.Units, want)
+	}
+	if pt.Dataset != "pems08" || pt.Part != "test" {
+		t.Errorf("eval -predictions: dataset %q, part %q; want pems08, test", pt.Dataset, pt.Part)
 	}
 }
 
