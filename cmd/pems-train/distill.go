@@ -26,7 +26,7 @@ func cmdDistill(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		out      = fs.String("out", "", "bundle file to write (default: the teacher's path with .sdgnn)")
 		quick    = fs.Bool("quick", false, "a short schedule for demos and CI: 60 epochs, budget 16→6, Θ every 5, 5 fine-tuning epochs")
 		jsonLogs = fs.Bool("log-json", false, "log JSON lines instead of text")
-		chunks   = fs.Int("chunks", 10, "chronological chunks of the test split in the final report")
+		chunks   = fs.Int("chunks", 10, "chronological chunks of the test split in the final report (at most one a snapshot: more are cut to that)")
 		scale    = fs.Int("schedule-scale", 1, "shorten the schedule this many times before -epochs, -theta-every and -budget-every apply (10: 410 epochs, Θ every 4)")
 		version  = fs.String("version", "", "the bundle's version, which its forecasts carry (default sdgnn-DATASET- and 12 hex digits of its parameters' SHA-256: the same for the same model, another for any other)")
 	)

@@ -69,7 +69,7 @@ func cmdEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		dataDir   = fs.String("data", "", "data directory (default $PEMS_DATA, then shared/datasets beside the current directory or one of its parents)")
 		model     = fs.String("model", "", "model file written by pems-train teacher, or bundle written by distill (required)")
 		part      = fs.String("split-part", "test", "which part of the model's split: train, val or test")
-		chunks    = fs.Int("chunks", 10, "chronological chunks for the staleness report")
+		chunks    = fs.Int("chunks", 10, "chronological chunks for the staleness report (at most one a snapshot: more are cut to that)")
 		mapeFloor = fs.Float64("mape-floor", 0, "leave truths below this value out of MAPE (not out of MAE/RMSE); for data with near-zero readings such as SZ-taxi")
 		asJSON    = fs.Bool("json", false, "print the full report as JSON")
 		preds     = fs.String("predictions", "", "also write per-snapshot, per-node predictions to this Arrow IPC file")

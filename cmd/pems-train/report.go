@@ -38,7 +38,7 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		t1path    = flags.String("teacher1", "", "a GRU-GCN teacher with a 1-layer GCN (pems-train teacher -layers 1), for the sweep's 1-layer targets")
 		gpath     = flags.String("gru", "", "the GRU baseline (pems-train teacher -model gru), for the per-node MAE reductions")
 		part      = flags.String("split-part", "test", "which part of the bundle's split to replay: train, val or test")
-		chunks    = flags.Int("chunks", 10, "chronological chunks for the staleness figure")
+		chunks    = flags.Int("chunks", 10, "chronological chunks for the staleness figure (at most one a snapshot: more are cut to that)")
 		mapeFloor = flags.Float64("mape-floor", 0, "leave truths below this value out of MAPE (not out of MAE/RMSE), as eval -mape-floor")
 		sensor    = flags.Int("sensor", -1, "sensor of the receptive-field figure (-1: the one with the largest receptive set)")
 		sweep     = flags.String("sweep", "", "comma-separated SDGNN budgets to distil for the MAPE-against-receptive-field figure, e.g. 2,4,6,10,20 (needs a teacher; empty: none)")

@@ -37,7 +37,7 @@ func cmdTeacher(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		seed      = fs.Uint64("seed", 1, "seed of initialisation, shuffling and noise")
 		jsonLogs  = fs.Bool("log-json", false, "log JSON lines instead of text")
 		tc        = teacher.DefaultTrain()
-		evalChunk = fs.Int("chunks", 10, "chronological chunks of the test split in the final report")
+		evalChunk = fs.Int("chunks", 10, "chronological chunks of the test split in the final report (at most one a snapshot: more are cut to that)")
 		mapeFloor = fs.Float64("mape-floor", 0, "leave truths below this value out of MAPE in the epochs' log and the final report (not out of MAE/RMSE)")
 	)
 	fs.IntVar(&tc.MaxEpochs, "epochs", tc.MaxEpochs, "maximum epochs")
