@@ -322,11 +322,6 @@ func TestThetaWithoutSelf(t *testing.T) {
 	}
 }
 
-// TestThetaProblemsMatchFullProducts checks the node problems, built from
-// the Gram and correlation entries the candidate sets need, against ones
-// built from the full products φᵀφ/S and φᵀZ/S, whether the snapshots are
-// summed in one block or in several (the last one shorter), and that a
-// candidate outside the graph is refused.
 // fullProducts returns the Gram matrix of phi's node-major rows and their
 // correlations with z's, averaged over the S snapshots: every entry that
 // Phase Θ's problems read, computed whole.
@@ -340,6 +335,11 @@ func fullProducts(phi, z *mat.Dense, n, S int) (gram, corr *mat.Dense) {
 	return gram, corr
 }
 
+// TestThetaProblemsMatchFullProducts checks the node problems, built from
+// the Gram and correlation entries the candidate sets need, against ones
+// built from the full products φᵀφ/S and φᵀZ/S, whether the snapshots are
+// summed in one block or in several (the last one shorter), and that a
+// candidate outside the graph is refused.
 func TestThetaProblemsMatchFullProducts(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	const n, S, d = 9, 40, 3

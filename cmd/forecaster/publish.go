@@ -44,17 +44,6 @@ type replayPlan struct {
 	retry     stream.Retry // how long a write not acknowledged is tried again
 }
 
-// plan loads the data and works out the steps to publish: from the first
-// input step of the part's first snapshot to the target of its last, so that
-// the service's first forecast has a whole window and every snapshot of the
-// part is forecast. Without a bundle the split is chronological 6:2:2 over
-// 12-step windows. A bundle's split is remade from the data and must come
-// out as the bundle records it, and the road graph must be the one the
-// bundle records, when it records one (its Θ names nodes of that graph). A
-// part dealt by windows or split by nodes
-// spans the whole series: every reading is published, since the service
-// needs every window, and forecasts outside the part are made too (pems-train
-// report scores only the part's).
 // datasetName returns the dataset's own name for a -dataset value, which
 // pems.Lookup matches without regard to case or surrounding space, so that
 // a bundle's dataset, a demo bundle's path and what it records do not
@@ -92,6 +81,17 @@ func (r replay) check() error {
 	return nil
 }
 
+// plan loads the data and works out the steps to publish: from the first
+// input step of the part's first snapshot to the target of its last, so that
+// the service's first forecast has a whole window and every snapshot of the
+// part is forecast. Without a bundle the split is chronological 6:2:2 over
+// 12-step windows. A bundle's split is remade from the data and must come
+// out as the bundle records it, and the road graph must be the one the
+// bundle records, when it records one (its Θ names nodes of that graph). A
+// part dealt by windows or split by nodes
+// spans the whole series: every reading is published, since the service
+// needs every window, and forecasts outside the part are made too (pems-train
+// report scores only the part's).
 func (r replay) plan() (replayPlan, error) {
 	// The request is checked before any data is read.
 	if err := r.check(); err != nil {
