@@ -1,9 +1,10 @@
 // Command forecaster serves SDGNN forecasts over Kafka.
 //
-//	forecaster serve   -model B.sdgnn [-brokers host:port,...]   consume readings, publish forecasts
-//	forecaster publish -dataset NAME  [-brokers ...] [-model B]  replay a part of a dataset (of B's split) into the readings topic
-//	forecaster publish -csv FILE      [-brokers ...] [-model B]  publish a CSV file of readings, each checked against B (or -dataset)
-//	forecaster demo    [-model B.sdgnn] [-dataset sz-taxi]       embedded broker + publisher + service + live line
+//	forecaster serve   -model B.sdgnn [-brokers host:port,...]          consume readings, publish forecasts
+//	forecaster publish -brokers host:port,... -dataset NAME [-model B]  replay a part of a dataset (of B's split) into the readings topic
+//	forecaster publish -brokers host:port,... -csv FILE [-model B]      publish a CSV file of readings, each checked against B (or -dataset);
+//	                                                                    with -dry-run, only checked (no -brokers)
+//	forecaster demo    [-model B.sdgnn] [-dataset sz-taxi]              embedded broker + publisher + service + live line
 //
 // Without -brokers, serve and demo start an embedded Kafka-protocol broker
 // (kfake) on 127.0.0.1; with it they talk to any Kafka cluster. SIGHUP has
@@ -26,8 +27,9 @@
 // emitted from the forecasts topic (-rebuild), so that it forecasts from
 // whole windows at once, and emits nothing twice, also without -state.
 //
-// Exit status: 0 when done (serve: after SIGTERM or Ctrl-C, the batch in
-// hand committed); 1 on failure; 2 for a usage error (a wrong flag).
+// Exit status: 0 when done (serve and demo: also after SIGTERM or Ctrl-C,
+// the batch in hand committed); 1 on failure; 2 for a usage error (a wrong
+// flag); 130 when publish is interrupted.
 package main
 
 import (

@@ -3,22 +3,24 @@
 //
 // Usage:
 //
-//	pems-train teacher  -dataset NAME [flags]   train a GRU-GCN (or GRU) teacher
-//	pems-train distill  -teacher FILE [flags]   distil the teacher into an SDGNN bundle
-//	pems-train reproduce -dataset NAME [flags] the paper's comparison table over seeds
-//	pems-train eval     -model FILE [flags]     metrics of a saved model or bundle on a split
-//	pems-train export   -dataset NAME [flags]   write snapshots, embeddings or predictions as Arrow IPC
-//	pems-train report   -model FILE -out DIR    replay a split through the online path; metrics, figures, HTML
-//	pems-train datasets [-data DIR]             list the known datasets and check the data directory
+//	pems-train teacher   -dataset NAME [flags]                train a GRU-GCN (or GRU) teacher
+//	pems-train distill   -teacher FILE [flags]                distil the teacher into an SDGNN bundle
+//	pems-train reproduce -dataset NAME [flags]                the paper's comparison table over seeds
+//	pems-train eval      -model FILE [flags]                  metrics of a saved model or bundle on a split
+//	pems-train export    -model FILE | -dataset NAME [flags]  write snapshots, embeddings or predictions as Arrow IPC
+//	pems-train report    -model FILE -out DIR                 replay a split through the online path; metrics, figures, HTML
+//	pems-train datasets  [-data DIR]                          list the known datasets and check the data directory
 //
 // Run "pems-train CMD -h" for the flags of a command. The data directory is
-// the -data flag, else $PEMS_DATA, else ../shared/datasets beside the checkout.
+// the -data flag, else $PEMS_DATA, else the first shared/datasets beside the
+// current directory or one of its parents (../shared/datasets from a checkout).
 //
 // Exit status: 0 when the command did its work; 1 when it failed (data
 // missing or malformed, a model file that cannot be read); 2 for a usage
 // error, a flag that is unknown, missing or wrong (an unknown -dataset, a
 // negative -epochs), checked before any data are read; 130 when interrupted,
-// after saving what can be resumed.
+// after saving what can be resumed (teacher and reproduce; distill saves
+// nothing).
 package main
 
 import (
