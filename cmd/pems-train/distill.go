@@ -24,7 +24,7 @@ func cmdDistill(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		dataDir  = fs.String("data", "", "data directory (default $PEMS_DATA, then shared/datasets beside the current directory or one of its parents)")
 		tpath    = fs.String("teacher", "", "GRU-GCN teacher model file (required)")
 		out      = fs.String("out", "", "bundle file to write (default: the teacher's path with .sdgnn)")
-		quick    = fs.Bool("quick", false, "a short schedule for demos and CI: 60 epochs, budget 16→6, Θ every 5, 5 fine-tuning epochs")
+		quick    = fs.Bool("quick", false, "a short schedule for demos and CI: 60 epochs at -lr 5e-3, budget 16→6 (one less every 5 epochs), Θ every 5, 5 fine-tuning epochs (flags given override each)")
 		jsonLogs = fs.Bool("log-json", false, "log JSON lines instead of text")
 		chunks   = fs.Int("chunks", 10, "chronological chunks of the test split in the final report (at most one a snapshot: more are cut to that)")
 		scale    = fs.Int("schedule-scale", 1, "shorten the schedule this many times before -epochs, -theta-every and -budget-every apply (10: 410 epochs, Θ every 4)")
