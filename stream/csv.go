@@ -47,6 +47,7 @@ type CSVError struct {
 	Err    error
 }
 
+// Error says the line, the column when one is at fault, and what is wrong.
 func (e *CSVError) Error() string {
 	if e.Column == "" {
 		return fmt.Sprintf("line %d: %v", e.Line, e.Err)
@@ -54,6 +55,7 @@ func (e *CSVError) Error() string {
 	return fmt.Sprintf("line %d, column %s: %v", e.Line, e.Column, e.Err)
 }
 
+// Unwrap returns what is wrong with the row, for errors.Is and errors.As.
 func (e *CSVError) Unwrap() error { return e.Err }
 
 // NewCSVReader reads the header of r and returns a reader of its rows, for

@@ -34,7 +34,10 @@ import (
 	"github.com/pemsforecast/sdgnn/sdgnn"
 )
 
-// Config configures a Service.
+// Config configures a Service. Fields left zero take defaults: the
+// topics readings, forecasts and readings-dead-letter, the group
+// sdgnn-forecaster, 4 partitions, BatchSize 4096, CommitEvery 200 ms,
+// BurstHold a second, SessionTimeout 10 s, and those named below.
 type Config struct {
 	Brokers         []string // Kafka bootstrap addresses
 	Security        Security // TLS and SASL towards them; zero: plaintext
