@@ -18,6 +18,9 @@
 // whose parts interleave, the steps fitted on are read by validation and
 // test snapshots too, as in Gao & Ribeiro's code.
 //
-// The package deliberately takes the raw series fields rather than a type of
-// a dataset package, so that it depends only on gonum and Arrow.
+// Windows, splits, normalisation and the Arrow files take the raw series
+// fields rather than a type of a dataset package; only Prepare and its kin,
+// which load a dataset from the data directory, use datasets/pems. The
+// package knows nothing of models or Kafka (checkpoint only writes its
+// files atomically).
 package snapshot
