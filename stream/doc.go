@@ -1,7 +1,10 @@
-// Package stream is the broker-independent core of the streaming SDGNN
-// forecaster: message formats and their codec, validation, the per-node
-// state with cached embeddings, the emission policy, durable snapshots and
-// metrics. A Kafka layer feeds it readings and publishes what it emits.
+// Package stream is the streaming SDGNN forecaster. Its core knows no
+// broker: message formats and their codec, validation, the per-node state
+// with cached embeddings, the emission policy, durable snapshots and
+// metrics. Around it, the Kafka Service feeds it readings and publishes
+// what it emits, with its HTTP endpoints and live view; StartEmbedded
+// runs a Kafka-protocol broker in process (kfake), and Publish and
+// PublishReadings write readings into the topic.
 //
 // # Data flow
 //
