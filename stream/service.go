@@ -1887,7 +1887,7 @@ func (s *Service) Handler() http.Handler {
 func forecastsQuery(raw string, n int, known ...string) (url.Values, error) {
 	q, err := url.ParseQuery(raw)
 	if err != nil {
-		return nil, fmt.Errorf("query %q: %v", raw, err)
+		return nil, fmt.Errorf("query %q: %w", raw, err)
 	}
 	for _, name := range slices.Sorted(maps.Keys(q)) {
 		vs := q[name]
