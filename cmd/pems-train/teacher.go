@@ -30,7 +30,7 @@ func cmdTeacher(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		hidden    = fs.Int("hidden", 16, "hidden width d of GRU, GCN and decoder")
 		layers    = fs.Int("layers", teacher.DefaultLayers, "graph convolutions in the GRU-GCN's GCN: 2 (the paper's teacher) or 1 (each node's Z then mixes only its 1-hop neighbours); ignored for -model gru")
 		noise     = fs.Float64("noise", -1, "std of the Gaussian noise between GCN and decoder in training (-1: dataset default, 0.01 PeMS04 and SZ-taxi, 0.05 PeMS08)")
-		split     = fs.String("split", "", "train,val,test ratios (default 6,2,2 by time, 7,1,2 by nodes)")
+		split     = fs.String("split", "", "train,val,test ratios (default 6,2,2 by time, 7,1,2 by nodes or windows)")
 		splitBy   = fs.String("split-by", snapshot.ByTime, "what the split divides: time (consecutive ranges of snapshots, every sensor scored) nodes (Gao & Ribeiro's transductive split: every snapshot, sensors dealt round-robin by degree, loss and metrics on the part's sensors) or windows (their inductive split: snapshots dealt round-robin in time order, every sensor)")
 		steps     = fs.Int("steps", 0, "use only the first N steps of the series (0: all); distill, eval and export then use the same part through the model's split")
 		prepName  = fs.String("prep", string(snapshot.PrepStandard), "input preprocessing: standard (z-score of the readings) or paper (Gao & Ribeiro's: min-max scaled readings plus minute-of-day and day-of-week inputs)")
