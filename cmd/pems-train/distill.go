@@ -33,7 +33,7 @@ func cmdDistill(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.IntVar(&cfg.Candidates.K1, "k1", cfg.Candidates.K1, "hops whose nodes are all candidates")
 	fs.IntVar(&cfg.Candidates.K2, "k2", cfg.Candidates.K2, "further hops explored by sampling")
 	fs.IntVar(&cfg.Candidates.Sample, "sample", cfg.Candidates.Sample, "neighbours sampled per node and further hop")
-	fs.IntVar(&cfg.PhiHidden, "phi-hidden", cfg.PhiHidden, "hidden width of φ")
+	fs.IntVar(&cfg.PhiHidden, "phi-hidden", cfg.PhiHidden, fmt.Sprintf("hidden width of φ (at most %d)", maxWidth))
 	fs.Float64Var(&cfg.Lambda1, "lambda1", cfg.Lambda1, "L1 weight of Phase Θ")
 	fs.Float64Var(&cfg.Lambda2, "lambda2", cfg.Lambda2, "L2 weight decay of φ")
 	fs.BoolVar(&cfg.KeepSelf, "keep-self", cfg.KeepSelf, "keep every node in its own receptive set, unpenalised, LARS choosing the other budget−1; -keep-self=false for the paper's plain path, which can leave a node out of its own set")
@@ -59,6 +59,9 @@ func cmdDistill(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	if *scale < 1 {
 		return badFlags(fmt.Errorf("-schedule-scale %d: want 1 (the paper's schedule) or more", *scale))
+	}
+	if err := checkWidth("phi-hidden", cfg.PhiHidden); err != nil {
+		return err
 	}
 	if *quick && flagSet(fs, "schedule-scale") {
 		// -quick sets the epochs, Θ and budget intervals that the scale shortens.

@@ -137,6 +137,22 @@ func badFlags(err error) error {
 	return &flagError{err}
 }
 
+// maxWidth is the widest hidden layer that -hidden and -phi-hidden train:
+// 64 times the reference 16, where a batch's activations at PeMS04's size
+// already take gigabytes. A wider one was taken, and crashed the process
+// as its parameters were allocated (a makeslice panic, or "out of memory",
+// which no recover catches) instead of failing as a usage error.
+const maxWidth = 1024
+
+// checkWidth refuses a hidden width above maxWidth, before any data are
+// read; widths below 1 are left to the configurations' own checks.
+func checkWidth(flag string, width int) error {
+	if width > maxWidth {
+		return badFlags(fmt.Errorf("-%s %d: want at most %d", flag, width, maxWidth))
+	}
+	return nil
+}
+
 // checkReportFlags refuses a -chunks or -mape-floor that the report cannot use,
 // before any data are read or model trained.
 func checkReportFlags(chunks int, mapeFloor float64) error {

@@ -243,6 +243,8 @@ func TestBadInvocations(t *testing.T) {
 		{"NaN weight decay", []string{"teacher", "-data", nowhere, "-dataset", "pems08", "-weight-decay", "NaN"}, 2, "weight decay NaN"},
 		{"negative max batches", []string{"teacher", "-data", nowhere, "-dataset", "pems08", "-max-batches", "-3"}, 2, "-max-batches -3: want"},
 		{"negative clip", []string{"teacher", "-data", nowhere, "-dataset", "pems08", "-clip", "-1"}, 2, "gradient clip -1"},
+		{"hidden width beyond allocation", []string{"teacher", "-data", nowhere, "-dataset", "pems08", "-hidden", "100000000"}, 2, "-hidden 100000000: want at most 1024"},
+		{"distill φ width beyond allocation", []string{"distill", "-teacher", bad, "-phi-hidden", "100000000"}, 2, "-phi-hidden 100000000: want at most 1024"},
 		{"NaN split ratio", []string{"teacher", "-data", nowhere, "-dataset", "pems08", "-split", "NaN,1,1"}, 2, `ratio "NaN" is not a positive number`},
 		{"infinite split ratio", []string{"teacher", "-data", nowhere, "-dataset", "pems08", "-split", "Inf,1,1"}, 2, `ratio "Inf" is not a positive number`},
 		{"resume of a state not named .state", []string{"teacher", "-resume", bad}, 2, "name the model file to write with -out"},

@@ -27,7 +27,7 @@ func cmdTeacher(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		out       = fs.String("out", "", "model file to write (default runs/DATASET-MODEL.model)")
 		resume    = fs.String("resume", "", "training-state file to resume (written on Ctrl-C)")
 		window    = fs.Int("window", 12, "input window T in steps")
-		hidden    = fs.Int("hidden", 16, "hidden width d of GRU, GCN and decoder")
+		hidden    = fs.Int("hidden", 16, fmt.Sprintf("hidden width d of GRU, GCN and decoder (at most %d)", maxWidth))
 		layers    = fs.Int("layers", teacher.DefaultLayers, "graph convolutions in the GRU-GCN's GCN: 2 (the paper's teacher) or 1 (each node's Z then mixes only its 1-hop neighbours); ignored for -model gru")
 		noise     = fs.Float64("noise", -1, "std of the Gaussian noise between GCN and decoder in training (-1: dataset default, 0.01 PeMS04 and SZ-taxi, 0.05 PeMS08)")
 		split     = fs.String("split", "", "train,val,test ratios (default 6,2,2 by time, 7,1,2 by nodes or windows)")
@@ -157,6 +157,9 @@ func cmdTeacher(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}
 		tc.Seed = *seed
 		if tc.Select, err = teacherSelect("select", *selectBy); err != nil {
+			return err
+		}
+		if err := checkWidth("hidden", cfg.Hidden); err != nil {
 			return err
 		}
 		if err := cfg.Validate(); err != nil {
