@@ -693,6 +693,18 @@ func (j *csvJob) run(ctx context.Context, stdin io.Reader, brokers []string, sec
 	return nil
 }
 
+// slowedDown returns ms milliseconds of data time as replay time at
+// speedup (> 0), saturated at the longest Duration: a tiny speed-up such as
+// 1e-300 gives a time beyond what a Duration holds, whose conversion gave a
+// negative one, and so no wait at all rather than a very slow replay.
+func slowedDown(ms int64, speedup float64) time.Duration {
+	d := float64(ms) * float64(time.Millisecond) / speedup
+	if d >= math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return time.Duration(d)
+}
+
 // pacer holds readings back until their time comes: ts − the first ts,
 // divided by speedup, after the first reading was let through. A reading
 // older than one already let through goes at once.
@@ -711,7 +723,7 @@ func (p *pacer) wait(ctx context.Context, ts int64) error {
 		p.t0, p.start = ts, time.Now()
 		return nil
 	}
-	d := time.Until(p.start.Add(time.Duration(float64(ts-p.t0) * float64(time.Millisecond) / p.speedup)))
+	d := time.Until(p.start.Add(slowedDown(ts-p.t0, p.speedup)))
 	if d <= 0 {
 		return nil
 	}

@@ -150,7 +150,7 @@ func (r replay) plan() (replayPlan, error) {
 		}
 	}
 	if r.speedup > 0 {
-		pl.slotPause = time.Duration(float64(pl.stepMs) * float64(time.Millisecond) / r.speedup)
+		pl.slotPause = slowedDown(pl.stepMs, r.speedup)
 	}
 	pl.what = fmt.Sprintf("steps %d–%d, the %s part of split %s", pl.from, pl.to-1, r.part, p.Split)
 	return pl, nil

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"os"
 	"path/filepath"
@@ -560,6 +561,28 @@ func TestPacer(t *testing.T) {
 	}
 	if err := (&pacer{}).wait(ctx, 1000*slot); err != nil {
 		t.Errorf("no speed-up: %v", err)
+	}
+}
+
+// TestPacerTinySpeedup checks that a speed-up too small for a Duration to
+// hold the wait (1e-300: a slot every 10²⁹³ years) still waits, rather than
+// overflowing into a negative wait that sent every reading at once.
+func TestPacerTinySpeedup(t *testing.T) {
+	const slot = 15 * 60 * 1000 // ms
+	p := pacer{speedup: 1e-300}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if err := p.wait(ctx, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.wait(ctx, slot); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("the next slot at a speed-up of 1e-300: %v, want a wait cut short by the context", err)
+	}
+	if d := slowedDown(slot, 1e-300); d != math.MaxInt64 {
+		t.Errorf("slowedDown(a slot, 1e-300) = %v, want the longest Duration", d)
+	}
+	if d := slowedDown(slot, 3600); d != 250*time.Millisecond {
+		t.Errorf("slowedDown(a slot, 3600) = %v, want 250ms", d)
 	}
 }
 
