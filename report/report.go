@@ -87,7 +87,8 @@ type Input struct {
 	// receptive-field figure, with each teacher given; empty: no sweep.
 	Sweep []int
 	// SweepScale shortens the sweep's distillation schedule (see
-	// sdgnn.Config.Scaled); the bundle's own schedule when ≤ 1.
+	// sdgnn.Config.Scaled) and the baselines' epochs as many times; the
+	// bundle's own schedule when ≤ 1.
 	SweepScale int
 	// Baselines trains GLNN, NOSMOG and PPRGo against Teacher.
 	Baselines bool
