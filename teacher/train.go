@@ -26,7 +26,7 @@ type TrainConfig struct {
 	BatchSize   int     `json:"batch_size"` // snapshots per batch
 	LR          float64 `json:"lr"`
 	WeightDecay float64 `json:"weight_decay"`
-	Patience    int     `json:"patience"`  // epochs without a better validation MAE before stopping
+	Patience    int     `json:"patience"`  // epochs without a better validation score (see Select) before stopping
 	ClipNorm    float64 `json:"clip_norm"` // gradient norm cap; ≤ 0 disables
 	Loss        string  `json:"loss"`      // LossMAE or LossMSE
 	Seed        uint64  `json:"seed"`      // shuffling and noise

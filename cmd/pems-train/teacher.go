@@ -41,7 +41,7 @@ func cmdTeacher(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		mapeFloor = fs.Float64("mape-floor", 0, "leave truths below this value out of MAPE in the epochs' log and the final report (not out of MAE/RMSE)")
 	)
 	fs.IntVar(&tc.MaxEpochs, "epochs", tc.MaxEpochs, "maximum epochs")
-	fs.IntVar(&tc.Patience, "patience", tc.Patience, "early-stopping patience in epochs on validation MAE")
+	fs.IntVar(&tc.Patience, "patience", tc.Patience, "early-stopping patience in epochs without a better validation score (see -select)")
 	fs.IntVar(&tc.BatchSize, "batch", tc.BatchSize, "snapshots per batch")
 	fs.Float64Var(&tc.LR, "lr", tc.LR, "Adam learning rate")
 	fs.Float64Var(&tc.WeightDecay, "weight-decay", tc.WeightDecay, "L2 weight decay")
