@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/pemsforecast/sdgnn/internal/english"
 	"github.com/pemsforecast/sdgnn/sdgnn"
 )
 
@@ -15,6 +16,25 @@ var ErrNoData = errors.New("no reading yet")
 
 // MaxHistory is the most slots a State keeps beyond its window.
 const MaxHistory = 1 << 20
+
+// MaxStateBytes is the most memory a State takes for its slots
+// (StateBytes): a history that would take more is refused, where it
+// would end the process out of memory while it starts.
+const MaxStateBytes = 8 << 30
+
+// StateBytes returns the memory a State of b keeping history slots beyond
+// the window takes for its slots: for every sensor and slot kept, the
+// slot, its readings and its cached embedding. It does not overflow: a
+// size beyond int64 gives math.MaxInt64.
+func StateBytes(b *sdgnn.Bundle, history int) int64 {
+	n, t, c, d := int64(b.Meta.Nodes), int64(b.Meta.Window), int64(len(b.Meta.Norm.Mean)), int64(b.Meta.Hidden)
+	per := 16 + 8*(c+d) // slot and embedding's slot (int64), readings, embedding
+	slots := n * (t + int64(history))
+	if slots > 0 && per > math.MaxInt64/slots {
+		return math.MaxInt64
+	}
+	return slots * per
+}
 
 // ErrNonFinite is returned (wrapped) by State.ForecastSlots for a forecast
 // the model made NaN or infinite (readings huge beyond the normaliser's
@@ -203,6 +223,10 @@ func NewStateHistory(b *sdgnn.Bundle, stepMs int64, history int) (*State, error)
 	}
 	if history < 0 || history > MaxHistory {
 		return nil, fmt.Errorf("new state: history of %d slots outside [0, %d]", history, MaxHistory)
+	}
+	if need := StateBytes(b, history); need > MaxStateBytes {
+		return nil, fmt.Errorf("new state: %s × %d slots (window %d, history %d) take %.1f GiB, more than the %d GiB a state may take: keep fewer slots of history",
+			english.Count(n, "sensor"), t+history, t, history, float64(need)/(1<<30), MaxStateBytes>>30)
 	}
 	if err := b.Theta.Validate(n); err != nil {
 		return nil, fmt.Errorf("new state: %w", err)

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pemsforecast/sdgnn/sdgnn"
 	"github.com/pemsforecast/sdgnn/snapshot"
 )
 
@@ -449,5 +450,32 @@ func TestApplyCompletes(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestStateBytes checks the memory a state's slots take, and that a
+// history that would take more than MaxStateBytes is refused before any
+// of it is allocated.
+func TestStateBytes(t *testing.T) {
+	small := testBundle(t, 5, 4, 2, 3, 1)
+	if got, want := StateBytes(small, 10), int64(5*14*(16+8*(2+3))); got != want {
+		t.Errorf("StateBytes = %d, want %d", got, want)
+	}
+	huge := &sdgnn.Bundle{Meta: sdgnn.BundleMeta{Nodes: 1 << 40, Window: 12, Hidden: 16, Norm: snapshot.Normalizer{Mean: make([]float64, 3)}}}
+	if got := StateBytes(huge, MaxHistory); got != math.MaxInt64 {
+		t.Errorf("StateBytes of 2^40 sensors = %d, want math.MaxInt64", got)
+	}
+	wide := testBundle(t, 200, 4, 1, 4, 1) // 200 × (4+2^20) slots of 56 bytes: 11 GiB
+	for _, tc := range []struct {
+		history int
+		err     string
+	}{
+		{DefaultHistory, ""},
+		{MaxHistory, "200 sensors × 1048580 slots (window 4, history 1048576) take 10.9 GiB, more than the 8 GiB"},
+	} {
+		_, err := NewStateHistory(wide, testStep, tc.history)
+		if tc.err == "" && err != nil || tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)) {
+			t.Errorf("history %d: %v, want %q", tc.history, err, tc.err)
+		}
 	}
 }

@@ -53,6 +53,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/pemsforecast/sdgnn/datasets/pems"
+	"github.com/pemsforecast/sdgnn/internal/english"
 	"github.com/pemsforecast/sdgnn/internal/interrupt"
 	"github.com/pemsforecast/sdgnn/sdgnn"
 	"github.com/pemsforecast/sdgnn/snapshot"
@@ -396,6 +397,10 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	b, err := sdgnn.LoadBundle(*model)
 	if err != nil {
 		return err
+	}
+	if need := stream.StateBytes(b, *history); need > stream.MaxStateBytes {
+		return usagef("-history %d: %s's %s would keep %.1f GiB of slots, more than the %d GiB a state may take: keep fewer slots of history",
+			*history, *model, english.Count(b.Meta.Nodes, "sensor"), float64(need)/(1<<30), stream.MaxStateBytes>>30)
 	}
 	step, err := stepMs(b.Meta.Dataset)
 	if err != nil {
