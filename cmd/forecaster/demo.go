@@ -18,6 +18,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/pemsforecast/sdgnn/evaluation"
+	"github.com/pemsforecast/sdgnn/internal/english"
 	"github.com/pemsforecast/sdgnn/sdgnn"
 	"github.com/pemsforecast/sdgnn/snapshot"
 	"github.com/pemsforecast/sdgnn/stream"
@@ -164,13 +165,13 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			c := svc.Counters()
 			f, r := c.Emitted.Load(), c.Applied.Load()
 			m, pm := live.metrics()
-			fmt.Fprintf(stdout, "readings %7d (%6d/s)  forecasts %7d (%6d/s)  latency p50 %-7v p99 %-7v  live MAE %.3f  MAPE %.2f%% over %d; %s MAE %.3f  MAPE %.2f%% over %d\n",
-				r, r-lastR, f, f-lastF, c.ForecastLatency.Quantile(0.5), c.ForecastLatency.Quantile(0.99), m.MAE, m.MAPE, m.Count, scope.Name, pm.MAE, pm.MAPE, pm.Count)
+			fmt.Fprintf(stdout, "readings %7d (%6d/s)  forecasts %7d (%6d/s)  latency p50 %-7v p99 %-7v  live %s; %s %s\n",
+				r, r-lastR, f, f-lastF, c.ForecastLatency.Quantile(0.5), c.ForecastLatency.Quantile(0.99), scoreText(m, 3, "  "), scope.Name, scoreText(pm, 3, "  "))
 			if pubFinished && f == lastF && r == lastR {
 				stopSvc()
 				<-svcDone
-				fmt.Fprintf(stdout, "done: %d readings, %d forecasts; live MAE %.4f, MAPE %.2f%% over %d values whose reading arrived; %s alone: MAE %.4f, MAPE %.2f%% over %d\n",
-					r, f, m.MAE, m.MAPE, m.Count, scope.Name, pm.MAE, pm.MAPE, pm.Count)
+				fmt.Fprintf(stdout, "done: %d readings, %d forecasts; live %s whose reading arrived; %s alone: %s\n",
+					r, f, scoreText(m, 4, ", "), scope.Name, scoreText(pm, 4, ", "))
 				return nil
 			}
 			lastF, lastR = f, r
@@ -180,6 +181,17 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			return nil
 		}
 	}
+}
+
+// scoreText is m as the demo's lines give it, MAE to digits decimals:
+// "MAE 3.214, MAPE 12.34% over 1000 values"; with no value scored (none
+// paired yet, or a part without readings) it says so, rather than give the
+// zero errors of no value as if they were perfect.
+func scoreText(m evaluation.Metrics, digits int, sep string) string {
+	if m.Count == 0 {
+		return "no value scored yet"
+	}
+	return fmt.Sprintf("MAE %.*f%sMAPE %.2f%% over %s", digits, m.MAE, sep, m.MAPE, english.Count(m.Count, "value"))
 }
 
 // scorer pairs forecasts with the readings of their slot as both arrive,

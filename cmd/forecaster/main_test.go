@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/pemsforecast/sdgnn/evaluation"
 )
 
 // TestBadInvocations checks that wrong commands, flags and model files are
@@ -214,5 +216,23 @@ func TestHTTPAddrRefused(t *testing.T) {
 				t.Fatalf("exit %d, stderr:\n%s\nwant 2 naming %q, before the bundle", code, errb.String(), tc.want)
 			}
 		})
+	}
+}
+
+// TestScoreText checks the demo's scores: no value scored is said so, not
+// shown as errors of 0 (a perfect score) over 0 values.
+func TestScoreText(t *testing.T) {
+	for _, tc := range []struct {
+		m      evaluation.Metrics
+		digits int
+		want   string
+	}{
+		{evaluation.Metrics{}, 3, "no value scored yet"},
+		{evaluation.Metrics{MAE: 3.21449, MAPE: 12.345, Count: 1}, 3, "MAE 3.214, MAPE 12.35% over 1 value"},
+		{evaluation.Metrics{MAE: 3.21449, MAPE: 12.345, Count: 1000}, 4, "MAE 3.2145, MAPE 12.35% over 1000 values"},
+	} {
+		if got := scoreText(tc.m, tc.digits, ", "); got != tc.want {
+			t.Errorf("scoreText(%+v, %d) = %q, want %q", tc.m, tc.digits, got, tc.want)
+		}
 	}
 }
