@@ -690,6 +690,34 @@ func TestForecastsSinceRange(t *testing.T) {
 	}
 }
 
+// TestForecastsSinceZonePlus checks that a since in RFC 3339 with a
+// positive zone offset written into the URL as it is (?since=…+08:00,
+// Shenzhen's time), whose + the query decodes as a space, is refused with
+// a 400 that says so and how to write it (%2B), not as "neither Unix
+// milliseconds nor RFC 3339", which sent a consumer looking for a wrong
+// time; escaped, it is taken.
+func TestForecastsSinceZonePlus(t *testing.T) {
+	_, h := forecastsService(t)
+	for _, tc := range []struct {
+		query string
+		code  int
+		want  string
+	}{
+		{"since=2026-01-01T08:00:00+08:00", http.StatusBadRequest, `"+08:00" as "%2B08:00"`},
+		{"since=2026-01-01T08:00:00.5+05:30", http.StatusBadRequest, `"+05:30" as "%2B05:30"`},
+		{"since=2026-01-01T08:00:00%2B08:00", http.StatusOK, ""},
+		{"since=2026-01-01T00:00:00-03:00", http.StatusOK, ""},
+		{"since=2026-01-01+08:00", http.StatusBadRequest, "neither Unix milliseconds nor RFC 3339"},
+	} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/forecasts?"+tc.query, nil))
+		body := rec.Body.String()
+		if rec.Code != tc.code || !strings.Contains(body, tc.want) {
+			t.Errorf("GET /forecasts?%s: %d %q, want %d with %q", tc.query, rec.Code, body, tc.code, tc.want)
+		}
+	}
+}
+
 // TestForecastsRepeatedParameter checks that a parameter given twice is
 // refused naming it, not read from its first value alone (which answered
 // ?sensors=1&sensors=2 with sensor 1 only).

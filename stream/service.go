@@ -1791,6 +1791,9 @@ func (s *Service) Handler() http.Handler {
 		since := int64(math.MinInt64)
 		if v := q.Get("since"); v != "" {
 			if since, err = ParseTS(v); err != nil {
+				if hint := zonePlusHint(v); hint != "" {
+					err = errors.New(hint)
+				}
 				http.Error(w, fmt.Sprintf("since: %v", err), http.StatusBadRequest)
 				return
 			}
@@ -1902,6 +1905,23 @@ func forecastsQuery(raw string, n int, known ...string) (url.Values, error) {
 		}
 	}
 	return q, nil
+}
+
+// zonePlusHint says, of a since value that is RFC 3339 once its space is
+// read as a plus sign, why it was refused and what to write: a "+" in a
+// URL query stands for a space, so a zone offset such as +08:00 written
+// into the URL as it is (Shenzhen's time, say) arrives as " 08:00". It
+// returns "" for any other value.
+func zonePlusHint(v string) string {
+	i := strings.LastIndexByte(v, ' ')
+	if i < 0 {
+		return ""
+	}
+	if _, err := time.Parse(time.RFC3339Nano, v[:i]+"+"+v[i+1:]); err != nil {
+		return ""
+	}
+	return fmt.Sprintf(`%q is RFC 3339 only with its space read as "+": a "+" in a URL query stands for a space; write the zone %q as %q`,
+		v, "+"+v[i+1:], "%2B"+v[i+1:])
 }
 
 // forecastsParamWant says what GET /forecasts wants in its parameter
