@@ -62,7 +62,7 @@ func BenchmarkDecodeReading(b *testing.B) {
 
 func BenchmarkEncodeForecast(b *testing.B) {
 	f := Forecast{Sensor: 12, TS: 1700000300000, Values: []float64{123.456789, 0.0523, 64.2}, Model: "pems04-sdgnn-v3",
-		Inputs:    []Input{{11, 1700000000000}, {12, 1700000000000}, {40, 1700000000000}, {77, 1700000000000}, {101, 1700000000000}, {300, 1700000000000}},
+		Inputs:    []Input{{Sensor: 11, TS: 1700000000000}, {Sensor: 12, TS: 1700000000000}, {Sensor: 40, TS: 1700000000000}, {Sensor: 77, TS: 1700000000000}, {Sensor: 101, TS: 1700000000000}, {Sensor: 300, TS: 1700000000000}},
 		EmittedMs: 1700000301234}
 	buf := make([]byte, 0, 512)
 	b.ReportAllocs()

@@ -80,12 +80,17 @@ type Reading struct {
 type Input struct {
 	Sensor int   `json:"sensor"`
 	TS     int64 `json:"ts"` // slot of the newest reading of Sensor used, Unix ms
+	// Missing is set when the service held no reading of Sensor at all (a
+	// sensor out of service since the start): its window went in as
+	// missing readings, ending at the slot before the forecast's (TS).
+	Missing bool `json:"missing,omitempty"`
 }
 
 // Forecast is a next-slot forecast for one sensor, with its provenance: the
 // model version and the newest slot of each input, so that a consumer can
 // judge freshness, and StaleSlots, the largest lag of an input behind the
-// slot before the forecast slot (0 when every input had that slot).
+// slot before the forecast slot (0 when every input had that slot; an
+// input without any reading, Input.Missing, counts as a window behind).
 type Forecast struct {
 	Sensor     int       `json:"sensor"`
 	TS         int64     `json:"ts"` // forecast slot start, Unix ms
@@ -635,6 +640,9 @@ func EncodeForecast(dst []byte, f *Forecast) []byte {
 		dst = strconv.AppendInt(dst, int64(in.Sensor), 10)
 		dst = append(dst, `,"ts":`...)
 		dst = strconv.AppendInt(dst, in.TS, 10)
+		if in.Missing {
+			dst = append(dst, `,"missing":true`...)
+		}
 		dst = append(dst, '}')
 	}
 	dst = append(dst, `],"stale_slots":`...)

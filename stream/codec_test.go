@@ -164,10 +164,14 @@ func TestValidator(t *testing.T) {
 
 func TestForecastRoundTrip(t *testing.T) {
 	f := Forecast{Sensor: 12, TS: 1700000300000, Values: []float64{123.5, 0.05, -1e-300}, Model: "v\"1\n\x01é\xff",
-		Inputs: []Input{{11, 1700000000000}, {12, 1699999700000}}, StaleSlots: 1, EmittedMs: 1700000301234}
+		Inputs: []Input{{Sensor: 11, TS: 1700000000000}, {Sensor: 12, TS: 1699999700000}, {Sensor: 13, TS: 1700000000000, Missing: true}}, StaleSlots: 1, EmittedMs: 1700000301234}
 	b := EncodeForecast(nil, &f)
 	if !json.Valid(b) {
 		t.Fatalf("invalid JSON %s", b)
+	}
+	// Only an input without readings says so.
+	if !strings.Contains(string(b), `{"sensor":12,"ts":1699999700000},{"sensor":13,"ts":1700000000000,"missing":true}]`) {
+		t.Errorf("inputs in %s", b)
 	}
 	got, err := DecodeForecast(b)
 	if err != nil {
@@ -193,7 +197,7 @@ func TestForecastRoundTrip(t *testing.T) {
 func TestForecastMessage(t *testing.T) {
 	s := &Service{}
 	f := Forecast{Sensor: 307, TS: 1700000300000, Values: []float64{123.5, 0.05, 61.25}, Model: "pems04-v3",
-		Inputs: []Input{{11, 1700000000000}, {306, 1699999700000}, {307, 1700000000000}}, EmittedMs: 1700000301234}
+		Inputs: []Input{{Sensor: 11, TS: 1700000000000}, {Sensor: 306, TS: 1699999700000}, {Sensor: 307, TS: 1700000000000}}, EmittedMs: 1700000301234}
 	m := s.forecastMessage(&f)
 	if string(m.Key) != "307" || string(m.Value) != string(EncodeForecast(nil, &f)) {
 		t.Fatalf("message %q: %s, want \"307\": %s", m.Key, m.Value, EncodeForecast(nil, &f))

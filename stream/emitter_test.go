@@ -98,7 +98,7 @@ func TestEmitter(t *testing.T) {
 	if want := []fc{{1, 12, 1}, {3, 12, 1}, {4, 12, 1}}; !slices.Equal(brief(fs), want) {
 		t.Fatalf("at the deadline: %v, want %v", brief(fs), want)
 	}
-	if in := fs[0].Inputs; !slices.Equal(in, []Input{{1, 11 * testStep}, {2, 11 * testStep}, {4, 10 * testStep}}) {
+	if in := fs[0].Inputs; !slices.Equal(in, []Input{{Sensor: 1, TS: 11 * testStep}, {Sensor: 2, TS: 11 * testStep}, {Sensor: 4, TS: 10 * testStep}}) {
 		t.Errorf("stale forecast inputs %v", in)
 	}
 	if fs[0].EmittedMs != slotEnd(11, lateness+time.Second).UnixMilli() {
@@ -133,7 +133,7 @@ func TestEmitter(t *testing.T) {
 	if want := []fc{{1, 13, 1}, {2, 13, 1}, {4, 13, 1}}; !slices.Equal(brief(fs), want) {
 		t.Fatalf("deadline of target 13: %v, want %v", brief(fs), want)
 	}
-	if in := fs[1].Inputs; !slices.Equal(in, []Input{{0, 12 * testStep}, {2, 12 * testStep}, {3, 11 * testStep}}) {
+	if in := fs[1].Inputs; !slices.Equal(in, []Input{{Sensor: 0, TS: 12 * testStep}, {Sensor: 2, TS: 12 * testStep}, {Sensor: 3, TS: 11 * testStep}}) {
 		t.Errorf("node 2's inputs for slot 13: %v", in)
 	}
 	if got := step(slotEnd(13, lateness-time.Millisecond)); len(got) != 0 {
@@ -179,6 +179,60 @@ func TestEmitter(t *testing.T) {
 	}
 	if got := em2.Due(farFuture); len(got) != 0 {
 		t.Errorf("after restore and emit, still due %v", got)
+	}
+}
+
+// TestEmitterSensorNeverHeard checks that a sensor without any reading
+// (out of service since the start) does not hold back the forecasts of the
+// sensors that read it, itself included: they come at the deadline, from
+// its window of missing readings, marked so and a window stale, every slot.
+func TestEmitterSensorNeverHeard(t *testing.T) {
+	const T = 3
+	b := testBundle(t, 5, T, 2, 4, 31)
+	st, err := NewState(b, testStep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const lateness = 90 * time.Second
+	em := NewEmitter(st, lateness)
+	// Receptive sets for n=5: 0:{0} 1:{1,2,4} 2:{0,2,3} 3:{1,3,4} 4:{0,2,4}.
+	var f Forecast
+	for slot := int64(10); slot <= 12; slot++ {
+		for k := 0; k < 4; k++ { // never node 4
+			res, err := st.Apply(Reading{Sensor: k, TS: slot * testStep, Values: []float64{float64(k + 1), float64(slot)}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			em.OnApply(res, slotEnd(slot, time.Second))
+		}
+		var fresh, late []int
+		for _, z := range em.Due(slotEnd(slot, time.Second)) {
+			if ok, err := em.Emit(z, slotEnd(slot, time.Second), &f); err != nil || !ok {
+				t.Fatalf("slot %d: node %d due: %v %v", slot, z, ok, err)
+			}
+			fresh = append(fresh, z)
+		}
+		if !slices.Equal(fresh, []int{0, 2}) {
+			t.Errorf("slot %d: fresh forecasts of %v, want [0 2]", slot, fresh)
+		}
+		at := slotEnd(slot, lateness+time.Second)
+		for _, z := range em.Due(at) {
+			if ok, err := em.Emit(z, at, &f); err != nil || !ok {
+				t.Fatalf("slot %d: node %d due at the deadline: %v %v", slot, z, ok, err)
+			}
+			late = append(late, z)
+			i := slices.IndexFunc(f.Inputs, func(in Input) bool { return in.Sensor == 4 })
+			if f.TS != (slot+1)*testStep || f.StaleSlots != T || i < 0 || f.Inputs[i] != (Input{Sensor: 4, TS: slot * testStep, Missing: true}) {
+				t.Errorf("slot %d: node %d's forecast for slot %d, stale %d, inputs %v; want slot %d, stale %d, node 4 missing at slot %d",
+					slot, z, f.TS/testStep, f.StaleSlots, f.Inputs, slot+1, T, slot)
+			}
+		}
+		if !slices.Equal(late, []int{1, 3, 4}) {
+			t.Errorf("slot %d: forecasts at the deadline of %v, want [1 3 4]", slot, late)
+		}
+	}
+	if s := st.Counters.Skipped.Load(); s != 0 {
+		t.Errorf("%d forecast slots skipped, want 0", s)
 	}
 }
 

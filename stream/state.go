@@ -357,7 +357,13 @@ func (s *State) Apply(r Reading) (ApplyResult, error) {
 	switch {
 	case nd.newest == noSlot || slot > nd.newest:
 		res.Kind = Advanced
-		if nd.newest != noSlot {
+		if nd.newest == noSlot {
+			// The embeddings of its windows of missing readings that
+			// forecasts took before its first reading (gather) are gone.
+			for i := range nd.embAt {
+				nd.embAt[i] = noSlot
+			}
+		} else {
 			res.Gap = slot - nd.newest - 1
 			// Clear the positions of the skipped slots (all of them when the
 			// gap spans the ring), the new slot's position included.
@@ -525,23 +531,26 @@ func (s *State) readyFor(z int, target int64) bool {
 	return len(ks) > 0
 }
 
-// horizon returns, for z's receptive nodes, the newest slot over them, the
-// oldest of their newest slots, the earliest forecast slot whose input
-// windows are all still held, the latest of their first slots, and whether
-// all have a reading.
+// horizon returns, for those of z's receptive nodes that have a reading,
+// the newest slot over them, the oldest of their newest slots, the
+// earliest forecast slot whose input windows are all still held and the
+// latest of their first slots, and whether any has a reading. A receptive
+// node without any reading (out of service since the start) holds no
+// forecast back: it goes in as a window of missing readings (see gather).
 func (s *State) horizon(z int) (newest, oldest, earliest, first int64, ok bool) {
 	ks, _ := s.b.Receptive(z)
-	if len(ks) == 0 {
-		return noSlot, noSlot, noSlot, noSlot, false
-	}
 	newest, oldest, earliest, first = noSlot, math.MaxInt64, noSlot, noSlot
 	h := int64(s.r - s.t)
 	for _, k := range ks {
 		nd := &s.nodes[k]
 		if nd.newest == noSlot {
-			return noSlot, noSlot, noSlot, noSlot, false
+			continue
 		}
 		newest, oldest, earliest, first = max(newest, nd.newest), min(oldest, nd.newest), max(earliest, nd.newest-h+1), max(first, nd.first)
+		ok = true
+	}
+	if !ok {
+		return noSlot, noSlot, noSlot, noSlot, false
 	}
 	return newest, oldest, earliest, first, true
 }
@@ -654,19 +663,33 @@ func (s *State) gather(z int, ts int64, dst *Forecast) error {
 	ks, _ := s.b.Receptive(z)
 	dst.Inputs = dst.Inputs[:0]
 	// Checked first, so that nothing is queued for a forecast that fails.
+	seen := false
 	for _, k := range ks {
 		nd := &s.nodes[k]
 		if nd.newest == noSlot {
-			return fmt.Errorf("forecast node %d: receptive node %d without readings: %w", z, k, ErrNoData)
+			continue // no reading at all: a window of missing readings
 		}
+		seen = true
 		if end := min(target-1, nd.newest); !s.held(nd, end) {
 			return fmt.Errorf("forecast node %d slot %d: node %d is at slot %d, beyond the %d slots of history: %w",
 				z, target, k, nd.newest, s.r-s.t, ErrGone)
 		}
 	}
+	if !seen {
+		return fmt.Errorf("forecast node %d: receptive nodes without readings: %w", z, ErrNoData)
+	}
 	stale := int64(0)
 	for _, k := range ks {
-		end := min(target-1, s.nodes[k].newest)
+		nd := &s.nodes[k]
+		if nd.newest == noSlot {
+			// Every reading of its window missing, as a sensor silent
+			// for a window long is: the lag of a whole window.
+			s.embs = append(s.embs, s.queue(k, target-1))
+			stale = max(stale, int64(s.t))
+			dst.Inputs = append(dst.Inputs, Input{Sensor: k, TS: (target - 1) * s.stepMs, Missing: true})
+			continue
+		}
+		end := min(target-1, nd.newest)
 		s.embs = append(s.embs, s.queue(k, end))
 		stale = max(stale, target-1-end)
 		dst.Inputs = append(dst.Inputs, Input{Sensor: k, TS: end * s.stepMs})
@@ -688,6 +711,7 @@ func (s *State) Prepare(zs []int, targets []int64) error {
 		for _, k := range ks {
 			nd := &s.nodes[k]
 			if nd.newest == noSlot {
+				s.queue(k, targets[i]-1) // as gather takes it: all missing
 				continue
 			}
 			if end := min(targets[i]-1, nd.newest); s.held(nd, end) {

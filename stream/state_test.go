@@ -87,6 +87,9 @@ func TestForecastMatchesBundle(t *testing.T) {
 	}
 }
 
+// TestForecastStaleAndNoData checks the inputs and staleness of forecasts
+// whose inputs lag, or have no reading at all, and that the embeddings of
+// a sensor's windows of missing readings are not kept once it reports.
 func TestForecastStaleAndNoData(t *testing.T) {
 	b := testBundle(t, 5, 3, 2, 4, 3)
 	st, err := NewState(b, testStep)
@@ -96,14 +99,34 @@ func TestForecastStaleAndNoData(t *testing.T) {
 	var f Forecast
 	// Node 1's receptive nodes are 1, 2 and 4.
 	mustApply(t, st, []Reading{{1, 10 * testStep, []float64{1, 2}}, {2, 12 * testStep, []float64{1, 2}}})
-	if err := st.Forecast(1, &f); !errors.Is(err, ErrNoData) {
-		t.Fatalf("forecast without node 4: %v, want ErrNoData", err)
+	// Node 0 reads only itself, which has no reading: no forecast.
+	if err := st.Forecast(0, &f); !errors.Is(err, ErrNoData) {
+		t.Fatalf("forecast of node 0 without readings: %v, want ErrNoData", err)
+	}
+	// Node 4 has no reading: it goes in as a window of missing readings,
+	// marked so, a window behind; the forecast is the one of a state to
+	// which node 4 gave a missing reading (0).
+	if err := st.Forecast(1, &f); err != nil {
+		t.Fatalf("forecast without node 4: %v", err)
+	}
+	wantIn := []Input{{Sensor: 1, TS: 10 * testStep}, {Sensor: 2, TS: 12 * testStep}, {Sensor: 4, TS: 12 * testStep, Missing: true}}
+	if f.TS != 13*testStep || f.StaleSlots != 3 || !slices.Equal(f.Inputs, wantIn) {
+		t.Fatalf("forecast without node 4: ts %d stale %d inputs %v; want ts %d stale 3 inputs %v", f.TS, f.StaleSlots, f.Inputs, 13*testStep, wantIn)
+	}
+	blank, _ := NewState(b, testStep)
+	mustApply(t, blank, []Reading{{1, 10 * testStep, []float64{1, 2}}, {2, 12 * testStep, []float64{1, 2}}, {4, 12 * testStep, []float64{0, 0}}})
+	var bf Forecast
+	if err := blank.Forecast(1, &bf); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(f.Values, bf.Values) {
+		t.Errorf("forecast without node 4: %v; with node 4's readings missing: %v", f.Values, bf.Values)
 	}
 	mustApply(t, st, []Reading{{4, 11 * testStep, []float64{3, 4}}})
 	if err := st.Forecast(1, &f); err != nil {
 		t.Fatal(err)
 	}
-	wantIn := []Input{{1, 10 * testStep}, {2, 12 * testStep}, {4, 11 * testStep}}
+	wantIn = []Input{{Sensor: 1, TS: 10 * testStep}, {Sensor: 2, TS: 12 * testStep}, {Sensor: 4, TS: 11 * testStep}}
 	if f.TS != 13*testStep || f.StaleSlots != 2 || !slices.Equal(f.Inputs, wantIn) {
 		t.Fatalf("forecast ts %d stale %d inputs %v; want ts %d stale 2 inputs %v", f.TS, f.StaleSlots, f.Inputs, 13*testStep, wantIn)
 	}
@@ -125,6 +148,21 @@ func TestForecastStaleAndNoData(t *testing.T) {
 	mustApply(t, st, []Reading{{1, 12 * testStep, []float64{1, 2}}, {4, 12 * testStep, []float64{1, 2}}})
 	if !st.Ready(1, 12*testStep) {
 		t.Error("Ready(1, slot 12) = false with all inputs at slot 12")
+	}
+	// Node 4's window ending at slot 12 now holds its readings, not the
+	// missing ones its embedding was computed from before: the forecast is
+	// a fresh state's of the same readings.
+	if err := st.Forecast(1, &f); err != nil {
+		t.Fatal(err)
+	}
+	fresh, _ := NewState(b, testStep)
+	mustApply(t, fresh, []Reading{{1, 10 * testStep, []float64{1, 2}}, {2, 12 * testStep, []float64{1, 2}}, {4, 11 * testStep, []float64{3, 4}},
+		{1, 12 * testStep, []float64{1, 2}}, {4, 12 * testStep, []float64{1, 2}}})
+	if err := fresh.Forecast(1, &bf); err != nil {
+		t.Fatal(err)
+	}
+	if f.TS != bf.TS || !slices.Equal(f.Values, bf.Values) {
+		t.Errorf("after node 4's readings: slot %d %v; a fresh state of them: slot %d %v", f.TS/testStep, f.Values, bf.TS/testStep, bf.Values)
 	}
 	if err := st.Forecast(7, &f); err == nil {
 		t.Error("forecast of node 7 of 5: no error")
