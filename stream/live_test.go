@@ -530,10 +530,14 @@ func TestLiveHandler(t *testing.T) {
 		t.Error("sensor 0 without data: want an empty slot list")
 	}
 
-	for _, bad := range []string{"5", "-1", "abc", "1.5", "99999999999999999999"} {
-		msg := string(get("/api/sensors/"+bad, 404, "text/plain"))
-		if !strings.Contains(msg, bad) || !strings.Contains(msg, "0..4") {
-			t.Errorf("GET /api/sensors/%s: %q should name the sensor and 0..4", bad, msg)
+	// Ids as the readings' keys write them, and no other way: "+1", "01"
+	// and "-0" are not sensors 1 and 0.
+	for _, bad := range []string{"5", "-1", "abc", "1.5", "99999999999999999999", "+1", "01", "-0", "00"} {
+		for _, path := range []string{"/api/sensors/", "/forecast/"} {
+			msg := string(get(path+url.PathEscape(bad), 404, "text/plain"))
+			if !strings.Contains(msg, bad) || !strings.Contains(msg, "0..4") {
+				t.Errorf("GET %s%s: %q should name the sensor and 0..4", path, bad, msg)
+			}
 		}
 	}
 	// The existing routes are unchanged.
@@ -844,4 +848,27 @@ func forecastsService(t *testing.T) (*Service, http.Handler) {
 		t.Fatal(err)
 	}
 	return svc, svc.Handler()
+}
+
+// TestSensorList checks the ids GET /forecasts?sensors= takes: decimal ids
+// as the readings' keys write them, spaces around them allowed, in range.
+func TestSensorList(t *testing.T) {
+	for _, tc := range []struct {
+		list string
+		want []int
+		ok   bool
+	}{
+		{"3,1, 4 ,1", []int{3, 1, 4}, true},
+		{"0", []int{0}, true},
+		{"+1", nil, false},
+		{"01", nil, false},
+		{"-0", nil, false},
+		{"5", nil, false},
+		{"1,,2", nil, false},
+	} {
+		got, err := sensorList(tc.list, 5)
+		if (err == nil) != tc.ok || !slices.Equal(got, tc.want) {
+			t.Errorf("sensorList(%q) = %v, %v; want %v (ok %v)", tc.list, got, err, tc.want, tc.ok)
+		}
+	}
 }

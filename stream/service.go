@@ -1744,8 +1744,8 @@ func (s *Service) Handler() http.Handler {
 	})
 	mux.HandleFunc("GET /forecast/{sensor}", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Add("Vary", "Accept") // JSON or CSV, as /forecasts
-		id, err := strconv.Atoi(r.PathValue("sensor"))
-		if n := s.live.Nodes(); err != nil || id < 0 || id >= n {
+		id, ok := parseSensor(r.PathValue("sensor"), s.live.Nodes())
+		if n := s.live.Nodes(); !ok {
 			http.Error(w, fmt.Sprintf("unknown sensor %q: want 0..%d", r.PathValue("sensor"), n-1), http.StatusNotFound)
 			return
 		}
@@ -1859,7 +1859,7 @@ func (s *Service) Handler() http.Handler {
 			v  LiveSensor
 			ok bool
 		)
-		if id, err := strconv.Atoi(r.PathValue("sensor")); err == nil {
+		if id, known := parseSensor(r.PathValue("sensor"), s.live.Nodes()); known {
 			v, ok = s.live.Sensor(id)
 		}
 		if !ok {
@@ -1938,6 +1938,21 @@ func forecastsParamWant(name string, n int) string {
 	return "a value"
 }
 
+// parseSensor parses a sensor id as the readings' keys write it: decimal
+// digits without a sign or a leading zero ("0", "12"), in [0, n). "+1",
+// "012" and "-0", which strconv.Atoi takes, are not ids: a URL names a
+// sensor one way only.
+func parseSensor(s string, n int) (int, bool) {
+	if s == "" || len(s) > 1 && s[0] == '0' || strings.TrimLeft(s, "0123456789") != "" {
+		return 0, false
+	}
+	id, err := strconv.Atoi(s)
+	if err != nil || id >= n {
+		return 0, false
+	}
+	return id, true
+}
+
 // sensorList parses the sensors parameter of GET /forecasts: sensor ids
 // separated by commas, each in [0, n), kept in the order given, once
 // each. An empty list is nil: every sensor (GET /forecasts refuses an
@@ -1949,8 +1964,8 @@ func sensorList(list string, n int) ([]int, error) {
 	var ids []int
 	seen := map[int]bool{}
 	for _, f := range strings.Split(list, ",") {
-		id, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || id < 0 || id >= n {
+		id, ok := parseSensor(strings.TrimSpace(f), n)
+		if !ok {
 			return nil, fmt.Errorf("sensors: unknown sensor %q: want ids 0..%d separated by commas", f, n-1)
 		}
 		if !seen[id] {
