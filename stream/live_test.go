@@ -872,3 +872,25 @@ func TestSensorList(t *testing.T) {
 		}
 	}
 }
+
+// TestProbeHeaders checks that /metrics and /healthz, which a proxy in
+// front of the service might otherwise cache, are no-store like /readyz,
+// and that /metrics is the text exposition format in UTF-8, as
+// Prometheus's client libraries write it.
+func TestProbeHeaders(t *testing.T) {
+	_, h := forecastsService(t)
+	for _, tc := range []struct{ path, ctype string }{
+		{"/metrics", "text/plain; version=0.0.4; charset=utf-8"},
+		{"/healthz", "text/plain; charset=utf-8"},
+		{"/readyz", "text/plain; charset=utf-8"},
+	} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, tc.path, nil))
+		if got := rec.Header().Get("Cache-Control"); got != "no-store" {
+			t.Errorf("GET %s: Cache-Control %q, want no-store", tc.path, got)
+		}
+		if got := rec.Header().Get("Content-Type"); got != tc.ctype {
+			t.Errorf("GET %s: Content-Type %q, want %q", tc.path, got, tc.ctype)
+		}
+	}
+}

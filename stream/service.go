@@ -1688,7 +1688,8 @@ func (s *Service) Handler() http.Handler {
 		})
 	}
 	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8") // as Prometheus's client libraries
+		w.Header().Set("Cache-Control", "no-store")
 		if err := s.counters.WritePrometheus(w); err != nil {
 			s.cfg.Log.Debug().Err(err).Msg("/metrics")
 			return
@@ -1724,6 +1725,7 @@ func (s *Service) Handler() http.Handler {
 		}
 	})
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "no-store") // what a cache kept would not be the service's now
 		s.mu.RLock()
 		ok := s.health.running
 		s.mu.RUnlock()
