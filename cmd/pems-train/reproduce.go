@@ -384,6 +384,18 @@ func mergeTables(paths []string, out string, stdout io.Writer) error {
 			if t == nil || t.Dataset == "" || len(t.Runs) == 0 {
 				return fmt.Errorf("merge %s: table %d is not a reproduce table (no dataset or no seeds)", p, i+1)
 			}
+			// The preprocessing names the merged table's files
+			// (tableBase): one the file makes up could name any path.
+			if t.Config.Prep != "" {
+				if _, err := snapshot.ParsePrep(string(t.Config.Prep)); err != nil {
+					return fmt.Errorf("merge %s: table %d: %w", p, i+1, err)
+				}
+			}
+			if t.Config.SplitBy != "" {
+				if _, err := snapshot.ParseSplitBy(t.Config.SplitBy); err != nil {
+					return fmt.Errorf("merge %s: table %d: %w", p, i+1, err)
+				}
+			}
 			// Merge names the tables by their files in its errors.
 			t.File = p
 			if len(tables) > 1 {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/pemsforecast/sdgnn/reproduce"
+	"github.com/pemsforecast/sdgnn/snapshot"
 )
 
 func TestMergedName(t *testing.T) {
@@ -69,6 +70,50 @@ func TestMergeNamesFiles(t *testing.T) {
 			code, _, stderr := runCmd(t, "reproduce", "-merge", strings.Join(tc.files, ","), "-out", t.TempDir())
 			if code != 1 || !strings.Contains(stderr, tc.want) {
 				t.Errorf("exit %d (want 1), stderr:\n%s\nwant it to contain %q", code, stderr, tc.want)
+			}
+		})
+	}
+}
+
+// TestMergeRefusesUnknownSettings checks that reproduce -merge refuses a
+// table whose preprocessing or split is none it knows, naming the file:
+// the preprocessing names the merged table's files, and one of
+// "/../../escaped" wrote them outside -out (beside it, here) where
+// -out held a directory table- (a merge of a preprocessing "/x" makes one).
+func TestMergeRefusesUnknownSettings(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		prep    snapshot.Prep
+		splitBy string
+		want    string
+	}{
+		{"prep a path", "/../../escaped", "", `table 1: preprocessing "/../../escaped": want "standard" or "paper"`},
+		{"prep unknown", "Paper", "", `table 1: preprocessing "Paper"`},
+		{"split unknown", "", "nodes/..", `table 1: split by "nodes/.."`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			out := filepath.Join(dir, "out")
+			if err := os.MkdirAll(filepath.Join(out, "table-"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			tab := &reproduce.Table{Dataset: "pems08", Config: reproduce.Quick("pems08"), Runs: []reproduce.Run{{Seed: 1}}}
+			tab.Config.Seeds = []uint64{1}
+			tab.Config.Prep, tab.Config.SplitBy = tc.prep, tc.splitBy
+			raw, err := json.Marshal([]*reproduce.Table{tab})
+			if err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join(dir, "seed-1.json")
+			if err := os.WriteFile(path, raw, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			code, _, stderr := runCmd(t, "reproduce", "-merge", path, "-out", out)
+			if code != 1 || !strings.Contains(stderr, "merge "+path+": "+tc.want) {
+				t.Errorf("exit %d (want 1), stderr:\n%s\nwant it to contain %q", code, stderr, "merge "+path+": "+tc.want)
+			}
+			if entries, _ := os.ReadDir(dir); len(entries) != 2 {
+				t.Errorf("%s holds %d entries, want only seed-1.json and out", dir, len(entries))
 			}
 		})
 	}
