@@ -210,6 +210,10 @@ func ReadPredictions(path string) (p *Predictions, err error) {
 		if sc.Field(i).Type.ID() != arrow.FLOAT64 {
 			return nil, fmt.Errorf("read predictions %s: column %q is %s, want float64", path, sc.Field(i).Name, sc.Field(i).Type)
 		}
+		if _, dup := p.Columns[sc.Field(i).Name]; dup {
+			return nil, fmt.Errorf("read predictions %s: duplicate column %q", path, sc.Field(i).Name)
+		}
+		p.Columns[sc.Field(i).Name] = nil
 		p.Names = append(p.Names, sc.Field(i).Name)
 	}
 	for k := 0; k < r.NumRecords(); k++ {

@@ -6,10 +6,12 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/apache/arrow/go/v15/arrow/array"
+	"github.com/apache/arrow/go/v15/arrow/ipc"
 	"github.com/apache/arrow/go/v15/arrow/memory"
 	"github.com/apache/arrow/go/v15/parquet/file"
 	"github.com/apache/arrow/go/v15/parquet/pqarrow"
@@ -138,5 +140,50 @@ func TestPredictionFilesAgree(t *testing.T) {
 	}
 	if nulls != 2 { // one missing truth, two models
 		t.Errorf("%d nulls in the Parquet file, want 2", nulls)
+	}
+}
+
+// TestReadPredictionsDuplicateColumn checks that a predictions file with
+// a float column name twice is refused naming it: its values were read
+// into one column of twice the rows.
+func TestReadPredictionsDuplicateColumn(t *testing.T) {
+	f64 := arrow.PrimitiveTypes.Float64
+	sc := arrow.NewSchema([]arrow.Field{
+		{Name: "snapshot", Type: arrow.PrimitiveTypes.Int64}, {Name: "step", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "node", Type: arrow.PrimitiveTypes.Int32}, {Name: "true_flow", Type: f64}, {Name: "true_flow", Type: f64},
+	}, nil)
+	path := filepath.Join(t.TempDir(), "dup.arrow")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	w, err := ipc.NewFileWriter(f, ipc.WithSchema(sc), ipc.WithAllocator(memory.DefaultAllocator))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := array.NewRecordBuilder(memory.DefaultAllocator, sc)
+	defer b.Release()
+	for i := range 3 {
+		b.Field(0).(*array.Int64Builder).Append(0)
+		b.Field(1).(*array.Int64Builder).Append(3)
+		b.Field(2).(*array.Int32Builder).Append(int32(i))
+		b.Field(3).(*array.Float64Builder).Append(1)
+		b.Field(4).(*array.Float64Builder).Append(2)
+	}
+	rec := b.NewRecord()
+	defer rec.Release()
+	if err := w.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	p, err := ReadPredictions(path)
+	if err == nil {
+		t.Fatalf("read columns %v, %d values of true_flow for %d rows; want an error", p.Names, len(p.Columns["true_flow"]), len(p.Snapshot))
+	}
+	if want := `read predictions ` + path + `: duplicate column "true_flow"`; !strings.Contains(err.Error(), want) {
+		t.Errorf("error %q, want it to contain %q", err, want)
 	}
 }
