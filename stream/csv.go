@@ -36,6 +36,34 @@ type CSVReader struct {
 	width    int      // fields a row must have
 	row      []float64
 	line     int // of the row the last Read returned
+	in       *rowLimit
+}
+
+// MaxCSVRow is the most bytes a row of a CSV input, or its header, may
+// take. A row of readings takes tens; a quote left open made the reader
+// hold the rest of the input as one field, gigabytes from a small
+// gzip-compressed file.
+const MaxCSVRow = 1 << 20
+
+// rowLimit reads r, and fails once more than MaxCSVRow bytes were read
+// since the last reset: the start of a row, give or take what the readers
+// above it buffer.
+type rowLimit struct {
+	r    io.Reader
+	n    int
+	line int // the last line read whole, for the error
+}
+
+func (l *rowLimit) Read(p []byte) (int, error) {
+	if l.n > MaxCSVRow {
+		if l.line == 0 {
+			return 0, fmt.Errorf("csv header: more than %d bytes (is a quote left open?)", MaxCSVRow)
+		}
+		return 0, fmt.Errorf("csv: after line %d: a row of more than %d bytes (is a quote left open?)", l.line, MaxCSVRow)
+	}
+	n, err := l.r.Read(p)
+	l.n += n
+	return n, err
 }
 
 // CSVError is a row that is not a reading: its line (1 is the header) and
@@ -68,7 +96,8 @@ func NewCSVReader(r io.Reader, channels []string) (*CSVReader, error) {
 	}
 	// A byte order mark, as spreadsheets write, is passed over before the
 	// CSV reader sees it: before a quoted first field it is a bare quote.
-	br := bufio.NewReader(r)
+	in := &rowLimit{r: r}
+	br := bufio.NewReader(in)
 	if b, err := br.Peek(3); err == nil && string(b) == "\ufeff" {
 		br.Discard(3) // peeked: cannot fail
 	}
@@ -82,7 +111,7 @@ func NewCSVReader(r io.Reader, channels []string) (*CSVReader, error) {
 	if err != nil {
 		return nil, fmt.Errorf("csv header: %w", err)
 	}
-	c := &CSVReader{r: cr, ts: -1, node: -1, cols: make([]int, len(channels)), names: slices.Clone(channels), width: len(head), row: make([]float64, len(channels))}
+	c := &CSVReader{r: cr, in: in, ts: -1, node: -1, cols: make([]int, len(channels)), names: slices.Clone(channels), width: len(head), row: make([]float64, len(channels))}
 	for i := range c.cols {
 		c.cols[i] = -1
 	}
@@ -140,8 +169,10 @@ func (c *CSVReader) Line() int {
 // Read returns the next row's reading. Its Values are c's own, overwritten
 // by the next Read: copy them to keep them. At the end of the input it
 // returns io.EOF; a row that is not a reading gives a *CSVError, and Read
-// may be called again for the rows after it.
+// may be called again for the rows after it. A row of more than MaxCSVRow
+// bytes ends the input with an error that says so.
 func (c *CSVReader) Read() (Reading, error) {
+	c.in.n, c.in.line = 0, max(c.line, 1)
 	rec, err := c.r.Read()
 	if err != nil {
 		var pe *csv.ParseError

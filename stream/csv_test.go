@@ -249,3 +249,55 @@ func BenchmarkCSVReader(b *testing.B) {
 		b.ReportMetric(float64(b.N*rows)/b.Elapsed().Seconds(), "rows/s")
 	})
 }
+
+// countingAs is an input of n bytes of b, counting what is read of it.
+type countingAs struct {
+	b    byte
+	n    int
+	read int
+}
+
+func (c *countingAs) Read(p []byte) (int, error) {
+	if c.read >= c.n {
+		return 0, io.EOF
+	}
+	k := min(len(p), c.n-c.read)
+	for i := range p[:k] {
+		p[i] = c.b
+	}
+	c.read += k
+	return k, nil
+}
+
+// TestCSVReaderLongRow checks that a row, or a header, of more than
+// MaxCSVRow bytes ends the input with an error that names where, having
+// read little more than that: a quote left open made the reader hold the
+// rest of the input as one field (256 MiB of input took 1.9 GiB).
+func TestCSVReaderLongRow(t *testing.T) {
+	const size = 16 << 20
+	rest := &countingAs{b: 'a', n: size}
+	c, err := NewCSVReader(io.MultiReader(strings.NewReader("ts,sensor,speed\n1767225600000,1,5\n1767225600000,2,\""), rest), []string{"speed"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Read(); err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Read()
+	var ce *CSVError
+	if err == nil || errors.As(err, &ce) || !strings.Contains(err.Error(), "after line 2: a row of more than 1048576 bytes (is a quote left open?)") {
+		t.Errorf("open quote before %d bytes: %v, want an error that ends the input", size, err)
+	}
+	if rest.read > 2<<20 {
+		t.Errorf("read %d bytes of the row, want at most %d", rest.read, 2<<20)
+	}
+
+	rest = &countingAs{b: 'a', n: size}
+	_, err = NewCSVReader(io.MultiReader(strings.NewReader("ts,sensor,"), rest), []string{"speed"})
+	if err == nil || !strings.Contains(err.Error(), "csv header: more than 1048576 bytes") {
+		t.Errorf("header of %d bytes: %v, want it refused", size, err)
+	}
+	if rest.read > 2<<20 {
+		t.Errorf("read %d bytes of the header, want at most %d", rest.read, 2<<20)
+	}
+}
