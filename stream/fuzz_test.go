@@ -164,8 +164,9 @@ func TestRestoreFieldsWithValidChecksum(t *testing.T) {
 }
 
 // FuzzApplyWindows: after any sequence of readings, every node's window is
-// what a naive model of first-wins, late-dropped readings gives, before
-// and after a snapshot's round trip, into this history or another.
+// what a naive model of first-wins, late-dropped readings gives (a later
+// reading completing a slot's missing value), before and after a
+// snapshot's round trip, into this history or another.
 func FuzzApplyWindows(f *testing.F) {
 	const n, T, C, d = 3, 3, 1, 2
 	b := testBundle(f, n, T, C, d, 5)
@@ -199,7 +200,9 @@ func FuzzApplyWindows(f *testing.F) {
 					t.Fatalf("slot %d newest %d: %v, want late", slot, nw, res.Kind)
 				}
 			default:
-				if _, ok := held[key{z, slot}]; !ok {
+				// The first reading wins, but one that gives a value
+				// the slot lacked (0, missing) completes it.
+				if old, ok := held[key{z, slot}]; !ok || old == 0 {
 					held[key{z, slot}] = v
 				}
 			}
