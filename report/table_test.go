@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -185,5 +186,42 @@ func TestReadPredictionsDuplicateColumn(t *testing.T) {
 	}
 	if want := `read predictions ` + path + `: duplicate column "true_flow"`; !strings.Contains(err.Error(), want) {
 		t.Errorf("error %q, want it to contain %q", err, want)
+	}
+}
+
+// TestReadPredictionsBuffersRetargeted reads the predictions of a small
+// document with one byte of its record batch's metadata changed, found by
+// FuzzReadPredictions: the offset of the buffers vector, which then reads
+// as empty, so that the footer checks had no buffer to check while arrow's
+// reader, which reads buffers by index without the vector's length, took
+// their lengths from the bytes beyond and allocated 256 MiB for a 3 KB
+// file. The read must fail without allocating more than the file
+// justifies.
+func TestReadPredictionsBuffersRetargeted(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "pred.arrow")
+	if err := tinyDocument([]string{"flow", "speed"}, SDGNN, "GRU-GCN").writeArrow(path); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const at = 1008 // the record batch's buffers offset: 944 + 8 + 56
+	if len(raw) != 3050 || raw[at] != 0x14 {
+		t.Fatalf("file of %d bytes, byte %d %#x: the layout changed; find the buffers offset anew", len(raw), at, raw[at])
+	}
+	raw[at] = 0x51
+	if err := os.WriteFile(path, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err = ReadPredictions(path)
+	runtime.ReadMemStats(&after)
+	if err == nil || !strings.Contains(err.Error(), path) {
+		t.Errorf("error %v, want one naming %s", err, path)
+	}
+	if n := after.TotalAlloc - before.TotalAlloc; n > 16<<20 {
+		t.Errorf("allocated %d MiB for a file of %d bytes", n>>20, len(raw))
 	}
 }

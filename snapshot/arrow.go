@@ -676,10 +676,11 @@ func NewFileReader(f *os.File) (*ipc.FileReader, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkFooter(f, fi.Size()); err != nil {
+	compressed, err := checkFooter(f, fi.Size())
+	if err != nil {
 		return nil, err
 	}
-	rd, err := ipc.NewFileReader(f, ipc.WithAllocator(readAllocator(fi.Size())))
+	rd, err := ipc.NewFileReader(f, ipc.WithAllocator(readAllocator(fi.Size(), compressed)))
 	if err != nil {
 		return nil, fmt.Errorf("not a valid Arrow IPC (Feather v2) file: %w", err)
 	}
@@ -688,13 +689,20 @@ func NewFileReader(f *os.File) (*ipc.FileReader, error) {
 
 // readAllocator returns the allocator for an Arrow IPC reader of a file of
 // size bytes. It panics, with a message naming the sizes, on any one
-// allocation larger than 64 times the file or 1 GiB, whichever is more.
-// The IPC reader allocates each buffer at the length the file's metadata
-// gives, before it checks anything: one corrupt byte there asked for a
-// terabyte. An uncompressed buffer is never larger than its file; the
-// factor leaves room for compressed ones.
-func readAllocator(size int64) memory.Allocator {
-	return boundedAllocator{Allocator: memory.NewGoAllocator(), limit: max(64*size, 1<<30), file: size}
+// allocation larger than 64 times the file or 1 GiB, whichever is more,
+// for a file with compressed batches, and larger than the file (or 1 MiB)
+// for one without. The IPC reader allocates each buffer at the length the
+// file's metadata gives, before it checks anything: one corrupt byte there
+// asked for a terabyte, and one that moved a batch's buffers vector (which
+// the reader reads by index, past its length) 256 MiB for a 3 KB file. An
+// uncompressed buffer is never larger than its file; the factor leaves
+// room for compressed ones.
+func readAllocator(size int64, compressed bool) memory.Allocator {
+	limit := max(size+64, 1<<20) // 64: the allocator's alignment
+	if compressed {
+		limit = max(64*size, 1<<30)
+	}
+	return boundedAllocator{Allocator: memory.NewGoAllocator(), limit: limit, file: size}
 }
 
 type boundedAllocator struct {

@@ -528,22 +528,27 @@ func TestReadCorruptBufferLength(t *testing.T) {
 // the sizes.
 func TestReadAllocatorBound(t *testing.T) {
 	for _, tc := range []struct {
-		file, n int64
-		refused bool
+		file, n    int64
+		compressed bool
+		refused    bool
 	}{
-		{2578, 1 << 30, false},
-		{2578, 1<<30 + 1, true},
-		{1 << 30, 64 << 30, false},
-		{1 << 30, 64<<30 + 1, true},
+		{2578, 1 << 30, true, false},
+		{2578, 1<<30 + 1, true, true},
+		{1 << 30, 64 << 30, true, false},
+		{1 << 30, 64<<30 + 1, true, true},
+		{2578, 1 << 20, false, false},
+		{2578, 1<<20 + 1, false, true},
+		{8 << 20, 8<<20 + 64, false, false},
+		{8 << 20, 8<<20 + 65, false, true},
 	} {
 		func() {
 			defer func() {
 				r := recover()
 				if got := r != nil; got != tc.refused || (got && !strings.Contains(fmt.Sprint(r), "a buffer of")) {
-					t.Errorf("allocating %d bytes for a file of %d: recovered %v, want refused %v", tc.n, tc.file, r, tc.refused)
+					t.Errorf("allocating %d bytes for a file of %d (compressed %v): recovered %v, want refused %v", tc.n, tc.file, tc.compressed, r, tc.refused)
 				}
 			}()
-			a := readAllocator(tc.file).(boundedAllocator)
+			a := readAllocator(tc.file, tc.compressed).(boundedAllocator)
 			a.check(int(tc.n)) // the bound alone: nothing is allocated
 		}()
 	}

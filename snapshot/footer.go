@@ -21,23 +21,25 @@ import (
 // before reading it. A file that is not an Arrow file at all, or is too
 // short, is left for the reader to refuse. The offsets followed are those
 // arrow's generated accessors follow (File.fbs, Schema.fbs and
-// Message.fbs of the Arrow format).
-func checkFooter(r io.ReaderAt, size int64) (err error) {
+// Message.fbs of the Arrow format). compressed reports whether a batch
+// has compressed buffers (BodyCompression), whose uncompressed lengths
+// only the reader's allocator bounds (readAllocator).
+func checkFooter(r io.ReaderAt, size int64) (compressed bool, err error) {
 	const magic = "ARROW1"
 	tail := make([]byte, 4+len(magic))
 	if size < int64(2*len(magic)+4) {
-		return nil
+		return false, nil
 	}
 	if _, err := r.ReadAt(tail, size-int64(len(tail))); err != nil || string(tail[4:]) != magic {
-		return nil
+		return false, nil
 	}
 	n := int64(binary.LittleEndian.Uint32(tail))
 	if n <= 0 || n+int64(2*len(magic)+4) > size {
-		return nil // the reader says the footer is inconsistent
+		return false, nil // the reader says the footer is inconsistent
 	}
 	buf := make([]byte, n)
 	if _, err := r.ReadAt(buf, size-int64(len(tail))-n); err != nil {
-		return nil
+		return false, nil
 	}
 	// An offset beyond the footer panics in the accessors; that is a
 	// corrupt footer too.
@@ -47,20 +49,23 @@ func checkFooter(r io.ReaderAt, size int64) (err error) {
 		}
 	}()
 	footer := flatbuffers.Table{Bytes: buf, Pos: flatbuffers.GetUOffsetT(buf)}
-	if err := checkBlocks(r, footer, 2, "dictionary", size); err != nil {
-		return err
+	dicts, err := checkBlocks(r, footer, 2, "dictionary", size)
+	if err != nil {
+		return false, err
 	}
-	if err := checkBlocks(r, footer, 3, "record batch", size); err != nil {
-		return err
+	batches, err := checkBlocks(r, footer, 3, "record batch", size)
+	if err != nil {
+		return false, err
 	}
+	compressed = dicts || batches
 	schema, ok := child(footer, 1)
 	if !ok {
-		return nil
+		return compressed, nil
 	}
 	if _, err := vectorOfTables(schema, 2); err != nil { // custom_metadata
-		return err
+		return false, err
 	}
-	return checkFields(schema, 1, 0) // fields
+	return compressed, checkFields(schema, 1, 0) // fields
 }
 
 // slotOffset returns the vtable offset of field slot i of a table.
@@ -100,27 +105,30 @@ const blockSize = 24
 // checkBlocks checks the vector of Blocks in slot i of the footer (the
 // dictionaries or the record batches) and that each block's message,
 // metadata and body, lies within the file of size bytes: the reader
-// allocates both lengths before it reads a byte of them.
-func checkBlocks(r io.ReaderAt, footer flatbuffers.Table, i int, what string, size int64) error {
+// allocates both lengths before it reads a byte of them. compressed
+// reports whether a block's batch has compressed buffers.
+func checkBlocks(r io.ReaderAt, footer flatbuffers.Table, i int, what string, size int64) (compressed bool, err error) {
 	o := footer.Offset(slotOffset(i))
 	if o == 0 {
-		return nil
+		return false, nil
 	}
 	n, start := footer.VectorLen(flatbuffers.UOffsetT(o)), footer.Vector(flatbuffers.UOffsetT(o))
 	if int(start) > len(footer.Bytes) || n > (len(footer.Bytes)-int(start))/blockSize {
-		return fmt.Errorf("corrupt Arrow IPC footer: %d %s blocks in a footer of %d bytes", n, what, len(footer.Bytes))
+		return false, fmt.Errorf("corrupt Arrow IPC footer: %d %s blocks in a footer of %d bytes", n, what, len(footer.Bytes))
 	}
 	for j := 0; j < n; j++ {
 		at := start + flatbuffers.UOffsetT(j*blockSize)
 		off, meta, body := footer.GetInt64(at), int64(footer.GetInt32(at+8)), footer.GetInt64(at+16)
 		if off < 0 || meta < 0 || body < 0 || off > size || meta > size-off || body > size-off-meta {
-			return fmt.Errorf("corrupt Arrow IPC footer: %s %d at byte %d, %d bytes of metadata and %d of body, is not within the file's %d bytes", what, j, off, meta, body, size)
+			return false, fmt.Errorf("corrupt Arrow IPC footer: %s %d at byte %d, %d bytes of metadata and %d of body, is not within the file's %d bytes", what, j, off, meta, body, size)
 		}
-		if err := checkMessage(r, off, meta, body, i == 2); err != nil {
-			return fmt.Errorf("corrupt Arrow IPC %s %d: %w", what, j, err)
+		c, err := checkMessage(r, off, meta, body, i == 2)
+		if err != nil {
+			return false, fmt.Errorf("corrupt Arrow IPC %s %d: %w", what, j, err)
 		}
+		compressed = compressed || c
 	}
-	return nil
+	return compressed, nil
 }
 
 // checkMessage checks the record batch (or, for dict, dictionary batch)
@@ -133,14 +141,15 @@ func checkBlocks(r io.ReaderAt, footer flatbuffers.Table, i int, what string, si
 // length is left to the reader's allocator (readAllocator). The
 // encapsulated message (Message.fbs, after the IPC format's continuation
 // prefix) is read as arrow's reader reads it; what it cannot make sense
-// of is left to the reader.
-func checkMessage(r io.ReaderAt, off, meta, body int64, dict bool) (err error) {
+// of is left to the reader. compressed reports whether the batch has
+// compressed buffers (RecordBatch.compression).
+func checkMessage(r io.ReaderAt, off, meta, body int64, dict bool) (compressed bool, err error) {
 	if meta < 8 {
-		return nil
+		return false, nil
 	}
 	buf := make([]byte, meta)
 	if _, err := r.ReadAt(buf, off); err != nil {
-		return nil
+		return false, nil
 	}
 	switch binary.LittleEndian.Uint32(buf) {
 	case 0:
@@ -150,11 +159,11 @@ func checkMessage(r io.ReaderAt, off, meta, body int64, dict bool) (err error) {
 		buf = buf[4:]
 	}
 	if len(buf) < 4 {
-		return nil
+		return false, nil
 	}
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("metadata: %v", r)
+			compressed, err = false, fmt.Errorf("metadata: %v", r)
 		}
 	}()
 	msg := flatbuffers.Table{Bytes: buf, Pos: flatbuffers.GetUOffsetT(buf)}
@@ -165,25 +174,26 @@ func checkMessage(r io.ReaderAt, off, meta, body int64, dict bool) (err error) {
 		batch, ok = child(batch, 1)
 	}
 	if !ok {
-		return nil
+		return false, nil
 	}
-	o := batch.Offset(slotOffset(2)) // buffers: [Buffer{offset, length int64}]
+	compressed = batch.Offset(slotOffset(3)) != 0 // compression: BodyCompression
+	o := batch.Offset(slotOffset(2))              // buffers: [Buffer{offset, length int64}]
 	if o == 0 {
-		return nil
+		return compressed, nil
 	}
 	n, start := batch.VectorLen(flatbuffers.UOffsetT(o)), batch.Vector(flatbuffers.UOffsetT(o))
 	const bufferSize = 16
 	if int(start) > len(buf) || n > (len(buf)-int(start))/bufferSize {
-		return fmt.Errorf("%d buffers in %d bytes of metadata", n, len(buf))
+		return false, fmt.Errorf("%d buffers in %d bytes of metadata", n, len(buf))
 	}
 	for k := 0; k < n; k++ {
 		at := start + flatbuffers.UOffsetT(k*bufferSize)
 		bo, bl := batch.GetInt64(at), batch.GetInt64(at+8)
 		if bo < 0 || bl < 0 || bo > body || bl > body-bo {
-			return fmt.Errorf("buffer %d at byte %d, %d bytes long, is not within the body's %d bytes", k, bo, bl, body)
+			return false, fmt.Errorf("buffer %d at byte %d, %d bytes long, is not within the body's %d bytes", k, bo, bl, body)
 		}
 	}
-	return nil
+	return compressed, nil
 }
 
 // maxFieldDepth bounds the nesting of fields followed: far beyond any
