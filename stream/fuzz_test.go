@@ -7,6 +7,8 @@ import (
 	"hash/crc32"
 	"io"
 	"math"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 )
@@ -237,6 +239,51 @@ func FuzzApplyWindows(f *testing.F) {
 				t.Fatal(err)
 			}
 			check(st2, R, "restored")
+		}
+	})
+}
+
+// FuzzForecastsQuery sends GET /forecasts and GET /forecast/{sensor} the
+// fuzzer's query string and Accept header: each must answer 200 with JSON
+// or CSV, or refuse with 400 (404 for a sensor without a forecast) and a
+// message, never panic.
+func FuzzForecastsQuery(f *testing.F) {
+	for _, tc := range []struct{ query, accept string }{
+		{"", ""},
+		{"sensors=2,0&since=2026-01-01T00:00:00Z", "text/csv;q=0.9, application/json;q=0.5"},
+		{"format=csv&since=2100000", "*/*"},
+		{"sensors=1;2&format=json", "text/*;q=1, application/json"},
+		{"since=&sensors=%zz", "text/csv; q=0"},
+	} {
+		f.Add(tc.query, tc.accept, false)
+		f.Add(tc.query, tc.accept, true)
+	}
+	svc, h := forecastsService(f)
+	for z, ts := range []int64{6 * testStep, 7 * testStep} {
+		fc := Forecast{Sensor: 2 * z, TS: ts, Values: []float64{41.5, 0.125}, Model: "v1", Inputs: []Input{{Sensor: 2 * z, TS: ts - testStep}}, EmittedMs: 1234}
+		svc.latest[2*z] = EncodeForecast(nil, &fc)
+	}
+	f.Fuzz(func(t *testing.T, query, accept string, one bool) {
+		path := "/forecasts"
+		if one {
+			path = "/forecast/2"
+		}
+		req := httptest.NewRequest(http.MethodGet, path, nil)
+		req.URL.RawQuery = query
+		req.Header.Set("Accept", accept)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		switch ct := rec.Header().Get("Content-Type"); rec.Code {
+		case http.StatusOK:
+			if !strings.HasPrefix(ct, "application/json") && !strings.HasPrefix(ct, "text/csv") {
+				t.Fatalf("GET %s?%s (Accept %q): 200 of type %q", path, query, accept, ct)
+			}
+		case http.StatusBadRequest, http.StatusNotFound:
+			if rec.Body.Len() == 0 {
+				t.Fatalf("GET %s?%s (Accept %q): %d without a message", path, query, accept, rec.Code)
+			}
+		default:
+			t.Fatalf("GET %s?%s (Accept %q): %d %q", path, query, accept, rec.Code, rec.Body)
 		}
 	})
 }

@@ -841,7 +841,7 @@ func TestForecastOneSensorQuery(t *testing.T) {
 
 // forecastsService returns a service of five sensors that reaches no
 // broker, and its HTTP handler, for the tests of the forecasts' queries.
-func forecastsService(t *testing.T) (*Service, http.Handler) {
+func forecastsService(t testing.TB) (*Service, http.Handler) {
 	t.Helper()
 	svc, err := NewService(testBundle(t, 5, 4, 2, 3, 1), Config{Brokers: []string{"127.0.0.1:1"}, StepMs: testStep})
 	if err != nil {
