@@ -248,8 +248,8 @@ func parseNode(s string, nodes int) (int, error) {
 // A nonzero entry (i, j) or (j, i) makes the edge {i, j}, so a directed
 // matrix is symmetrised; the edge's cost is entry (i, j) for i < j if that is
 // nonzero, else entry (j, i). The diagonal is ignored. Rows of the wrong
-// length, non-numeric or NaN entries and a row count that differs from the
-// column count are errors that name the line.
+// length, non-numeric, NaN or infinite entries and a row count that
+// differs from the column count are errors that name the line.
 func ReadAdjacencyCSV(path string) (*Graph, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -297,6 +297,9 @@ func readAdjacency(r io.Reader) (*Graph, error) {
 			}
 			if math.IsNaN(v) {
 				return nil, fmt.Errorf("line %d, column %d: NaN entry", line, j+1)
+			}
+			if math.IsInf(v, 0) {
+				return nil, fmt.Errorf("line %d, column %d: entry %v is not finite", line, j+1, v)
 			}
 			if v != 0 && j != rows {
 				nz = append(nz, entry{rows, j, v})

@@ -128,6 +128,7 @@ func TestReadAdjacencyCSVErrors(t *testing.T) {
 		{"too-few-rows", "0,1,0\n1,0,0\n", []string{"2 rows of 3 columns"}},
 		{"not-number", "0,1\n1,x\n", []string{"line 2, column 2"}},
 		{"nan", "0,NaN\n1,0\n", []string{"line 1, column 2", "NaN"}},
+		{"inf", "0,1\n-Inf,0\n", []string{"line 2, column 1", "entry -Inf is not finite"}},
 		{"empty", "", []string{"empty"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
