@@ -84,6 +84,14 @@ type Input struct {
 	// sensor out of service since the start): its window went in as
 	// missing readings, ending at the slot before the forecast's (TS).
 	Missing bool `json:"missing,omitempty"`
+	// Gaps counts the slots of Sensor's window used that held no reading:
+	// slots before the first reading the service holds (the first
+	// forecasts after a fresh start), slots the sensor skipped, and slots
+	// whose values are all 0 (missing). The model reads them as missing
+	// readings, as the offline evaluation does; the whole window when
+	// Missing. StaleSlots says how far a window ends behind, Gaps how
+	// much of it is empty.
+	Gaps int `json:"gaps,omitempty"`
 }
 
 // Forecast is a next-slot forecast for one sensor, with its provenance: the
@@ -642,6 +650,10 @@ func EncodeForecast(dst []byte, f *Forecast) []byte {
 		dst = strconv.AppendInt(dst, in.TS, 10)
 		if in.Missing {
 			dst = append(dst, `,"missing":true`...)
+		}
+		if in.Gaps != 0 {
+			dst = append(dst, `,"gaps":`...)
+			dst = strconv.AppendInt(dst, int64(in.Gaps), 10)
 		}
 		dst = append(dst, '}')
 	}

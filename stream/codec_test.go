@@ -164,13 +164,14 @@ func TestValidator(t *testing.T) {
 
 func TestForecastRoundTrip(t *testing.T) {
 	f := Forecast{Sensor: 12, TS: 1700000300000, Values: []float64{123.5, 0.05, -1e-300}, Model: "v\"1\n\x01é\xff",
-		Inputs: []Input{{Sensor: 11, TS: 1700000000000}, {Sensor: 12, TS: 1699999700000}, {Sensor: 13, TS: 1700000000000, Missing: true}}, StaleSlots: 1, EmittedMs: 1700000301234}
+		Inputs: []Input{{Sensor: 11, TS: 1700000000000}, {Sensor: 12, TS: 1699999700000, Gaps: 2}, {Sensor: 13, TS: 1700000000000, Missing: true, Gaps: 12}}, StaleSlots: 1, EmittedMs: 1700000301234}
 	b := EncodeForecast(nil, &f)
 	if !json.Valid(b) {
 		t.Fatalf("invalid JSON %s", b)
 	}
-	// Only an input without readings says so.
-	if !strings.Contains(string(b), `{"sensor":12,"ts":1699999700000},{"sensor":13,"ts":1700000000000,"missing":true}]`) {
+	// Only an input without readings says so, and only one with gaps
+	// counts them.
+	if !strings.Contains(string(b), `[{"sensor":11,"ts":1700000000000},{"sensor":12,"ts":1699999700000,"gaps":2},{"sensor":13,"ts":1700000000000,"missing":true,"gaps":12}]`) {
 		t.Errorf("inputs in %s", b)
 	}
 	got, err := DecodeForecast(b)

@@ -23,7 +23,10 @@
 // Node z's forecast is for the slot after the newest slot t over its
 // receptive nodes, each contributing its newest window: TS = (t+1)·step.
 // StaleSlots = max over inputs of (t − newest input slot): 0 when all inputs
-// have slot t. The Emitter emits z for t+1 as soon as all receptive nodes
+// have slot t. Each input's Gaps counts the slots of its window without a
+// reading (before its first, skipped, or all values 0): a forecast made
+// from a partly empty window, as after a fresh start, says so although
+// it is not stale. The Emitter emits z for t+1 as soon as all receptive nodes
 // have slot t, or, failing that, when the clock passes the end of slot t
 // plus a lateness allowance; a slot is never emitted twice for a node.
 //

@@ -339,6 +339,12 @@ func (e *Emitter) emitted(z int, t, ms int64, dst *Forecast) {
 	if dst.StaleSlots > 0 {
 		cnt.Stale.Add(1)
 	}
+	for _, in := range dst.Inputs {
+		if in.Gaps > 0 {
+			cnt.Partial.Add(1)
+			break
+		}
+	}
 	cnt.EmitDelay.Observe(msDuration(dst.EmittedMs - dst.TS))
 	e.advance(z, t, ms)
 }

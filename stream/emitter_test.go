@@ -98,7 +98,7 @@ func TestEmitter(t *testing.T) {
 	if want := []fc{{1, 12, 1}, {3, 12, 1}, {4, 12, 1}}; !slices.Equal(brief(fs), want) {
 		t.Fatalf("at the deadline: %v, want %v", brief(fs), want)
 	}
-	if in := fs[0].Inputs; !slices.Equal(in, []Input{{Sensor: 1, TS: 11 * testStep}, {Sensor: 2, TS: 11 * testStep}, {Sensor: 4, TS: 10 * testStep}}) {
+	if in := fs[0].Inputs; !slices.Equal(in, []Input{{Sensor: 1, TS: 11 * testStep, Gaps: 1}, {Sensor: 2, TS: 11 * testStep, Gaps: 1}, {Sensor: 4, TS: 10 * testStep, Gaps: 2}}) {
 		t.Errorf("stale forecast inputs %v", in)
 	}
 	if fs[0].EmittedMs != slotEnd(11, lateness+time.Second).UnixMilli() {
@@ -133,7 +133,7 @@ func TestEmitter(t *testing.T) {
 	if want := []fc{{1, 13, 1}, {2, 13, 1}, {4, 13, 1}}; !slices.Equal(brief(fs), want) {
 		t.Fatalf("deadline of target 13: %v, want %v", brief(fs), want)
 	}
-	if in := fs[1].Inputs; !slices.Equal(in, []Input{{Sensor: 0, TS: 12 * testStep}, {Sensor: 2, TS: 12 * testStep}, {Sensor: 3, TS: 11 * testStep}}) {
+	if in := fs[1].Inputs; !slices.Equal(in, []Input{{Sensor: 0, TS: 12 * testStep}, {Sensor: 2, TS: 12 * testStep}, {Sensor: 3, TS: 11 * testStep, Gaps: 1}}) {
 		t.Errorf("node 2's inputs for slot 13: %v", in)
 	}
 	if got := step(slotEnd(13, lateness-time.Millisecond)); len(got) != 0 {
@@ -222,7 +222,7 @@ func TestEmitterSensorNeverHeard(t *testing.T) {
 			}
 			late = append(late, z)
 			i := slices.IndexFunc(f.Inputs, func(in Input) bool { return in.Sensor == 4 })
-			if f.TS != (slot+1)*testStep || f.StaleSlots != T || i < 0 || f.Inputs[i] != (Input{Sensor: 4, TS: slot * testStep, Missing: true}) {
+			if f.TS != (slot+1)*testStep || f.StaleSlots != T || i < 0 || f.Inputs[i] != (Input{Sensor: 4, TS: slot * testStep, Missing: true, Gaps: T}) {
 				t.Errorf("slot %d: node %d's forecast for slot %d, stale %d, inputs %v; want slot %d, stale %d, node 4 missing at slot %d",
 					slot, z, f.TS/testStep, f.StaleSlots, f.Inputs, slot+1, T, slot)
 			}
@@ -233,6 +233,11 @@ func TestEmitterSensorNeverHeard(t *testing.T) {
 	}
 	if s := st.Counters.Skipped.Load(); s != 0 {
 		t.Errorf("%d forecast slots skipped, want 0", s)
+	}
+	// Every forecast read a window with gaps but nodes 0's and 2's of
+	// slot 13, whose inputs 0, 2 and 3 then held slots 10 to 12.
+	if e, p := st.Counters.Emitted.Load(), st.Counters.Partial.Load(); e != 15 || p != 13 {
+		t.Errorf("%d forecasts emitted, %d with gaps; want 15, 13", e, p)
 	}
 }
 

@@ -80,7 +80,7 @@ func Example() {
 		}
 	}
 	// Output:
-	// forecast sensor 0 for 1700000100000, stale 0, from [{0 1699999800000 false} {1 1699999800000 false}]
+	// forecast sensor 0 for 1700000100000, stale 0, from [{0 1699999800000 false 1} {1 1699999800000 false 1}]
 	// dead letter: {"v":1,"reason":"off_grid","detail":"ts 1699999800001 is not a multiple of the 300000 ms slot","key":"2","value":"{\"v\":1,\"sensor\":2,\"ts\":1699999800001,\"values\":[99]}","topic":"readings","partition":0,"offset":2}
 }
 

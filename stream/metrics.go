@@ -29,6 +29,9 @@ type Counters struct {
 	Rejected                                               [len(Reasons)]atomic.Uint64
 	Internal                                               atomic.Uint64 // refusals that are not RejectErrors
 	Emitted, Stale, Skipped                                atomic.Uint64
+	// Partial counts forecasts emitted with some input window holding
+	// slots without a reading (Input.Gaps > 0).
+	Partial atomic.Uint64
 	// NonFinite counts forecast slots passed by because the model's
 	// forecast was NaN or infinite (see ErrNonFinite).
 	NonFinite               atomic.Uint64
@@ -180,6 +183,7 @@ func (c *Counters) WritePrometheus(w io.Writer) error {
 	fmt.Fprintf(bw, "%sreadings_rejected_total{reason=\"internal\"} %d\n", metricPrefix, c.Internal.Load())
 	counter("forecasts_emitted_total", "Forecasts emitted.", c.Emitted.Load())
 	counter("forecasts_stale_total", "Forecasts emitted at the deadline with lagging inputs.", c.Stale.Load())
+	counter("forecasts_partial_total", "Forecasts emitted with some input window holding slots without a reading (before the sensor's first reading, skipped, or all values 0).", c.Partial.Load())
 	counter("forecast_slots_skipped_total", "Forecast slots never emitted because an input ran more than the history ahead.", c.Skipped.Load())
 	counter("forecasts_non_finite_total", "Forecast slots passed by because the model's forecast was NaN or infinite.", c.NonFinite.Load())
 	counter("model_reloads_total", "Models replaced while serving (Service.Reload, SIGHUP).", c.Reloads.Load())

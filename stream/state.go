@@ -448,6 +448,20 @@ func (s *State) fillWindow(dst []float64, nd *node, end int64) {
 	}
 }
 
+// gaps counts the slots of node nd's window ending at slot end that hold
+// no reading (never received, or every value 0: missing), the slots
+// fillWindow leaves 0.
+func (s *State) gaps(nd *node, end int64) int {
+	n, c := 0, s.c
+	for sl := end - int64(s.t-1); sl <= end; sl++ {
+		p := s.pos(sl)
+		if nd.slots[p] != sl || allZero(nd.vals[p*c:(p+1)*c]) {
+			n++
+		}
+	}
+	return n
+}
+
 // held reports whether node nd's window ending at slot end is still held:
 // end is at most its newest slot and at least History slots before.
 func (s *State) held(nd *node, end int64) bool {
@@ -686,13 +700,13 @@ func (s *State) gather(z int, ts int64, dst *Forecast) error {
 			// for a window long is: the lag of a whole window.
 			s.embs = append(s.embs, s.queue(k, target-1))
 			stale = max(stale, int64(s.t))
-			dst.Inputs = append(dst.Inputs, Input{Sensor: k, TS: (target - 1) * s.stepMs, Missing: true})
+			dst.Inputs = append(dst.Inputs, Input{Sensor: k, TS: (target - 1) * s.stepMs, Missing: true, Gaps: s.t})
 			continue
 		}
 		end := min(target-1, nd.newest)
 		s.embs = append(s.embs, s.queue(k, end))
 		stale = max(stale, target-1-end)
-		dst.Inputs = append(dst.Inputs, Input{Sensor: k, TS: end * s.stepMs})
+		dst.Inputs = append(dst.Inputs, Input{Sensor: k, TS: end * s.stepMs, Gaps: s.gaps(nd, end)})
 	}
 	dst.StaleSlots = stale
 	return nil

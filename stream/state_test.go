@@ -3,6 +3,7 @@ package stream
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -109,7 +110,8 @@ func TestForecastStaleAndNoData(t *testing.T) {
 	if err := st.Forecast(1, &f); err != nil {
 		t.Fatalf("forecast without node 4: %v", err)
 	}
-	wantIn := []Input{{Sensor: 1, TS: 10 * testStep}, {Sensor: 2, TS: 12 * testStep}, {Sensor: 4, TS: 12 * testStep, Missing: true}}
+	// Each window of three slots holds one reading: two slots of gaps.
+	wantIn := []Input{{Sensor: 1, TS: 10 * testStep, Gaps: 2}, {Sensor: 2, TS: 12 * testStep, Gaps: 2}, {Sensor: 4, TS: 12 * testStep, Missing: true, Gaps: 3}}
 	if f.TS != 13*testStep || f.StaleSlots != 3 || !slices.Equal(f.Inputs, wantIn) {
 		t.Fatalf("forecast without node 4: ts %d stale %d inputs %v; want ts %d stale 3 inputs %v", f.TS, f.StaleSlots, f.Inputs, 13*testStep, wantIn)
 	}
@@ -126,7 +128,7 @@ func TestForecastStaleAndNoData(t *testing.T) {
 	if err := st.Forecast(1, &f); err != nil {
 		t.Fatal(err)
 	}
-	wantIn = []Input{{Sensor: 1, TS: 10 * testStep}, {Sensor: 2, TS: 12 * testStep}, {Sensor: 4, TS: 11 * testStep}}
+	wantIn = []Input{{Sensor: 1, TS: 10 * testStep, Gaps: 2}, {Sensor: 2, TS: 12 * testStep, Gaps: 2}, {Sensor: 4, TS: 11 * testStep, Gaps: 2}}
 	if f.TS != 13*testStep || f.StaleSlots != 2 || !slices.Equal(f.Inputs, wantIn) {
 		t.Fatalf("forecast ts %d stale %d inputs %v; want ts %d stale 2 inputs %v", f.TS, f.StaleSlots, f.Inputs, 13*testStep, wantIn)
 	}
@@ -166,6 +168,52 @@ func TestForecastStaleAndNoData(t *testing.T) {
 	}
 	if err := st.Forecast(7, &f); err == nil {
 		t.Error("forecast of node 7 of 5: no error")
+	}
+}
+
+// TestForecastGaps checks that each input says how many slots of its
+// window held no reading: those before its first reading (a fresh start),
+// slots skipped, and slots whose values are all 0; a slot with some value
+// is a reading.
+func TestForecastGaps(t *testing.T) {
+	const T = 4
+	b := testBundle(t, 5, T, 2, 4, 3) // node 0 reads only itself
+	for _, tc := range []struct {
+		name  string
+		slots []int64     // slots of node 0's readings
+		vals  [][]float64 // their values
+		want  int
+	}{
+		{"first reading", []int64{10}, [][]float64{{1, 2}}, 3},
+		{"two readings", []int64{9, 10}, [][]float64{{1, 2}, {1, 2}}, 2},
+		{"full window", []int64{7, 8, 9, 10}, [][]float64{{1, 2}, {1, 2}, {1, 2}, {1, 2}}, 0},
+		{"skipped slot", []int64{5, 6, 7, 8, 10}, [][]float64{{1, 2}, {1, 2}, {1, 2}, {1, 2}, {1, 2}}, 1},
+		{"all values 0", []int64{7, 8, 9, 10}, [][]float64{{1, 2}, {0, 0}, {1, 2}, {0, 0}}, 2},
+		{"one value 0", []int64{7, 8, 9, 10}, [][]float64{{1, 2}, {0, 2}, {1, 0}, {1, 2}}, 0},
+		{"reading older than the window", []int64{3, 10}, [][]float64{{1, 2}, {1, 2}}, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st, err := NewState(b, testStep)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, sl := range tc.slots {
+				mustApply(t, st, []Reading{{0, sl * testStep, tc.vals[i]}})
+			}
+			var f Forecast
+			if err := st.Forecast(0, &f); err != nil {
+				t.Fatal(err)
+			}
+			want := []Input{{Sensor: 0, TS: 10 * testStep, Gaps: tc.want}}
+			if f.StaleSlots != 0 || !slices.Equal(f.Inputs, want) {
+				t.Errorf("stale %d inputs %+v, want stale 0 inputs %+v", f.StaleSlots, f.Inputs, want)
+			}
+			// The encoded message says so, only when there are gaps.
+			msg := string(EncodeForecast(nil, &f))
+			if has := strings.Contains(msg, fmt.Sprintf(`"gaps":%d}`, tc.want)); has != (tc.want > 0) || strings.Contains(msg, `"gaps":0`) {
+				t.Errorf("message %s for %d gaps", msg, tc.want)
+			}
+		})
 	}
 }
 
