@@ -22,16 +22,22 @@ import (
 //     with StaleSlots 0;
 //   - deadline: otherwise, once some receptive node has reached slot t−1,
 //     when the clock passes Lateness after the start of slot t or after the
-//     moment the target became pending, whichever is later; it is then
-//     emitted from the readings there are (StaleSlots > 0 if an input has
-//     not reached t−1).
+//     moment the first receptive node reached slot t−1 (OnApply's clock),
+//     whichever is later; it is then emitted from the readings there are
+//     (StaleSlots > 0 if an input has not reached t−1).
 //
 // The second clock keeps a consumer that catches up on a backlog from
 // emitting stale forecasts for old slots whose readings are still on their
-// way. A target whose input windows have left the State's history (an
-// input ran more than History slots ahead) is skipped and counted. The
-// clock is an argument of every call, so the policy is deterministic and
-// testable.
+// way, and bounds the wait of each slot by Lateness after its first input
+// arrived: behind an input that stays missing (a sensor out of service),
+// the slots of a backlog whose other inputs arrived together are all due
+// Lateness after they arrived, not one Lateness after another. Where the
+// arrival is not known (readings held before Rescan, as after
+// State.Restore), the targets pending at Rescan count from the slot alone
+// and later ones from when they began to wait. A target whose input windows have
+// left the State's history (an input ran more than History slots ahead)
+// is skipped and counted. The clock is an argument of every call, so the
+// policy is deterministic and testable.
 //
 // Use: after each State.Apply call OnApply with its result; then, until
 // Due returns nothing, emit the nodes Due returns with Emit, or all of
@@ -50,6 +56,11 @@ type Emitter struct {
 	due       []int
 	targets   []int64
 
+	// reachedAt[k*r+pos(s)] is when node k's newest reading first reached
+	// slot s (Unix ms), valid where reachedSlot there is s: the arrival
+	// clock of the deadlines (r = the State's ring length).
+	reachedAt, reachedSlot []int64
+
 	// EmitMany's batch: the nodes due, their slots (Unix ms), forecasts.
 	mz  []int
 	mts []int64
@@ -67,7 +78,8 @@ type deadline struct {
 // after a Restore.
 func NewEmitter(st *State, lateness time.Duration) *Emitter {
 	e := &Emitter{st: st, lateness: max(lateness.Milliseconds(), 0),
-		inReady: make([]bool, st.n), pending: make([]int64, st.n), pendingAt: make([]int64, st.n)}
+		inReady: make([]bool, st.n), pending: make([]int64, st.n), pendingAt: make([]int64, st.n),
+		reachedAt: make([]int64, st.n*st.r), reachedSlot: make([]int64, st.n*st.r)}
 	e.Rescan()
 	return e
 }
@@ -78,6 +90,9 @@ func NewEmitter(st *State, lateness time.Duration) *Emitter {
 func (e *Emitter) Rescan() {
 	e.ready, e.heap = e.ready[:0], e.heap[:0]
 	clear(e.inReady)
+	for i := range e.reachedSlot {
+		e.reachedSlot[i] = noSlot
+	}
 	for z := range e.pending {
 		e.pending[z] = noSlot
 	}
@@ -95,6 +110,19 @@ func (e *Emitter) Rescan() {
 func (e *Emitter) Inherit(old *Emitter) {
 	if old == nil || len(old.pending) != len(e.pending) {
 		return
+	}
+	// The arrival clock too, so that the targets after those are not
+	// counted from their slots alone.
+	or := len(old.reachedSlot) / len(old.pending)
+	for k := range old.pending {
+		for p := range or {
+			if sl := old.reachedSlot[k*or+p]; sl != noSlot {
+				i := k*e.st.r + e.st.pos(sl)
+				if e.reachedSlot[i] == noSlot || e.reachedSlot[i] < sl {
+					e.reachedSlot[i], e.reachedAt[i] = sl, old.reachedAt[k*or+p]
+				}
+			}
+		}
 	}
 	moved := false
 	for z, t := range e.pending {
@@ -122,9 +150,40 @@ func (e *Emitter) OnApply(res ApplyResult, now time.Time) {
 		return
 	}
 	ms := now.UnixMilli()
+	if res.Kind == Advanced {
+		e.reached(res.Sensor, res.TS/e.st.stepMs, res.Gap, ms)
+	}
 	for _, z := range e.st.Dependents(res.Sensor) {
 		e.schedule(z, ms)
 	}
+}
+
+// reached records that node k's newest reading reached slot b at ms,
+// having skipped gap slots: slots b−gap to b were first reached then (all
+// the ring's, b's first reading).
+func (e *Emitter) reached(k int, b, gap, ms int64) {
+	r := int64(e.st.r)
+	from := b - min(gap, r-1)
+	if nd := &e.st.nodes[k]; nd.first == b-gap || nd.first == noSlot {
+		from = b - (r - 1) // the first reading: every slot before it too
+	}
+	for sl := from; sl <= b; sl++ {
+		i := k*e.st.r + e.st.pos(sl)
+		e.reachedSlot[i], e.reachedAt[i] = sl, ms
+	}
+}
+
+// arrival returns when the first of z's receptive nodes reached slot s,
+// as far as known: math.MaxInt64 if none is known to have.
+func (e *Emitter) arrival(z int, s int64) int64 {
+	ks, _ := e.st.b.Receptive(z)
+	at := int64(math.MaxInt64)
+	for _, k := range ks {
+		if i := k*e.st.r + e.st.pos(s); e.st.nodes[k].newest >= s && e.reachedSlot[i] == s {
+			at = min(at, e.reachedAt[i])
+		}
+	}
+	return at
 }
 
 // target returns z's next forecast slot, and false if z cannot be
@@ -175,7 +234,10 @@ func (e *Emitter) schedule(z int, nowMs int64) {
 	if newest < t-1 || e.pending[z] == t { // not started, or filed
 		return
 	}
-	at := satAdd(max(satMul(t, e.st.stepMs), nowMs), e.lateness)
+	// Lateness after the slot's start or the first input's arrival; the
+	// arrival is now where it is not known to be earlier (as after a
+	// Restore), the slot's start in Rescan (nowMs math.MinInt64).
+	at := satAdd(max(satMul(t, e.st.stepMs), min(nowMs, e.arrival(z, t-1))), e.lateness)
 	e.pending[z], e.pendingAt[z] = t, at
 	e.push(deadline{at: at, target: t, z: z})
 }

@@ -241,6 +241,147 @@ func TestEmitterSensorNeverHeard(t *testing.T) {
 	}
 }
 
+// TestEmitterCatchUpBehindMissingInput checks that a backlog whose
+// readings arrive together is forecast Lateness after they arrived, also
+// behind an input that stays missing (a sensor out of service, or gone
+// quiet): every slot at that deadline, not one Lateness after another,
+// which left the dependents of a dead sensor 72 minutes to catch up on
+// three hours of 5-minute slots.
+func TestEmitterCatchUpBehindMissingInput(t *testing.T) {
+	const T, first, last = 3, 10, 30
+	for _, tc := range []struct {
+		name   string
+		quiet  int64 // node 4's last slot, 0 for never heard
+		reload bool  // an emitter of a reloaded model takes over
+	}{
+		{"never heard", 0, false},
+		{"gone quiet", 12, false},
+		{"reloaded", 12, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := testBundle(t, 5, T, 2, 4, 31)
+			st, err := NewState(b, testStep)
+			if err != nil {
+				t.Fatal(err)
+			}
+			const lateness = 2 * time.Minute
+			em := NewEmitter(st, lateness)
+			// The backlog arrives at once, long after its slots.
+			arrived := slotEnd(last, time.Hour)
+			for slot := int64(first); slot <= last; slot++ {
+				for k := 0; k < 5; k++ {
+					if k == 4 && slot > tc.quiet {
+						continue
+					}
+					res, err := st.Apply(Reading{Sensor: k, TS: slot * testStep, Values: []float64{float64(k + 1), float64(slot)}})
+					if err != nil {
+						t.Fatal(err)
+					}
+					em.OnApply(res, arrived)
+				}
+			}
+			if tc.reload {
+				// As Service.Reload: the arrival clock moves over too.
+				next := NewEmitter(st, lateness)
+				next.Inherit(em)
+				em = next
+			}
+			emit := func(now time.Time) map[int][]int64 {
+				got := map[int][]int64{}
+				for due := em.Due(now); len(due) > 0; due = em.Due(now) {
+					fs, err := em.EmitMany(due, now)
+					if err != nil {
+						t.Fatal(err)
+					}
+					for _, f := range fs {
+						got[f.Sensor] = append(got[f.Sensor], f.TS/testStep)
+					}
+				}
+				return got
+			}
+			// Nodes 0 and 2 do not read node 4: all fresh at once, and so
+			// are the others' slots up to the one after node 4's last.
+			from := int64(first + 1)
+			if tc.quiet > 0 {
+				from = tc.quiet + 2
+			}
+			got := emit(arrived)
+			if len(got[0]) != last-first+1 || len(got[2]) != last-first+1 || int64(len(got[1])) != from-first-1 {
+				t.Fatalf("on arrival: %v", got)
+			}
+			if got := emit(arrived.Add(lateness - time.Millisecond)); len(got) != 0 {
+				t.Fatalf("before the deadline: %v", got)
+			}
+			// Nodes 1, 3 and 4 read node 4: every slot at the deadline.
+			got = emit(arrived.Add(lateness))
+			for _, z := range []int{1, 3, 4} {
+				if n := len(got[z]); int64(n) != last+2-from || got[z][0] != from || got[z][n-1] != last+1 {
+					t.Errorf("node %d: slots %v at the deadline, want %d to %d", z, got[z], from, last+1)
+				}
+			}
+			if s := st.Counters.Skipped.Load(); s != 0 {
+				t.Errorf("%d slots skipped", s)
+			}
+		})
+	}
+}
+
+// TestEmitterLatenessBeyondSlot checks live operation with a lateness
+// longer than a slot and a sensor out of service: each slot of its
+// dependents is emitted Lateness after its start. Counting each wait from
+// the previous slot's emission instead fell behind by Lateness − step a
+// slot, until inputs ran out of the history and slots were skipped.
+func TestEmitterLatenessBeyondSlot(t *testing.T) {
+	const T, first, last = 3, 10, 60
+	b := testBundle(t, 5, T, 2, 4, 31)
+	st, err := NewStateHistory(b, testStep, 12)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const lateness = 7 * time.Minute // the slot is 5
+	em := NewEmitter(st, lateness)
+	var f Forecast
+	emitted := map[int]int{}
+	for slot := int64(first); slot <= last; slot++ {
+		// Slot's readings at its end, then the clock runs on to the next.
+		for k := 0; k < 4; k++ { // never node 4
+			res, err := st.Apply(Reading{Sensor: k, TS: slot * testStep, Values: []float64{float64(k + 1), float64(slot)}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			em.OnApply(res, slotEnd(slot, 0))
+		}
+		for now := slotEnd(slot, 0); now.Before(slotEnd(slot+1, 0)); now = now.Add(time.Minute) {
+			for due := em.Due(now); len(due) > 0; due = em.Due(now) {
+				for _, z := range due {
+					if ok, err := em.Emit(z, now, &f); err != nil || !ok {
+						t.Fatalf("emit %d: %v %v", z, ok, err)
+					}
+					emitted[z]++
+					if z == 1 {
+						if want := f.TS + lateness.Milliseconds(); f.EmittedMs != want {
+							t.Fatalf("node 1's slot %d emitted at %d, want %d (Lateness after its start)", f.TS/testStep, f.EmittedMs, want)
+						}
+					}
+				}
+			}
+		}
+	}
+	if s := st.Counters.Skipped.Load(); s != 0 {
+		t.Errorf("%d slots skipped", s)
+	}
+	// Slot last+1 of the dependents of node 4 is not due before its end.
+	for z := range 5 {
+		want := last - first + 1
+		if z == 1 || z == 3 || z == 4 {
+			want--
+		}
+		if emitted[z] != want {
+			t.Errorf("node %d: %d forecasts, want %d", z, emitted[z], want)
+		}
+	}
+}
+
 // TestEmitterCatchUp replays a stream as a consumer catching up on a
 // backlog sees it: the sensors of one partition first, all slots, then
 // those of the other. Within the history, every forecast slot is emitted
@@ -361,7 +502,8 @@ func TestEmitterCatchUp(t *testing.T) {
 
 // TestEmitManyMatchesEmit runs one stream twice, emitting with Emit node by
 // node and with EmitMany: readings missing (deadline forecasts, stale),
-// two partitions far apart (slots skipped), the clock moving on. Both must
+// two partitions far apart (slots skipped: the backlog of one read within
+// minutes, before the deadlines), the clock moving on. Both must
 // emit the same forecasts in the same order, bit for bit, stamped and
 // counted alike.
 func TestEmitManyMatchesEmit(t *testing.T) {
@@ -394,7 +536,11 @@ func TestEmitManyMatchesEmit(t *testing.T) {
 			now time.Time
 		)
 		for i, r := range order {
-			if at := slotEnd(r.TS/testStep, time.Duration(i%5)*time.Minute); at.After(now) {
+			slot := r.TS / testStep
+			if slot >= 3005 && r.Sensor%2 == 0 {
+				slot = 3005 // partition 0's backlog, read at once
+			}
+			if at := slotEnd(slot, time.Duration(i%5)*time.Minute); at.After(now) {
 				now = at
 			}
 			res, err := st.Apply(r)
