@@ -14,8 +14,9 @@ import (
 // the State).
 //
 // Node z's next target is the slot after its last emitted one (its first
-// is the slot after the first one all its receptive nodes have a reading
-// of). Target t
+// is the slot after the first one all its receptive nodes that have
+// readings have a reading of; one without any goes in as missing
+// readings). Target t
 // is due
 //
 //   - fresh: as soon as every receptive node has slot t−1 (State.Ready),
@@ -187,9 +188,9 @@ func (e *Emitter) arrival(z int, s int64) int64 {
 }
 
 // target returns z's next forecast slot, and false if z cannot be
-// forecast yet (a receptive node without readings). The first is the slot
-// after the first one every receptive node has a reading of (or the
-// earliest whose inputs are still held).
+// forecast yet (no receptive node with a reading). The first is the slot
+// after the first one every receptive node with readings has a reading of
+// (or the earliest whose inputs are still held).
 func (e *Emitter) target(z int) (int64, bool) {
 	_, _, earliest, first, ok := e.st.horizon(z)
 	if !ok {

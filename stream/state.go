@@ -10,8 +10,9 @@ import (
 	"github.com/pemsforecast/sdgnn/sdgnn"
 )
 
-// ErrNoData is returned (wrapped) by State.Forecast when a receptive node of
-// the forecast node has not had a single reading yet.
+// ErrNoData is returned (wrapped) by State.Forecast when no receptive node
+// of the forecast node has had a single reading yet (one without readings
+// among others that have goes in as a window of missing readings).
 var ErrNoData = errors.New("no reading yet")
 
 // MaxHistory is the most slots a State keeps beyond its window.
@@ -592,15 +593,17 @@ var ErrGone = errors.New("input window no longer held")
 // ms) into dst, from every receptive node k's window ending at slot
 // ts/step − 1, or at k's newest slot if k has not reached it yet. Each
 // input is reported with the end of the window used, and dst.StaleSlots =
-// max_k (forecast slot − 1 − window end_k): 0 when every receptive node
-// had the slot before the forecast slot.
+// max_k (forecast slot − 1 − window end_k), the window's length for a
+// node without readings: 0 when every receptive node had the slot before
+// the forecast slot.
 //
 // Cached embeddings make this cheap; missing ones are computed first, one
 // at a time (Prepare computes them in a batch). dst's slices are reused
 // (with enough capacity nothing is allocated); dst.EmittedMs is left to
-// the caller (Emitter.Emit sets it). The error wraps ErrNoData if some
-// receptive node has no reading yet and ErrGone if a window needed has
-// left the ring.
+// the caller (Emitter.Emit sets it). A receptive node without any reading
+// goes in as a window of missing readings (Input.Missing). The error wraps
+// ErrNoData if no receptive node has a reading yet and ErrGone if a window
+// needed has left the ring.
 func (s *State) ForecastSlot(z int, ts int64, dst *Forecast) error {
 	zs, tss, dsts := [1]int{z}, [1]int64{ts}, [1]Forecast{*dst}
 	err := s.ForecastSlots(zs[:], tss[:], dsts[:])[0]
