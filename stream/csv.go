@@ -57,7 +57,8 @@ type rowLimit struct {
 func (l *rowLimit) Read(p []byte) (int, error) {
 	if l.n > MaxCSVRow {
 		if l.line == 0 {
-			return 0, fmt.Errorf("csv header: more than %d bytes (is a quote left open?)", MaxCSVRow)
+			// NewCSVReader says it is the header's.
+			return 0, fmt.Errorf("more than %d bytes (is a quote left open?)", MaxCSVRow)
 		}
 		return 0, fmt.Errorf("csv: after line %d: a row of more than %d bytes (is a quote left open?)", l.line, MaxCSVRow)
 	}

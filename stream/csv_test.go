@@ -301,3 +301,14 @@ func TestCSVReaderLongRow(t *testing.T) {
 		t.Errorf("read %d bytes of the header, want at most %d", rest.read, 2<<20)
 	}
 }
+
+// TestCSVReaderLongHeaderMessage checks that a header of more than
+// MaxCSVRow bytes is said once as the header's: NewCSVReader wraps the
+// limit's error in "csv header: ", which the limit's error said already
+// ("csv header: csv header: more than ...").
+func TestCSVReaderLongHeaderMessage(t *testing.T) {
+	_, err := NewCSVReader(io.MultiReader(strings.NewReader("ts,sensor,"), &countingAs{b: 'a', n: 4 << 20}), []string{"speed"})
+	if want := fmt.Sprintf("csv header: more than %d bytes (is a quote left open?)", MaxCSVRow); err == nil || err.Error() != want {
+		t.Errorf("header of 4 MiB: %v, want %q", err, want)
+	}
+}
