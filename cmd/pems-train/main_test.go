@@ -291,6 +291,8 @@ func TestBadInvocations(t *testing.T) {
 		{"merge with a dataset", []string{"reproduce", "-merge", nullTable, "-dataset", "sz-taxi", "-out", t.TempDir()}, 2, "[-dataset] do not apply to -merge"},
 		{"merge with a comma too many", []string{"reproduce", "-merge", nullTable + ",", "-out", t.TempDir()}, 2, `-merge "` + nullTable + `,": an empty file name`},
 		{"merge with an empty name between", []string{"reproduce", "-merge", nullTable + ",," + foreignTable, "-out", t.TempDir()}, 2, "an empty file name"},
+		// mergeTables trims the names: one of blanks is empty too.
+		{"merge with a blank name", []string{"reproduce", "-merge", " ," + nullTable, "-out", t.TempDir()}, 2, `-merge " ,` + nullTable + `": an empty file name`},
 		{"reproduce dataset twice", []string{"reproduce", "-data", nowhere, "-dataset", "pems08,PeMS08", "-quick"}, 2, "-dataset pems08,PeMS08: pems08 twice"},
 		{"reproduce huge seeds", []string{"reproduce", "-data", nowhere, "-dataset", "pems08", "-seeds", "1-100000000000"}, 2, "more than 10000 seeds"},
 		{"reproduce largest seed", []string{"reproduce", "-data", nowhere, "-dataset", "pems08", "-seeds", "18446744073709551615"}, 2, "more than 10000 seeds"},

@@ -73,7 +73,7 @@ func cmdReproduce(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			return badFlags(fmt.Errorf("%v do not apply to -merge, which takes only -out: the tables hold their settings and seeds", ignored))
 		}
 		paths := strings.Split(*merge, ",")
-		if slices.Contains(paths, "") {
+		if slices.ContainsFunc(paths, func(p string) bool { return strings.TrimSpace(p) == "" }) { // as mergeTables trims them
 			// A comma too many would otherwise be an attempt to open "".
 			return badFlags(fmt.Errorf("-merge %q: an empty file name (a comma too many?)", *merge))
 		}
