@@ -196,6 +196,16 @@ type State struct {
 	qwin, qemb []float64
 	qend       []int64
 	queued     []queued
+
+	// Windows of missing readings in the forecast batch (receptive nodes
+	// without any reading), which are the same for every such node: the
+	// slot each ends at and its embedding, a row each, and for each use
+	// its index in embs and its row. Not cached in the node's ring: two
+	// forecasts of a batch a ring apart would share the position of their
+	// windows' end.
+	mend  []int64
+	memb  []float64
+	mwant [][2]int
 }
 
 // NewState returns an empty state for forecasting with b on a grid of
@@ -358,13 +368,7 @@ func (s *State) Apply(r Reading) (ApplyResult, error) {
 	switch {
 	case nd.newest == noSlot || slot > nd.newest:
 		res.Kind = Advanced
-		if nd.newest == noSlot {
-			// The embeddings of its windows of missing readings that
-			// forecasts took before its first reading (gather) are gone.
-			for i := range nd.embAt {
-				nd.embAt[i] = noSlot
-			}
-		} else {
+		if nd.newest != noSlot {
 			res.Gap = slot - nd.newest - 1
 			// Clear the positions of the skipped slots (all of them when the
 			// gap spans the ring), the new slot's position included.
@@ -488,7 +492,27 @@ func (s *State) queue(k int, end int64) []float64 {
 	return e
 }
 
-// queued is an embedding waiting for flushEmbeddings: node k, ring position p.
+// queueMissing appends to s.embs, for the forecast being gathered, the
+// embedding of a window of missing readings ending at slot end, queued
+// once a batch: its place is set by ForecastSlots once the batch is
+// gathered (a row of memb).
+func (s *State) queueMissing(end int64) {
+	row := slices.Index(s.mend, end)
+	if row < 0 {
+		row = len(s.mend)
+		s.mend = append(s.mend, end)
+		n, w := len(s.queued), s.t*s.c
+		s.qwin = slices.Grow(s.qwin[:n*w], w)[:(n+1)*w]
+		clear(s.qwin[n*w:])
+		s.qend = append(s.qend, end*s.stepMs)
+		s.queued = append(s.queued, queued{-1, row})
+	}
+	s.mwant = append(s.mwant, [2]int{len(s.embs), row})
+	s.embs = append(s.embs, nil)
+}
+
+// queued is an embedding waiting for flushEmbeddings: node k, ring
+// position p; or, k < 0, row p of the batch's windows of missing readings.
 type queued struct{ k, p int }
 
 // flushEmbeddings computes the queued embeddings in one batch.
@@ -500,6 +524,12 @@ func (s *State) flushEmbeddings() error {
 	s.qemb = slices.Grow(s.qemb[:0], n*d)[:n*d]
 	err := s.b.EmbedBatch(s.qemb, s.qwin[:n*s.t*s.c], s.qend[:n])
 	for i, q := range s.queued {
+		if q.k < 0 { // a window of missing readings: row q.p of memb
+			if err == nil {
+				copy(s.memb[q.p*d:(q.p+1)*d], s.qemb[i*d:(i+1)*d])
+			}
+			continue
+		}
 		nd := &s.nodes[q.k]
 		if err != nil {
 			nd.embAt[q.p] = noSlot // not computed
@@ -627,7 +657,7 @@ func (s *State) ForecastSlots(zs []int, ts []int64, dst []Forecast) []error {
 		}
 		return s.ferrs
 	}
-	s.embs, s.fok, s.fz = s.embs[:0], s.fok[:0], s.fz[:0]
+	s.embs, s.fok, s.fz, s.mwant, s.mend = s.embs[:0], s.fok[:0], s.fz[:0], s.mwant[:0], s.mend[:0]
 	for i, z := range zs {
 		if err := s.gather(z, ts[i], &dst[i]); err != nil {
 			s.ferrs[i] = err
@@ -637,6 +667,10 @@ func (s *State) ForecastSlots(zs []int, ts []int64, dst []Forecast) []error {
 	}
 	if len(s.fok) == 0 {
 		return s.ferrs
+	}
+	s.memb = slices.Grow(s.memb[:0], len(s.mend)*s.d)[:len(s.mend)*s.d]
+	for _, u := range s.mwant {
+		s.embs[u[0]] = s.memb[u[1]*s.d : (u[1]+1)*s.d]
 	}
 	fail := func(err error) []error {
 		for _, i := range s.fok {
@@ -701,7 +735,7 @@ func (s *State) gather(z int, ts int64, dst *Forecast) error {
 		if nd.newest == noSlot {
 			// Every reading of its window missing, as a sensor silent
 			// for a window long is: the lag of a whole window.
-			s.embs = append(s.embs, s.queue(k, target-1))
+			s.queueMissing(target - 1)
 			stale = max(stale, int64(s.t))
 			dst.Inputs = append(dst.Inputs, Input{Sensor: k, TS: (target - 1) * s.stepMs, Missing: true, Gaps: s.t})
 			continue
@@ -728,8 +762,7 @@ func (s *State) Prepare(zs []int, targets []int64) error {
 		for _, k := range ks {
 			nd := &s.nodes[k]
 			if nd.newest == noSlot {
-				s.queue(k, targets[i]-1) // as gather takes it: all missing
-				continue
+				continue // a window of missing readings: made by the forecast
 			}
 			if end := min(targets[i]-1, nd.newest); s.held(nd, end) {
 				s.queue(k, end)
