@@ -524,6 +524,8 @@ func TestStalenessCaption(t *testing.T) {
 		{"time, train", "train", snapshot.Deal{}, nil, false},
 		{"windows, test", "test", snapshot.Deal{Every: 10, Lo: 8, Hi: 10}, nil, false},
 		{"nodes, test", "test", snapshot.Deal{}, []int{1}, false},
+		{"windows, train", "train", snapshot.Deal{Every: 10, Lo: 0, Hi: 7}, nil, false},
+		{"nodes, train", "train", snapshot.Deal{}, []int{0}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := tinyDocument([]string{"speed"}, SDGNN)
@@ -541,6 +543,11 @@ func TestStalenessCaption(t *testing.T) {
 			}
 			if !tc.degrade && !strings.Contains(caption, "not staleness") {
 				t.Errorf("caption does not say the trend is not staleness:\n%s", caption)
+			}
+			// The training part of any split is the data trained on, not
+			// sensors scored over the period others were trained on.
+			if tc.part == "train" && !strings.Contains(caption, "trained on this part") {
+				t.Errorf("caption of the training part does not say the models were trained on it:\n%s", caption)
 			}
 			if !strings.Contains(caption, "shaded band") {
 				t.Errorf("caption does not name the shaded band that figure.Staleness draws:\n%s", caption)

@@ -355,12 +355,12 @@ func isFinite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 // time split's validation or test part).
 func stalenessMeaning(d *Document) string {
 	switch {
+	case d.Part == "train": // of any split: the data trained on
+		return "the models were trained on this part, so a trend here is not staleness."
 	case d.Deal.Every > 0:
 		return "the part's snapshots are dealt among the training ones over the whole series, so a trend here follows the series, not staleness."
 	case d.Scored != nil:
 		return "the part's sensors are scored over the period the other sensors were trained on, so a trend here follows the series, not staleness."
-	case d.Part == "train":
-		return "the models were trained on this part, so a trend here is not staleness."
 	}
 	return "a model trained on older data degrades as the split goes on."
 }
