@@ -179,7 +179,8 @@ func cmdEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 }
 
 // compareWith forecasts the named part with the model in path, which must
-// have been trained on lm's dataset, split and window, and tests lm's
+// have been trained on lm's dataset and window with a split whose part of
+// that name is lm's (the same snapshots and sensors), and tests lm's
 // forecasts pred against it (truth and the layout, width values per
 // snapshot, are lm's). The second model is prepared with its own
 // normaliser; the truths must come out the same.
