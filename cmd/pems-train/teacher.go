@@ -199,6 +199,10 @@ func cmdTeacher(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			suffix += "-" + meta.Split.By
 		}
 		*out = filepath.Join("runs", fmt.Sprintf("%s-%s%s.model", meta.Dataset, meta.Config.Kind, suffix))
+		// Probed as an -out given is (above), before the training.
+		if err := checkOut("out", *out); err != nil {
+			return err
+		}
 	}
 	if err := os.MkdirAll(filepath.Dir(*out), 0o755); err != nil {
 		return fmt.Errorf("create output directory: %w", err)
