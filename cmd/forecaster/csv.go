@@ -705,6 +705,19 @@ func slowedDown(ms int64, speedup float64) time.Duration {
 	return time.Duration(d)
 }
 
+// spedUp returns d of real time as replay time at speedup (> 0),
+// saturated at the longest Duration: a huge speed-up such as 1e9 gives,
+// after some seconds, a time beyond what a Duration holds, whose
+// conversion gave a negative one, and so a replay clock some 292 years
+// behind, under which no deadline ever passed.
+func spedUp(d time.Duration, speedup float64) time.Duration {
+	x := float64(d) * speedup
+	if x >= math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return time.Duration(x)
+}
+
 // pacer holds readings back until their time comes: ts − the first ts,
 // divided by speedup, after the first reading was let through. A reading
 // older than one already let through goes at once.

@@ -105,7 +105,7 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		if *speedup <= 0 {
 			return first
 		}
-		return first.Add(time.Duration(float64(time.Since(began)) * *speedup))
+		return first.Add(spedUp(time.Since(began), *speedup))
 	}
 	// The live view and the line below score the test part apart: the
 	// training sensors or snapshots of a split by nodes or windows are

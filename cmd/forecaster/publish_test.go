@@ -603,6 +603,27 @@ func TestPacerTinySpeedup(t *testing.T) {
 	}
 }
 
+// TestSpedUp checks the demo's replay clock: real time times the speed-up,
+// saturated where a huge speed-up goes beyond what a Duration holds
+// (-speedup 1e9 passed it after 9.2 s, and the clock went 292 years back).
+func TestSpedUp(t *testing.T) {
+	for _, tc := range []struct {
+		d       time.Duration
+		speedup float64
+		want    time.Duration
+	}{
+		{time.Second, 3600, time.Hour},
+		{250 * time.Millisecond, 1, 250 * time.Millisecond},
+		{10 * time.Second, 1e9, math.MaxInt64},
+		{time.Second, math.MaxFloat64, math.MaxInt64},
+		{0, 1e9, 0},
+	} {
+		if got := spedUp(tc.d, tc.speedup); got != tc.want {
+			t.Errorf("spedUp(%v, %g) = %v, want %v", tc.d, tc.speedup, got, tc.want)
+		}
+	}
+}
+
 // TestPublishCSVBrokerLost stops the broker while forecaster publish
 // -csv - -retry-for 0 is fed through a pipe: once kafka-go's own attempts
 // have failed, the error says how many readings were
