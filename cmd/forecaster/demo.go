@@ -170,8 +170,7 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			if pubFinished && f == lastF && r == lastR {
 				stopSvc()
 				<-svcDone
-				fmt.Fprintf(stdout, "done: %d readings, %d forecasts; live %s whose reading arrived; %s alone: %s\n",
-					r, f, scoreText(m, 4, ", "), scope.Name, scoreText(pm, 4, ", "))
+				fmt.Fprintln(stdout, doneText(r, f, m, pm, scope.Name))
 				return nil
 			}
 			lastF, lastR = f, r
@@ -192,6 +191,17 @@ func scoreText(m evaluation.Metrics, digits int, sep string) string {
 		return "no value scored yet"
 	}
 	return fmt.Sprintf("MAE %.*f%sMAPE %.2f%% over %s", digits, m.MAE, sep, m.MAPE, english.Count(m.Count, "value"))
+}
+
+// doneText is the demo's last line: r readings and f forecasts, scored
+// live over all (m) and over the part named alone (pm).
+func doneText(r, f uint64, m, pm evaluation.Metrics, part string) string {
+	live := "no forecast whose reading arrived, none scored"
+	if m.Count > 0 {
+		live = scoreText(m, 4, ", ") + " whose reading arrived"
+	}
+	return fmt.Sprintf("done: %s, %s; live %s; %s alone: %s",
+		english.Count(int(r), "reading"), english.Count(int(f), "forecast"), live, part, scoreText(pm, 4, ", "))
 }
 
 // scorer pairs forecasts with the readings of their slot as both arrive,

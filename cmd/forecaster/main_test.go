@@ -221,6 +221,24 @@ func TestHTTPAddrRefused(t *testing.T) {
 
 // TestScoreText checks the demo's scores: no value scored is said so, not
 // shown as errors of 0 (a perfect score) over 0 values.
+// TestDoneText checks the demo's last line, also where nothing was
+// scored ("live no value scored yet whose reading arrived" before).
+func TestDoneText(t *testing.T) {
+	m := evaluation.Metrics{MAE: 3.21449, MAPE: 12.345, Count: 1000}
+	for _, tc := range []struct {
+		r, f  uint64
+		m, pm evaluation.Metrics
+		want  string
+	}{
+		{2000, 1000, m, m, "done: 2000 readings, 1000 forecasts; live MAE 3.2145, MAPE 12.35% over 1000 values whose reading arrived; test alone: MAE 3.2145, MAPE 12.35% over 1000 values"},
+		{1, 0, evaluation.Metrics{}, evaluation.Metrics{}, "done: 1 reading, 0 forecasts; live no forecast whose reading arrived, none scored; test alone: no value scored yet"},
+	} {
+		if got := doneText(tc.r, tc.f, tc.m, tc.pm, "test"); got != tc.want {
+			t.Errorf("doneText = %q\nwant      %q", got, tc.want)
+		}
+	}
+}
+
 func TestScoreText(t *testing.T) {
 	for _, tc := range []struct {
 		m      evaluation.Metrics
