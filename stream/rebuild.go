@@ -224,6 +224,8 @@ type found struct {
 // at least what was replayed. This covers the sensors whose forecasts
 // are no longer in the tail of the forecasts topic that the rebuild reads
 // (a sensor silent for long, a forecasts topic busier than the readings).
+// A sensor with an input never heard is never ready, so not moved: its
+// forecasts came at deadlines, which the holder may not have reached.
 //
 // It holds only where the holder applied every reading replayed and
 // forecast with the same receptive sets: the caller checks that no
