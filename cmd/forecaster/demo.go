@@ -19,6 +19,7 @@ import (
 
 	"github.com/pemsforecast/sdgnn/evaluation"
 	"github.com/pemsforecast/sdgnn/internal/english"
+	"github.com/pemsforecast/sdgnn/internal/runlog"
 	"github.com/pemsforecast/sdgnn/sdgnn"
 	"github.com/pemsforecast/sdgnn/snapshot"
 	"github.com/pemsforecast/sdgnn/stream"
@@ -67,7 +68,7 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	log := newLogger(stderr, *jsonLogs)
-	logStop(ctx, log)
+	runlog.Use(ctx, log, *jsonLogs)
 	path := *model
 	if path == "" {
 		path = filepath.Join("runs", "demo-"+*dataset+".sdgnn")

@@ -45,7 +45,6 @@ import (
 	"reflect"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -55,6 +54,7 @@ import (
 	"github.com/pemsforecast/sdgnn/datasets/pems"
 	"github.com/pemsforecast/sdgnn/internal/english"
 	"github.com/pemsforecast/sdgnn/internal/interrupt"
+	"github.com/pemsforecast/sdgnn/internal/runlog"
 	"github.com/pemsforecast/sdgnn/sdgnn"
 	"github.com/pemsforecast/sdgnn/snapshot"
 	"github.com/pemsforecast/sdgnn/stream"
@@ -102,10 +102,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		return 0
 	}
-	notice := &stopNotice{stderr: stderr}
-	ctx, release := interrupt.ContextFunc(notice.say)
+	notes := runlog.New("forecaster", stderr)
+	ctx, release := interrupt.ContextFunc(notes.Say)
 	defer release()
-	ctx = context.WithValue(ctx, stopNoticeKey{}, notice)
+	ctx = runlog.NewContext(ctx, notes)
 	var err error
 	switch args[0] {
 	case "serve":
@@ -134,34 +134,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		return 2
 	default:
-		fmt.Fprintf(stderr, "forecaster %s: %v\n", args[0], err)
+		notes.Fail(fmt.Sprintf("forecaster %s: %v", args[0], err))
 		return 1
-	}
-}
-
-// stopNotice tells of the first Ctrl-C or SIGTERM: as plain text on
-// stderr until the command has its logger, then as a line of that log, so
-// that serve's and demo's -log-json output stays JSON to its end.
-type stopNotice struct {
-	stderr io.Writer
-	log    atomic.Pointer[zerolog.Logger]
-}
-
-func (n *stopNotice) say(msg string) {
-	if l := n.log.Load(); l != nil {
-		l.Info().Msg(msg)
-		return
-	}
-	fmt.Fprintf(n.stderr, "forecaster: %s\n", msg)
-}
-
-// stopNoticeKey holds run's *stopNotice in the commands' context.
-type stopNoticeKey struct{}
-
-// logStop makes the stop notice of ctx's run a line of log.
-func logStop(ctx context.Context, log zerolog.Logger) {
-	if n, ok := ctx.Value(stopNoticeKey{}).(*stopNotice); ok {
-		n.log.Store(&log)
 	}
 }
 
@@ -378,7 +352,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	log := newLogger(stderr, *jsonLogs)
-	logStop(ctx, log)
+	runlog.Use(ctx, log, *jsonLogs)
 	if httpsCreds != nil {
 		leaf := httpsCreds.cert.Leaf()
 		ev := log.Info().Str("cert", *https.cert).Str("serial", leaf.SerialNumber.String()).Time("not_after", leaf.NotAfter).

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"net"
 	"os"
 	"path/filepath"
@@ -216,6 +217,30 @@ func TestHTTPAddrRefused(t *testing.T) {
 				t.Fatalf("exit %d, stderr:\n%s\nwant 2 naming %q, before the bundle", code, errb.String(), tc.want)
 			}
 		})
+	}
+}
+
+// TestLogJSONToTheEnd checks that serve -log-json ends a failed run with
+// a JSON line too, naming the error (it was a plain text line among the
+// JSON ones), while a run failing before it has its log says it in text.
+func TestLogJSONToTheEnd(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "gone.sdgnn")
+	var out, errb bytes.Buffer
+	if code := run([]string{"serve", "-model", missing, "-log-json", "-http", "", "-brokers", "127.0.0.1:1"}, &out, &errb); code != 1 {
+		t.Fatalf("exit %d, want 1; stderr:\n%s", code, errb.String())
+	}
+	lines := strings.Split(strings.TrimSpace(errb.String()), "\n")
+	for _, l := range lines {
+		if !json.Valid([]byte(l)) {
+			t.Errorf("not a JSON line: %q", l)
+		}
+	}
+	if last := lines[len(lines)-1]; !strings.Contains(last, `"level":"error"`) || !strings.Contains(last, "forecaster serve: ") || !strings.Contains(last, "gone.sdgnn") {
+		t.Errorf("last line %q, want the error naming the model file", last)
+	}
+	errb.Reset()
+	if code := run([]string{"serve", "-model", missing, "-log-json", "-http", "localhost"}, &out, &errb); code != 2 || !strings.HasPrefix(errb.String(), "forecaster serve: -http localhost: ") {
+		t.Errorf("usage error: exit %d, stderr %q", code, errb.String())
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/pemsforecast/sdgnn/datasets/pems"
 	"github.com/pemsforecast/sdgnn/evaluation"
+	"github.com/pemsforecast/sdgnn/internal/runlog"
 	"github.com/pemsforecast/sdgnn/sdgnn"
 	"github.com/pemsforecast/sdgnn/teacher"
 )
@@ -105,6 +106,7 @@ func cmdDistill(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return badFlags(fmt.Errorf("-k1 %d, -k2 %d, -sample %d: want hops ≥ 0, and at least one sample for further hops", cfg.Candidates.K1, cfg.Candidates.K2, cfg.Candidates.Sample))
 	}
 	log := newLogger(stderr, *jsonLogs)
+	runlog.Use(ctx, log, *jsonLogs)
 	saved, err := teacher.LoadModel(*tpath)
 	if err != nil {
 		return fmt.Errorf("-teacher: %w", err)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -55,6 +56,18 @@ func TestInterruptSavesResumableState(t *testing.T) {
 	var exit *exec.ExitError
 	if !errors.As(err, &exit) || exit.ExitCode() != exitInterrupted {
 		t.Fatalf("interrupted run ended with %v, want exit %d; log:\n%s", err, exitInterrupted, strings.Join(log, "\n"))
+	}
+	// -log-json keeps to JSON lines to the end: the stop notice and the
+	// closing "interrupted" line too (plain text before).
+	closing := false
+	for _, l := range log {
+		if !json.Valid([]byte(l)) {
+			t.Errorf("-log-json run wrote a line that is not JSON: %q", l)
+		}
+		closing = closing || strings.Contains(l, `"level":"error"`) && strings.Contains(l, "pems-train teacher: interrupted: ")
+	}
+	if !closing {
+		t.Errorf("no closing error line in the log:\n%s", strings.Join(log, "\n"))
 	}
 	state := model + ".state"
 	tr, meta, err := teacher.LoadState(state)

@@ -38,6 +38,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/pemsforecast/sdgnn/internal/interrupt"
+	"github.com/pemsforecast/sdgnn/internal/runlog"
 )
 
 const usage = `pems-train: train and evaluate traffic forecasters on PeMS-layout datasets
@@ -70,8 +71,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		return 0
 	}
-	ctx, release := interrupt.Context("pems-train", stderr)
+	notes := runlog.New("pems-train", stderr)
+	ctx, release := interrupt.ContextFunc(notes.Say)
 	defer release()
+	ctx = runlog.NewContext(ctx, notes)
 	var err error
 	switch args[0] {
 	case "teacher":
@@ -101,10 +104,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		return 2
 	case errors.Is(err, context.Canceled):
-		fmt.Fprintln(stderr, errorLine(args[0], "interrupted: ", err))
+		notes.Fail(errorLine(args[0], "interrupted: ", err))
 		return exitInterrupted
 	default:
-		fmt.Fprintln(stderr, errorLine(args[0], "", err))
+		notes.Fail(errorLine(args[0], "", err))
 		return 1
 	}
 }

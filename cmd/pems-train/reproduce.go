@@ -14,6 +14,7 @@ import (
 
 	"github.com/pemsforecast/sdgnn/checkpoint"
 	"github.com/pemsforecast/sdgnn/evaluation"
+	"github.com/pemsforecast/sdgnn/internal/runlog"
 	"github.com/pemsforecast/sdgnn/reproduce"
 	"github.com/pemsforecast/sdgnn/sdgnn"
 	"github.com/pemsforecast/sdgnn/snapshot"
@@ -144,6 +145,7 @@ func cmdReproduce(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		names = append(names, name)
 	}
 	log := newLogger(stderr, *jsonLogs)
+	runlog.Use(ctx, log, *jsonLogs)
 	suffix := ""
 	if *quick {
 		suffix = "-quick"

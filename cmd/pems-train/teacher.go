@@ -13,6 +13,7 @@ import (
 
 	"github.com/pemsforecast/sdgnn/datasets/pems"
 	"github.com/pemsforecast/sdgnn/evaluation"
+	"github.com/pemsforecast/sdgnn/internal/runlog"
 	"github.com/pemsforecast/sdgnn/snapshot"
 	"github.com/pemsforecast/sdgnn/teacher"
 )
@@ -79,6 +80,7 @@ func cmdTeacher(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}
 	}
 	log := newLogger(stderr, *jsonLogs)
+	runlog.Use(ctx, log, *jsonLogs)
 
 	var (
 		tr   *teacher.Trainer
