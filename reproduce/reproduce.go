@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/pemsforecast/sdgnn/baseline"
+	"github.com/pemsforecast/sdgnn/datasets/pems"
 	"github.com/pemsforecast/sdgnn/evaluation"
 	"github.com/pemsforecast/sdgnn/sdgnn"
 	"github.com/pemsforecast/sdgnn/snapshot"
@@ -737,6 +738,21 @@ func pm(prec int, mean, std float64) string {
 	return fmt.Sprintf("%.*f ± %.*f", prec, mean, prec, std)
 }
 
+// pooledNote says, for a dataset whose channels are in different units
+// (PeMS: flow, occupancy, speed), that the table's MAE and RMSE pool them,
+// as eval's and report's tables say; "" for one channel or units unknown.
+func pooledNote(dataset string) string {
+	in, err := pems.Lookup(dataset)
+	if err != nil || len(in.Units) != len(in.Channels) || (evaluation.Report{ChannelUnits: in.Units}).Unit() != "" {
+		return ""
+	}
+	parts := make([]string, len(in.Channels))
+	for c, name := range in.Channels {
+		parts[c] = name + ": " + in.Units[c]
+	}
+	return "MAE and RMSE pool the channels' units (" + strings.Join(parts, ", ") + "), the paired and Diebold–Mariano tables' per-snapshot MAE too; `pems-train eval` gives each channel's.\n\n"
+}
+
 // Markdown writes the table: one row for the dataset, one column per model,
 // MAPE mean ± std, then MAE, RMSE and the mean receptive field; over two
 // seeds or more, SDGNN's paired comparison with every other model follows
@@ -756,7 +772,7 @@ func (t *Table) Markdown(w io.Writer) error {
 	if t.Config.Steps > 0 {
 		part += fmt.Sprintf(", the series' first %d steps only", t.Config.Steps)
 	}
-	if _, err := fmt.Fprintf(w, "%s, %s, %d seed(s), %s preprocessing%s\n\n| metric |", t.Dataset, part, len(t.Runs), t.Config.prep(), floor); err != nil {
+	if _, err := fmt.Fprintf(w, "%s, %s, %d seed(s), %s preprocessing%s\n\n%s| metric |", t.Dataset, part, len(t.Runs), t.Config.prep(), floor, pooledNote(t.Dataset)); err != nil {
 		return err
 	}
 	for _, m := range Models {

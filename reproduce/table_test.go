@@ -77,3 +77,28 @@ func TestOneSeedHasNoDeviation(t *testing.T) {
 		})
 	}
 }
+
+// TestMarkdownSaysChannelsPooled checks that a table of PeMS, whose three
+// channels are in different units, says that its MAE and RMSE pool them
+// (as eval's and report's tables do), and that a one-channel table is
+// left as it was.
+func TestMarkdownSaysChannelsPooled(t *testing.T) {
+	c := Cell{MAPE: 20, MAE: 15, RMSE: 25, PaperMAPE: 3, Receptive: 5}
+	for _, tc := range []struct {
+		dataset string
+		pooled  bool
+	}{{"pems04", true}, {"pems08", true}, {"sz-taxi", false}} {
+		tab := &Table{Dataset: tc.dataset, Config: Quick(tc.dataset), Cells: map[string]Cell{}}
+		for _, m := range Models {
+			tab.Cells[m] = c
+		}
+		var md strings.Builder
+		if err := tab.Markdown(&md); err != nil {
+			t.Fatal(err)
+		}
+		const note = "MAE and RMSE pool the channels' units (flow: veh/5 min, occupancy: fraction, speed: mph)"
+		if got := strings.Contains(md.String(), note); got != tc.pooled {
+			t.Errorf("%s: note %q in the Markdown: %v, want %v:\n%s", tc.dataset, note, got, tc.pooled, md.String())
+		}
+	}
+}
