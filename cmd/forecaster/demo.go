@@ -37,7 +37,7 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		speedup  = fs.Float64("speedup", 3600, "replay speed-up over real time (0: as fast as possible)")
 		steps    = fs.Int("steps", 200, "replay at most this many steps of the test split (0: all)")
 		httpAddr = fs.String("http", "127.0.0.1:8080", "address of /metrics, /healthz, /readyz, /forecast/{sensor}, /forecasts and the live view /live")
-		floor    = fs.Float64("mape-floor", 1, "readings below this value are left out of the live MAPE (SZ-taxi has near-zero speeds)")
+		floor    = fs.Float64("mape-floor", 0, "readings below this value are left out of the live MAPE (default: 1 for sz-taxi, which has near-zero speeds; 0 for PeMS, whose occupancy, a fraction, is always below 1)")
 		jsonLogs = fs.Bool("log-json", false, "JSON log lines")
 	)
 	if err := parseFlags(fs, args); err != nil {
@@ -50,6 +50,9 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	// Checked before a bundle is trained.
 	if err := (replay{dataset: *dataset, speedup: *speedup, limit: *steps}).check(); err != nil {
 		return err
+	}
+	if !flagSet(fs, "mape-floor") {
+		*floor = demoMAPEFloor(*dataset)
 	}
 	if !(*floor >= 0) || math.IsInf(*floor, 0) {
 		return usagef("-mape-floor %g: want a finite value ≥ 0, as pems-train's", *floor)
@@ -76,7 +79,7 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	b, err := sdgnn.LoadBundle(path)
 	if errors.Is(err, os.ErrNotExist) && *model == "" {
 		log.Warn().Str("bundle", path).Msg("no model bundle yet: training a quick one first (a few minutes on 2 cores)")
-		if b, err = quickBundle(ctx, log, *dataDir, *dataset, path); err != nil {
+		if b, err = quickBundle(ctx, log, *dataDir, *dataset, path, *floor); err != nil {
 			return err
 		}
 	} else if err != nil {
@@ -278,9 +281,21 @@ func (s *scorer) metrics() (all, part evaluation.Metrics) {
 	return s.acc.Metrics(), s.partAcc.Metrics()
 }
 
+// demoMAPEFloor is the demo's -mape-floor when none is given: 1 for
+// SZ-taxi, whose speeds go down to near zero, and 0 otherwise. One floor
+// holds for every channel, and PeMS's occupancy is a fraction: a floor of
+// 1 would leave that whole channel out of the live MAPE.
+func demoMAPEFloor(dataset string) float64 {
+	if dataset == "sz-taxi" {
+		return 1
+	}
+	return 0
+}
+
 // quickBundle trains a GRU-GCN teacher briefly and distils it with the quick
-// schedule, logging progress, and saves the bundle at path.
-func quickBundle(ctx context.Context, log zerolog.Logger, dataDir, dataset, path string) (*sdgnn.Bundle, error) {
+// schedule, logging progress, and saves the bundle at path; the bundle
+// keeps floor as its MAPE floor, which serve's live view takes.
+func quickBundle(ctx context.Context, log zerolog.Logger, dataDir, dataset, path string, floor float64) (*sdgnn.Bundle, error) {
 	p, err := snapshot.Prepare(dataDir, dataset, 12, snapshot.SplitSpec{Ratios: [3]float64{6, 2, 2}}, nil)
 	if err != nil {
 		return nil, err
@@ -311,7 +326,7 @@ func quickBundle(ctx context.Context, log zerolog.Logger, dataDir, dataset, path
 	train, val := tg[0], tg[1]
 	cfg := sdgnn.DefaultConfig()
 	cfg.Epochs, cfg.ThetaEvery, cfg.BudgetStart, cfg.BudgetEvery, cfg.FineTuneEpochs, cfg.LR = 60, 5, 16, 5, 5, 5e-3
-	cfg.Select, cfg.MAPEFloor = "mae", 1
+	cfg.Select, cfg.MAPEFloor = "mae", floor
 	cands, err := sdgnn.Candidates(p.Dataset.Graph.Neighbors(), cfg.Candidates)
 	if err != nil {
 		return nil, err
