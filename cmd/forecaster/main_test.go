@@ -289,7 +289,7 @@ func TestDemoMAPEFloorByDataset(t *testing.T) {
 	for _, tc := range []struct {
 		dataset string
 		want    float64
-	}{{"sz-taxi", 1}, {"pems04", 0}, {"pems08", 0}} {
+	}{{"sz-taxi", 1}, {"SZ-taxi", 1}, {" sz-taxi", 1}, {"pems04", 0}, {"pems08", 0}} {
 		if got := demoMAPEFloor(tc.dataset); got != tc.want {
 			t.Errorf("demoMAPEFloor(%q) = %g, want %g", tc.dataset, got, tc.want)
 		}
