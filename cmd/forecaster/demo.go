@@ -195,6 +195,12 @@ func scoreText(m evaluation.Metrics, digits int, sep string) string {
 	if m.Count == 0 {
 		return "no value scored yet"
 	}
+	if m.MAPECount != m.Count { // truths under the MAPE floor, or none at all
+		if m.MAPECount == 0 {
+			return fmt.Sprintf("MAE %.*f over %s%sno MAPE (every truth under the floor)", digits, m.MAE, english.Count(m.Count, "value"), sep)
+		}
+		return fmt.Sprintf("MAE %.*f over %s%sMAPE %.2f%% over %d", digits, m.MAE, english.Count(m.Count, "value"), sep, m.MAPE, m.MAPECount)
+	}
 	return fmt.Sprintf("MAE %.*f%sMAPE %.2f%% over %s", digits, m.MAE, sep, m.MAPE, english.Count(m.Count, "value"))
 }
 

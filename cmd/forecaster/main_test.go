@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"net"
 	"os"
 	"path/filepath"
@@ -249,7 +250,7 @@ func TestLogJSONToTheEnd(t *testing.T) {
 // TestDoneText checks the demo's last line, also where nothing was
 // scored ("live no value scored yet whose reading arrived" before).
 func TestDoneText(t *testing.T) {
-	m := evaluation.Metrics{MAE: 3.21449, MAPE: 12.345, Count: 1000}
+	m := evaluation.Metrics{MAE: 3.21449, MAPE: 12.345, Count: 1000, MAPECount: 1000}
 	for _, tc := range []struct {
 		r, f  uint64
 		m, pm evaluation.Metrics
@@ -271,8 +272,11 @@ func TestScoreText(t *testing.T) {
 		want   string
 	}{
 		{evaluation.Metrics{}, 3, "no value scored yet"},
-		{evaluation.Metrics{MAE: 3.21449, MAPE: 12.345, Count: 1}, 3, "MAE 3.214, MAPE 12.35% over 1 value"},
-		{evaluation.Metrics{MAE: 3.21449, MAPE: 12.345, Count: 1000}, 4, "MAE 3.2145, MAPE 12.35% over 1000 values"},
+		{evaluation.Metrics{MAE: 3.21449, MAPE: 12.345, Count: 1, MAPECount: 1}, 3, "MAE 3.214, MAPE 12.35% over 1 value"},
+		{evaluation.Metrics{MAE: 3.21449, MAPE: 12.345, Count: 1000, MAPECount: 1000}, 4, "MAE 3.2145, MAPE 12.35% over 1000 values"},
+		// Truths under the floor are in MAE, not in MAPE: each count said.
+		{evaluation.Metrics{MAE: 3.21449, MAPE: 12.345, Count: 1000, MAPECount: 950}, 4, "MAE 3.2145 over 1000 values, MAPE 12.35% over 950"},
+		{evaluation.Metrics{MAE: 0.01, MAPE: math.NaN(), Count: 10}, 2, "MAE 0.01 over 10 values, no MAPE (every truth under the floor)"},
 	} {
 		if got := scoreText(tc.m, tc.digits, ", "); got != tc.want {
 			t.Errorf("scoreText(%+v, %d) = %q, want %q", tc.m, tc.digits, got, tc.want)
