@@ -894,3 +894,25 @@ func TestProbeHeaders(t *testing.T) {
 		}
 	}
 }
+
+// TestServiceLiveMAPEFloor checks the live view's floor: the bundle's
+// unless the service is given one, 0 included (a 0 given meant the
+// bundle's before, so that a demo asked for -mape-floor 0 scored its line
+// with 0 and its live view with the bundle's 1).
+func TestServiceLiveMAPEFloor(t *testing.T) {
+	b := testBundle(t, 4, 3, 1, 4, 5)
+	b.Meta.Config.MAPEFloor = 1
+	zero, two := 0.0, 2.0
+	for _, tc := range []struct {
+		given *float64
+		want  float64
+	}{{nil, 1}, {&zero, 0}, {&two, 2}} {
+		svc, err := NewService(b, Config{Brokers: []string{"127.0.0.1:1"}, StepMs: testStep, Log: zerolog.Nop(), NoRebuild: true, LiveMAPEFloor: tc.given})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := svc.Live().Summary().MAPEFloor; got != tc.want {
+			t.Errorf("floor given %v: live view's %g, want %g", tc.given, got, tc.want)
+		}
+	}
+}

@@ -135,10 +135,11 @@ type Config struct {
 	// LiveSlots is the number of recent slots per sensor in the live view
 	// (/live, /api/sensors); 0 means DefaultLiveSlots.
 	LiveSlots int
-	// LiveMAPEFloor leaves readings below it out of the live view's MAPE;
-	// 0 means the floor the bundle was validated with (its
-	// Meta.Config.MAPEFloor).
-	LiveMAPEFloor float64
+	// LiveMAPEFloor, when not nil, leaves readings below it out of the
+	// live view's MAPE; nil means the floor the bundle was validated with
+	// (its Meta.Config.MAPEFloor). A pointer, so that a floor of 0 can be
+	// asked of a bundle validated with another.
+	LiveMAPEFloor *float64
 	// LivePart, when not nil, is the part of the model's split (of a
 	// replay of its data) whose forecasts the live view also scores on
 	// their own; see PartScope.
@@ -278,9 +279,9 @@ func NewService(b *sdgnn.Bundle, cfg Config) (*Service, error) {
 			return nil, fmt.Errorf("read state: %w", err)
 		}
 	}
-	floor := cfg.LiveMAPEFloor
-	if floor == 0 {
-		floor = b.Meta.Config.MAPEFloor
+	floor := b.Meta.Config.MAPEFloor
+	if cfg.LiveMAPEFloor != nil {
+		floor = *cfg.LiveMAPEFloor
 	}
 	live, err := NewLive(LiveConfig{Nodes: b.Meta.Nodes, Channels: len(b.Meta.Norm.Mean), StepMs: cfg.StepMs,
 		Slots: cfg.LiveSlots, MAPEFloor: floor, ChannelNames: b.Meta.Channels, Part: cfg.LivePart})

@@ -116,7 +116,7 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	// training sensors or snapshots of a split by nodes or windows are
 	// replayed and forecast too.
 	scope := plan.scope()
-	svc, err := stream.NewService(b, stream.Config{Brokers: brokers, Security: sec, StepMs: step, LiveMAPEFloor: *floor, Lateness: 2 * time.Duration(step) * time.Millisecond,
+	svc, err := stream.NewService(b, stream.Config{Brokers: brokers, Security: sec, StepMs: step, LiveMAPEFloor: floor, Lateness: 2 * time.Duration(step) * time.Millisecond,
 		HTTPAddr: *httpAddr, Now: now, GroupID: fmt.Sprintf("demo-%d", time.Now().UnixNano()), Log: log, LivePart: scope})
 	if err != nil {
 		return err
