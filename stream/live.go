@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/pemsforecast/sdgnn/evaluation"
@@ -323,20 +324,40 @@ func (l *Live) Dropped() uint64 {
 //
 // and MAPE (in percent) as 100 × the rate of
 // sdgnn_stream_live_rel_error_total over that of
-// sdgnn_stream_live_mape_values_total.
+// sdgnn_stream_live_mape_values_total. These pool the channels, each in
+// its own units (PeMS's flow, occupancy and speed); each sum is also
+// written by channel, as sdgnn_stream_live_channel_… with a label
+// channel (the bundle's name of it), so that a dashboard shows each
+// channel's error, whose sum over the channels is the pooled one.
 func (l *Live) WritePrometheus(w io.Writer) error {
 	l.mu.RLock()
 	scopes := []evaluation.Totals{l.total.Totals()}
+	chans := [][]evaluation.Totals{make([]evaluation.Totals, l.c)}
+	for ch := range l.c {
+		chans[0][ch] = l.channel[ch].Totals()
+	}
 	if l.part != nil {
 		scopes = append(scopes, l.partTotal.Totals())
+		chans = append(chans, make([]evaluation.Totals, l.c))
+		for ch := range l.c {
+			chans[1][ch] = l.partChannel[ch].Totals()
+		}
 	}
 	dropped := l.dropped
 	l.mu.RUnlock()
 	bw := bufio.NewWriter(w)
+	scopeNames := [...]string{"all", "part"}
 	family := func(name, help string, value func(evaluation.Totals) string) {
 		fmt.Fprintf(bw, "# HELP %s%s %s\n# TYPE %s%s counter\n", metricPrefix, name, help, metricPrefix, name)
 		for i, t := range scopes {
-			fmt.Fprintf(bw, "%s%s{scope=%q} %s\n", metricPrefix, name, [...]string{"all", "part"}[i], value(t))
+			fmt.Fprintf(bw, "%s%s{scope=%q} %s\n", metricPrefix, name, scopeNames[i], value(t))
+		}
+		byChannel := "live_channel_" + strings.TrimPrefix(name, "live_")
+		fmt.Fprintf(bw, "# HELP %s%s %s By channel.\n# TYPE %s%s counter\n", metricPrefix, byChannel, help, metricPrefix, byChannel)
+		for i, ts := range chans {
+			for ch, t := range ts {
+				fmt.Fprintf(bw, "%s%s{scope=%q,channel=\"%s\"} %s\n", metricPrefix, byChannel, scopeNames[i], promLabel(l.channels[ch]), value(t))
+			}
 		}
 	}
 	float := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }

@@ -169,6 +169,25 @@ func TestLivePartScope(t *testing.T) {
 			t.Errorf("%s%g (%v), want %g", line, got, err, want)
 		}
 	}
+	// And by channel: the part's of each, named as the view names them.
+	for c := range C {
+		ct := perChannel[c].Totals()
+		for name, want := range map[string]float64{
+			"scored_values": float64(ct.Count), "abs_error": ct.AbsError, "squared_error": ct.SquaredError,
+			"mape_values": float64(ct.MAPECount), "rel_error": ct.RelError,
+		} {
+			var got float64
+			line := fmt.Sprintf("sdgnn_stream_live_channel_%s_total{scope=\"part\",channel=%q} ", name, sum.Channels[c])
+			i := strings.Index(prom.String(), line)
+			if i < 0 {
+				t.Errorf("no %s in\n%s", line, prom.String())
+				continue
+			}
+			if _, err := fmt.Sscan(prom.String()[i+len(line):], &got); err != nil || !sameFloat(got, want) {
+				t.Errorf("%s%g (%v), want %g", line, got, err, want)
+			}
+		}
+	}
 	// Without a scope there is no part.
 	plain, err := NewLive(LiveConfig{Nodes: 1, Channels: 1, StepMs: testStep})
 	if err != nil {
