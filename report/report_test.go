@@ -430,11 +430,13 @@ func TestReportUnits(t *testing.T) {
 		jsonUnits string
 	}{
 		{"one channel", []string{"speed"}, []string{"km/h"},
-			[]string{"original scale (km/h)", "| MAE (km/h) | RMSE (km/h) |", "### Staleness: MAE (km/h) per", "| mean receptive field | MAE (km/h) | MAPE % |"},
+			[]string{"original scale (km/h)", "| MAE (km/h) | RMSE (km/h) |", "### Staleness: MAE (km/h) per", "| mean receptive field | MAE (km/h) | MAPE % |",
+				"Per-node MAE reduction relative to GRU: SDGNN"},
 			">MAE (km/h)</text>", `"channel_units": [`},
 		{"channels of other units", []string{"flow", "occupancy", "speed"}, []string{"veh/5 min", "fraction", "mph"},
-			[]string{"original scale (flow: veh/5 min, occupancy: fraction, speed: mph; pooled in the overall and per-chunk figures)",
-				"| flow (veh/5 min) |", "| occupancy (fraction) |", "| speed (mph) |", "### Staleness: MAE (channels' units pooled) per"},
+			[]string{"original scale (flow: veh/5 min, occupancy: fraction, speed: mph; pooled in the overall, per-chunk and per-node figures)",
+				"| flow (veh/5 min) |", "| occupancy (fraction) |", "| speed (mph) |", "### Staleness: MAE (channels' units pooled) per",
+				"Per-node MAE reduction relative to GRU, its channels pooled: SDGNN"},
 			">MAE (channels", `"channel_units": [`},
 		{"units not known", []string{"a", "b"}, nil,
 			[]string{"MAE and RMSE on the original scale, masked", "| MAE | RMSE |", "| a |", "### Staleness: MAE per"},
@@ -443,6 +445,7 @@ func TestReportUnits(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			d := tinyDocument(tc.channels, SDGNN)
 			d.Units = tc.units
+			d.Reductions = []NodeReduction{{Node: 0, GRUMAE: 2, SDGNN: 5, GRUGCN: 6}}
 			dir := t.TempDir()
 			if err := d.Write(dir); err != nil {
 				t.Fatal(err)

@@ -208,7 +208,7 @@ func (d *Document) drawFigures(dir string) error {
 		skip = "needs the GRU-GCN teacher (-teacher) and the GRU baseline (-gru)"
 	}
 	err = add("node-reduction", "Per-node MAE reduction relative to GRU",
-		"Each point is a sensor: its MAE reduction (% of the GRU's MAE) under SDGNN (x) and under the GRU-GCN teacher (y). Points on y = x: SDGNN keeps all of the teacher's gain over the graph-free GRU.",
+		"Each point is a sensor: its MAE reduction (% of the GRU's MAE"+d.pooledNote()+") under SDGNN (x) and under the GRU-GCN teacher (y). Points on y = x: SDGNN keeps all of the teacher's gain over the graph-free GRU.",
 		figureW, figureW, func() (*plot.Plot, error) {
 			x := make([]float64, len(d.Reductions))
 			y := make([]float64, len(d.Reductions))
@@ -475,8 +475,8 @@ func (d *Document) text(b *strings.Builder, img func(Figure) string) {
 				better++
 			}
 		}
-		fmt.Fprintf(b, "\nPer-node MAE reduction relative to GRU: SDGNN %.2f%%, GRU-GCN %.2f%% on average over %d sensors; SDGNN at least matches the teacher's reduction on %d of them.\n",
-			sx/float64(total), sy/float64(total), total, better)
+		fmt.Fprintf(b, "\nPer-node MAE reduction relative to GRU%s: SDGNN %.2f%%, GRU-GCN %.2f%% on average over %d sensors; SDGNN at least matches the teacher's reduction on %d of them.\n",
+			d.pooledNote(), sx/float64(total), sy/float64(total), total, better)
 	}
 	if f := d.Field; f != nil {
 		fmt.Fprintf(b, "\n### Receptive field of sensor %d\n\n| node | θ | hops from sensor %d |\n|---:|---:|---:|\n", f.Sensor, f.Sensor)
@@ -533,7 +533,8 @@ func (d *Document) unit() string {
 }
 
 // unitNote says what units MAE and RMSE are in: "km/h", or each channel's
-// ("flow: veh/5 min, …; pooled in the overall and per-chunk figures");
+// ("flow: veh/5 min, …; pooled in the overall, per-chunk and per-node
+// figures");
 // "" when not known.
 func (d *Document) unitNote() string {
 	if u := d.unit(); u != "" || len(d.Units) == 0 {
@@ -545,7 +546,16 @@ func (d *Document) unitNote() string {
 			parts = append(parts, d.Channels[c]+": "+u)
 		}
 	}
-	return strings.Join(parts, ", ") + "; pooled in the overall and per-chunk figures"
+	return strings.Join(parts, ", ") + "; pooled in the overall, per-chunk and per-node figures"
+}
+
+// pooledNote is ", its channels pooled" where the channels' units differ
+// (a sensor's MAE then mostly its flow's, on PeMS), "" otherwise.
+func (d *Document) pooledNote() string {
+	if d.unit() == "" && len(d.Units) > 1 {
+		return ", its channels pooled"
+	}
+	return ""
 }
 
 // maeLabel names the pooled MAE with its unit: "MAE (km/h)", "MAE
