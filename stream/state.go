@@ -24,12 +24,15 @@ const MaxHistory = 1 << 20
 const MaxStateBytes = 8 << 30
 
 // StateBytes returns the memory a State of b keeping history slots beyond
-// the window takes for its slots: for every sensor and slot kept, the
-// slot, its readings and its cached embedding. It does not overflow: a
-// size beyond int64 gives math.MaxInt64.
+// the window takes for its slots, with its Emitter: for every sensor and
+// slot kept, the slot, its readings, its cached embedding and the gaps of
+// that embedding's window, and the Emitter's record of when the slot
+// arrived. It does not overflow: a size beyond int64 gives math.MaxInt64.
 func StateBytes(b *sdgnn.Bundle, history int) int64 {
 	n, t, c, d := int64(b.Meta.Nodes), int64(b.Meta.Window), int64(len(b.Meta.Norm.Mean)), int64(b.Meta.Hidden)
-	per := 16 + 8*(c+d) // slot and embedding's slot (int64), readings, embedding
+	// Slot and embedding's slot (int64), gaps (int32), the Emitter's slot
+	// and time of arrival (int64), readings, embedding.
+	per := 16 + 4 + 16 + 8*(c+d)
 	slots := n * (t + int64(history))
 	if slots > 0 && per > math.MaxInt64/slots {
 		return math.MaxInt64
@@ -145,6 +148,7 @@ type node struct {
 	vals        []float64 // R×C ring values
 	embAt       []int64   // R positions: window-end slot whose embedding is cached there, or noSlot
 	embs        []float64 // R×d cached φ(GRU(window)), by window-end slot
+	embGaps     []int32   // R positions: the slots without a reading of that window (Input.Gaps)
 
 	applied, dups, ooo, late, gaps uint64
 }
@@ -249,6 +253,7 @@ func NewStateHistory(b *sdgnn.Bundle, stepMs int64, history int) (*State, error)
 	vals := make([]float64, n*r*c)
 	embAt := make([]int64, n*r)
 	embs := make([]float64, n*r*d)
+	embGaps := make([]int32, n*r)
 	for i := range slots {
 		slots[i], embAt[i] = noSlot, noSlot
 	}
@@ -260,6 +265,7 @@ func NewStateHistory(b *sdgnn.Bundle, stepMs int64, history int) (*State, error)
 		nd.vals = vals[z*r*c : (z+1)*r*c : (z+1)*r*c]
 		nd.embAt = embAt[z*r : (z+1)*r : (z+1)*r]
 		nd.embs = embs[z*r*d : (z+1)*r*d : (z+1)*r*d]
+		nd.embGaps = embGaps[z*r : (z+1)*r : (z+1)*r]
 		ks, _ := b.Receptive(z)
 		maxR = max(maxR, len(ks))
 		for _, k := range ks {
@@ -453,14 +459,13 @@ func (s *State) fillWindow(dst []float64, nd *node, end int64) {
 	}
 }
 
-// gaps counts the slots of node nd's window ending at slot end that hold
-// no reading (never received, or every value 0: missing), the slots
-// fillWindow leaves 0.
-func (s *State) gaps(nd *node, end int64) int {
-	n, c := 0, s.c
-	for sl := end - int64(s.t-1); sl <= end; sl++ {
-		p := s.pos(sl)
-		if nd.slots[p] != sl || allZero(nd.vals[p*c:(p+1)*c]) {
+// zeroRows counts the slots of a window (Window×Channels, as fillWindow
+// fills it) whose values are all 0: those without a reading, never
+// received or missing (Input.Gaps).
+func (s *State) zeroRows(win []float64) int {
+	n := 0
+	for j := 0; j < s.t; j++ {
+		if allZero(win[j*s.c : (j+1)*s.c]) {
 			n++
 		}
 	}
@@ -487,6 +492,7 @@ func (s *State) queue(k int, end int64) []float64 {
 	n, w := len(s.queued), s.t*s.c
 	s.qwin = slices.Grow(s.qwin[:n*w], w)[:(n+1)*w]
 	s.fillWindow(s.qwin[n*w:], nd, end)
+	nd.embGaps[p] = int32(s.zeroRows(s.qwin[n*w : (n+1)*w]))
 	s.qend = append(s.qend, end*s.stepMs)
 	s.queued = append(s.queued, queued{k, p})
 	return e
@@ -743,7 +749,8 @@ func (s *State) gather(z int, ts int64, dst *Forecast) error {
 		end := min(target-1, nd.newest)
 		s.embs = append(s.embs, s.queue(k, end))
 		stale = max(stale, target-1-end)
-		dst.Inputs = append(dst.Inputs, Input{Sensor: k, TS: end * s.stepMs, Gaps: s.gaps(nd, end)})
+		// Counted as its embedding was queued, from the same window.
+		dst.Inputs = append(dst.Inputs, Input{Sensor: k, TS: end * s.stepMs, Gaps: int(nd.embGaps[s.pos(end)])})
 	}
 	dst.StaleSlots = stale
 	return nil

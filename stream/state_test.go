@@ -213,6 +213,18 @@ func TestForecastGaps(t *testing.T) {
 			if has := strings.Contains(msg, fmt.Sprintf(`"gaps":%d}`, tc.want)); has != (tc.want > 0) || strings.Contains(msg, `"gaps":0`) {
 				t.Errorf("message %s for %d gaps", msg, tc.want)
 			}
+			// Readings that fill the window afterwards, out of order or
+			// completing a slot, count at the next forecast (the count
+			// is kept with the window's cached embedding).
+			for sl := int64(7); sl <= 10; sl++ {
+				mustApply(t, st, []Reading{{0, sl * testStep, []float64{3, 4}}})
+			}
+			if err := st.Forecast(0, &f); err != nil {
+				t.Fatal(err)
+			}
+			if want := []Input{{Sensor: 0, TS: 10 * testStep}}; !slices.Equal(f.Inputs, want) {
+				t.Errorf("window filled: inputs %+v, want %+v", f.Inputs, want)
+			}
 		})
 	}
 }
@@ -544,20 +556,20 @@ func TestApplyCompletes(t *testing.T) {
 // of it is allocated.
 func TestStateBytes(t *testing.T) {
 	small := testBundle(t, 5, 4, 2, 3, 1)
-	if got, want := StateBytes(small, 10), int64(5*14*(16+8*(2+3))); got != want {
+	if got, want := StateBytes(small, 10), int64(5*14*(36+8*(2+3))); got != want {
 		t.Errorf("StateBytes = %d, want %d", got, want)
 	}
 	huge := &sdgnn.Bundle{Meta: sdgnn.BundleMeta{Nodes: 1 << 40, Window: 12, Hidden: 16, Norm: snapshot.Normalizer{Mean: make([]float64, 3)}}}
 	if got := StateBytes(huge, MaxHistory); got != math.MaxInt64 {
 		t.Errorf("StateBytes of 2^40 sensors = %d, want math.MaxInt64", got)
 	}
-	wide := testBundle(t, 200, 4, 1, 4, 1) // 200 × (4+2^20) slots of 56 bytes: 11 GiB
+	wide := testBundle(t, 200, 4, 1, 4, 1) // 200 × (4+2^20) slots of 76 bytes: 14.8 GiB
 	for _, tc := range []struct {
 		history int
 		err     string
 	}{
 		{DefaultHistory, ""},
-		{MaxHistory, "200 sensors × 1048580 slots (window 4, history 1048576) take 10.9 GiB, more than the 8 GiB"},
+		{MaxHistory, "200 sensors × 1048580 slots (window 4, history 1048576) take 14.8 GiB, more than the 8 GiB"},
 	} {
 		_, err := NewStateHistory(wide, testStep, tc.history)
 		if tc.err == "" && err != nil || tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)) {
