@@ -207,9 +207,9 @@ func scoreText(m evaluation.Metrics, digits int, sep string) string {
 // doneText is the demo's last line: r readings and f forecasts, scored
 // live over all (m) and over the part named alone (pm).
 func doneText(r, f uint64, m, pm evaluation.Metrics, part string) string {
-	live := "no forecast whose reading arrived, none scored"
+	live := "none scored: no forecast's reading arrived"
 	if m.Count > 0 {
-		live = scoreText(m, 4, ", ") + " whose reading arrived"
+		live = "scored where the reading arrived, " + scoreText(m, 4, ", ")
 	}
 	return fmt.Sprintf("done: %s, %s; live %s; %s alone: %s",
 		english.Count(int(r), "reading"), english.Count(int(f), "forecast"), live, part, scoreText(pm, 4, ", "))

@@ -256,8 +256,8 @@ func TestDoneText(t *testing.T) {
 		m, pm evaluation.Metrics
 		want  string
 	}{
-		{2000, 1000, m, m, "done: 2000 readings, 1000 forecasts; live MAE 3.2145, MAPE 12.35% over 1000 values whose reading arrived; test alone: MAE 3.2145, MAPE 12.35% over 1000 values"},
-		{1, 0, evaluation.Metrics{}, evaluation.Metrics{}, "done: 1 reading, 0 forecasts; live no forecast whose reading arrived, none scored; test alone: no value scored yet"},
+		{2000, 1000, m, m, "done: 2000 readings, 1000 forecasts; live scored where the reading arrived, MAE 3.2145, MAPE 12.35% over 1000 values; test alone: MAE 3.2145, MAPE 12.35% over 1000 values"},
+		{1, 0, evaluation.Metrics{}, evaluation.Metrics{}, "done: 1 reading, 0 forecasts; live none scored: no forecast's reading arrived; test alone: no value scored yet"},
 	} {
 		if got := doneText(tc.r, tc.f, tc.m, tc.pm, "test"); got != tc.want {
 			t.Errorf("doneText = %q\nwant      %q", got, tc.want)
