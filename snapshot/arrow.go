@@ -38,6 +38,10 @@ const (
 	metaPart       = "split"
 	metaPrefix     = "prefix"
 	metaDim        = "dim"
+	// metaChannelNames and metaChannelUnits are a snapshots file's
+	// channel names and units, JSON arrays ("channels" holds their count).
+	metaChannelNames = "channel_names"
+	metaChannelUnits = "channel_units"
 )
 
 // Column names shared by the tables.
@@ -61,7 +65,8 @@ const (
 //	y        fixed_size_list<float64>[Channels]        raw target (original scale, 0 = missing)
 //
 // and the schema metadata holds window, channels and nodes as decimal
-// strings and the normaliser as JSON under "normalizer".
+// strings and the normaliser as JSON under "normalizer" (and, written by
+// WriteSnapshotsLabelled, what the channels are).
 //
 // WriteSnapshots returns an error if r is empty or not within [0, s.Len()).
 // The file is written atomically: on error, a file at path is left as it
@@ -80,6 +85,27 @@ func WriteSnapshots(path string, s *Set, r Range) error {
 // Part's Snapshots, which need not be contiguous), in their order. It
 // returns an error if there are none or one is outside [0, s.Len()).
 func WriteSnapshotsOf(path string, s *Set, snapshots []int) error {
+	return WriteSnapshotsLabelled(path, s, snapshots, SnapshotLabels{})
+}
+
+// SnapshotLabels say what a snapshots file holds, for a reader of the
+// file alone: each is left out of the file where not given.
+type SnapshotLabels struct {
+	// Channels and Units are the channel names ("flow", "occupancy",
+	// "speed") and the units of their raw values (y), one per channel
+	// ("" where unknown), as pems.ChannelUnits gives them: the
+	// "channel_names" and "channel_units" metadata, JSON arrays.
+	Channels, Units []string
+	// Dataset and Part name the dataset and the split's part (train, val
+	// or test): the "dataset" and "split" metadata, as a predictions
+	// file has them.
+	Dataset, Part string
+}
+
+// WriteSnapshotsLabelled is WriteSnapshotsOf writing l in the metadata;
+// it returns an error if l's channels or units are given but not one per
+// channel of s.
+func WriteSnapshotsLabelled(path string, s *Set, snapshots []int, l SnapshotLabels) error {
 	if s == nil {
 		return fmt.Errorf("snapshot: write snapshots %s: %w", path, errNilSet)
 	}
@@ -103,10 +129,30 @@ func WriteSnapshotsOf(path string, s *Set, snapshots []int) error {
 	if xLen > math.MaxInt32 {
 		return fmt.Errorf("snapshot: write snapshots %s: window×channels %d too large for a fixed-size list", path, xLen)
 	}
-	md := arrow.NewMetadata(
-		[]string{metaWindow, metaChannels, metaNodes, metaNormalizer},
-		[]string{strconv.Itoa(s.Window), strconv.Itoa(s.Channels), strconv.Itoa(s.Nodes), string(normJSON)},
-	)
+	keys := []string{metaWindow, metaChannels, metaNodes, metaNormalizer}
+	vals := []string{strconv.Itoa(s.Window), strconv.Itoa(s.Channels), strconv.Itoa(s.Nodes), string(normJSON)}
+	for _, kv := range []struct {
+		key  string
+		list []string
+	}{{metaChannelNames, l.Channels}, {metaChannelUnits, l.Units}} {
+		if kv.list == nil {
+			continue
+		}
+		if len(kv.list) != s.Channels {
+			return fmt.Errorf("snapshot: write snapshots %s: %d %s for %d channels", path, len(kv.list), kv.key, s.Channels)
+		}
+		j, err := json.Marshal(kv.list)
+		if err != nil {
+			return fmt.Errorf("snapshot: write snapshots %s: encode %s: %w", path, kv.key, err)
+		}
+		keys, vals = append(keys, kv.key), append(vals, string(j))
+	}
+	for _, kv := range [][2]string{{metaDataset, l.Dataset}, {metaPart, l.Part}} {
+		if kv[1] != "" {
+			keys, vals = append(keys, kv[0]), append(vals, kv[1])
+		}
+	}
+	md := arrow.NewMetadata(keys, vals)
 	schema := arrow.NewSchema([]arrow.Field{
 		{Name: colSnapshot, Type: arrow.PrimitiveTypes.Int64},
 		{Name: colNode, Type: arrow.PrimitiveTypes.Int32},
@@ -151,6 +197,9 @@ func WriteSnapshotsOf(path string, s *Set, snapshots []int) error {
 type SnapshotTable struct {
 	// Window, Channels and Nodes come from the schema metadata.
 	Window, Channels, Nodes int
+	// Labels are what the file says its channels, dataset and part are;
+	// empty (nil) where it does not.
+	Labels SnapshotLabels
 	// Norm is the normaliser the inputs were scaled with.
 	Norm Normalizer
 	// Snapshot and Node identify each row.
@@ -195,6 +244,28 @@ func ReadSnapshots(path string) (*SnapshotTable, error) {
 		}
 		if err := tab.Norm.Validate(tab.Channels); err != nil {
 			return fmt.Errorf("metadata %q: %w", metaNormalizer, err)
+		}
+		md := sc.Metadata()
+		for _, kv := range []struct {
+			key  string
+			list *[]string
+		}{{metaChannelNames, &tab.Labels.Channels}, {metaChannelUnits, &tab.Labels.Units}} {
+			i := md.FindKey(kv.key)
+			if i < 0 {
+				continue
+			}
+			if err := json.Unmarshal([]byte(md.Values()[i]), kv.list); err != nil {
+				return fmt.Errorf("metadata %q: %w", kv.key, err)
+			}
+			if len(*kv.list) != tab.Channels {
+				return fmt.Errorf("metadata %q names %d channels, the file has %d", kv.key, len(*kv.list), tab.Channels)
+			}
+		}
+		if i := md.FindKey(metaDataset); i >= 0 {
+			tab.Labels.Dataset = md.Values()[i]
+		}
+		if i := md.FindKey(metaPart); i >= 0 {
+			tab.Labels.Part = md.Values()[i]
 		}
 		if iS, err = column(sc, colSnapshot, arrow.INT64); err != nil {
 			return err

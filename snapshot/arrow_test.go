@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"slices"
 	"strings"
@@ -78,6 +79,42 @@ func TestSnapshotsRoundTrip(t *testing.T) {
 					t.Fatalf("row %d y[%d] = %v, want %v", k, c, got, want)
 				}
 			}
+		}
+	}
+}
+
+// TestSnapshotsLabelled checks that a snapshots file says what its
+// channels are (names, units of y), its dataset and part, where given,
+// and that a reader gets them back; a file without them reads as before.
+func TestSnapshotsLabelled(t *testing.T) {
+	s := newTestSet(t, 15, 4, 3, 3)
+	dir := t.TempDir()
+	l := SnapshotLabels{Channels: []string{"flow", "occupancy", "speed"}, Units: []string{"veh/5 min", "fraction", "mph"}, Dataset: "pems04", Part: "test"}
+	path := filepath.Join(dir, "labelled.arrow")
+	if err := WriteSnapshotsLabelled(path, s, []int{1, 4}, l); err != nil {
+		t.Fatal(err)
+	}
+	tab, err := ReadSnapshots(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(tab.Labels, l) || tab.Channels != 3 || tab.Rows() != 8 {
+		t.Errorf("labels %+v, channels %d, rows %d; want %+v, 3, 8", tab.Labels, tab.Channels, tab.Rows(), l)
+	}
+	plain := filepath.Join(dir, "plain.arrow")
+	if err := WriteSnapshotsOf(plain, s, []int{1}); err != nil {
+		t.Fatal(err)
+	}
+	if tab, err := ReadSnapshots(plain); err != nil || !reflect.DeepEqual(tab.Labels, SnapshotLabels{}) {
+		t.Errorf("unlabelled file: labels %+v, %v", tab.Labels, err)
+	}
+	for _, bad := range []SnapshotLabels{{Channels: []string{"flow"}}, {Units: []string{"a", "b", "c", "d"}}} {
+		p := filepath.Join(dir, "bad.arrow")
+		if err := WriteSnapshotsLabelled(p, s, []int{1}, bad); err == nil || !strings.Contains(err.Error(), "for 3 channels") {
+			t.Errorf("labels %+v: %v, want an error naming the 3 channels", bad, err)
+		}
+		if _, err := os.Stat(p); err == nil {
+			t.Errorf("labels %+v: file left behind", bad)
 		}
 	}
 }

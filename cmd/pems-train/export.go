@@ -9,6 +9,7 @@ import (
 	iofs "io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"text/tabwriter"
 
 	"github.com/pemsforecast/sdgnn/checkpoint"
@@ -112,7 +113,7 @@ func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	switch *what {
 	case "snapshots":
-		err = snapshot.WriteSnapshotsOf(*out, p.Set, r.Snapshots())
+		err = snapshot.WriteSnapshotsLabelled(*out, p.Set, r.Snapshots(), snapshotLabels(p, *part))
 	case "predictions":
 		if saved == nil {
 			return fmt.Errorf("-what predictions needs -model")
@@ -227,4 +228,17 @@ func cmdDatasets(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "not verified: %v are not listed in %s\n", unlisted, pems.ChecksumFile)
 	}
 	return nil
+}
+
+// snapshotLabels says what a snapshots file of p's part holds: its
+// dataset, part, and channels with their units where the dataset's are
+// known and the series has them all.
+func snapshotLabels(p *snapshot.Prepared, part string) snapshot.SnapshotLabels {
+	info := p.Dataset.Info
+	l := snapshot.SnapshotLabels{Dataset: info.Name, Part: part}
+	if len(info.Channels) == p.Set.Channels {
+		l.Channels = slices.Clone(info.Channels)
+		l.Units = pems.ChannelUnits(info.Name, info.Channels)
+	}
+	return l
 }

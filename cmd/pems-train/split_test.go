@@ -220,6 +220,11 @@ func TestSplitByWindows(t *testing.T) {
 	if len(tab.Snapshot) != 20*170 || tab.Snapshot[0] != 8 || tab.Snapshot[2*170] != 18 {
 		t.Fatalf("exported %d rows, first snapshots %d and %d", len(tab.Snapshot), tab.Snapshot[0], tab.Snapshot[2*170])
 	}
+	// The file says what its three channels are, in their units.
+	if l := tab.Labels; l.Dataset != "pems08" || l.Part != "test" || !slices.Equal(l.Channels, []string{"flow", "occupancy", "speed"}) ||
+		!slices.Equal(l.Units, []string{"veh/5 min", "fraction", "mph"}) {
+		t.Errorf("exported snapshots labelled %+v", l)
+	}
 
 	_, bres := distillEval(t, dir, model)
 	if bres.Deal != sp.Test.Deal || bres.Report.Overall.Count != want.Count {
