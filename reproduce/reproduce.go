@@ -140,6 +140,11 @@ type Run struct {
 	// per-snapshot MAE over the test snapshots against that model's (Stat
 	// negative: SDGNN lower). Tables written before it have none.
 	DM map[string]evaluation.DM `json:"dm,omitempty"`
+	// Channels holds, per model, the metrics of each channel, in channel
+	// order, where the series has more than one (PeMS: flow, occupancy,
+	// speed, each in its units, which Metrics pools); absent otherwise,
+	// and in tables written before it was recorded.
+	Channels map[string][]evaluation.Metrics `json:"channels,omitempty"`
 }
 
 // Cell is one model's summary over seeds.
@@ -378,6 +383,12 @@ func runSeed(ctx context.Context, cfg Config, p *snapshot.Prepared, seed uint64,
 			return fmt.Errorf("%s: %w", name, err)
 		}
 		run.Metrics[name], run.Seconds[name], run.Receptive[name] = rep.Overall, time.Since(start).Seconds(), receptive
+		if set.Channels > 1 {
+			if run.Channels == nil { // a fresh run, or one resumed from before it was kept
+				run.Channels = map[string][]evaluation.Metrics{}
+			}
+			run.Channels[name] = rep.PerChannel
+		}
 		if keep != "" {
 			if err := kept.save(keep); err != nil {
 				return fmt.Errorf("%s: keep scores: %w", name, err)
@@ -750,11 +761,79 @@ func pooledNote(dataset string) string {
 	for c, name := range in.Channels {
 		parts[c] = name + ": " + in.Units[c]
 	}
-	return "MAE and RMSE pool the channels' units (" + strings.Join(parts, ", ") + "), the paired and Diebold–Mariano tables' per-snapshot MAE too; `pems-train eval` gives each channel's.\n\n"
+	return "MAE and RMSE pool the channels' units (" + strings.Join(parts, ", ") + "), the paired and Diebold–Mariano tables' per-snapshot MAE too; the table by channel gives each channel's.\n\n"
+}
+
+// channelMarkdown writes, where the runs recorded more than one channel
+// (Run.Channels), each channel's MAE, RMSE and MAPE per model, mean ± std
+// over the seeds that have them, the channels named and their units given
+// where the dataset is known.
+func (t *Table) channelMarkdown(w io.Writer) error {
+	c := 0
+	for _, r := range t.Runs {
+		for _, ms := range r.Channels {
+			c = max(c, len(ms))
+		}
+	}
+	if c < 2 {
+		return nil
+	}
+	names, units := make([]string, c), make([]string, c)
+	for ch := range names {
+		names[ch] = fmt.Sprintf("channel %d", ch)
+	}
+	if in, err := pems.Lookup(t.Dataset); err == nil && len(in.Channels) == c {
+		copy(names, in.Channels)
+		if len(in.Units) == c {
+			copy(units, in.Units)
+		}
+	}
+	fmt.Fprint(w, "\nBy channel (each in its units):\n\n| channel | metric |")
+	for _, m := range Models {
+		fmt.Fprintf(w, " %s |", m)
+	}
+	fmt.Fprint(w, "\n|---|---|")
+	for range Models {
+		fmt.Fprint(w, "---:|")
+	}
+	for ch := range c {
+		label := names[ch]
+		if units[ch] != "" {
+			label += " (" + units[ch] + ")"
+		}
+		for _, row := range []struct {
+			name string
+			prec int
+			f    func(evaluation.Metrics) float64
+		}{
+			{"MAPE (%)", 2, func(m evaluation.Metrics) float64 { return m.MAPE }},
+			{"MAE", 4, func(m evaluation.Metrics) float64 { return m.MAE }},
+			{"RMSE", 4, func(m evaluation.Metrics) float64 { return m.RMSE }},
+		} {
+			fmt.Fprintf(w, "\n| %s | %s |", label, row.name)
+			label = ""
+			for _, m := range Models {
+				var v []float64
+				for _, r := range t.Runs {
+					if ms := r.Channels[m]; ch < len(ms) {
+						v = append(v, row.f(ms[ch]))
+					}
+				}
+				mean, std := math.NaN(), math.NaN()
+				if len(v) > 0 {
+					mean, std = meanStd(v)
+				}
+				fmt.Fprintf(w, " %s |", pm(row.prec, mean, std))
+			}
+		}
+	}
+	_, err := fmt.Fprintln(w)
+	return err
 }
 
 // Markdown writes the table: one row for the dataset, one column per model,
-// MAPE mean ± std, then MAE, RMSE and the mean receptive field; over two
+// MAPE mean ± std, then MAE, RMSE and the mean receptive field; for a
+// series of several channels, each channel's MAPE, MAE and RMSE; over two
 // seeds or more, SDGNN's paired comparison with every other model follows
 // (Paired), then the Diebold–Mariano tests of each seed (Run.DM).
 func (t *Table) Markdown(w io.Writer) error {
@@ -799,6 +878,9 @@ func (t *Table) Markdown(w io.Writer) error {
 		}
 	}
 	if _, err := fmt.Fprintln(w); err != nil {
+		return err
+	}
+	if err := t.channelMarkdown(w); err != nil {
 		return err
 	}
 	if err := t.pairedMarkdown(w); err != nil {

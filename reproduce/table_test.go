@@ -2,6 +2,7 @@ package reproduce
 
 import (
 	"encoding/json"
+	"github.com/pemsforecast/sdgnn/evaluation"
 	"math"
 	"strings"
 	"testing"
@@ -99,6 +100,54 @@ func TestMarkdownSaysChannelsPooled(t *testing.T) {
 		const note = "MAE and RMSE pool the channels' units (flow: veh/5 min, occupancy: fraction, speed: mph)"
 		if got := strings.Contains(md.String(), note); got != tc.pooled {
 			t.Errorf("%s: note %q in the Markdown: %v, want %v:\n%s", tc.dataset, note, got, tc.pooled, md.String())
+		}
+	}
+}
+
+// TestMarkdownByChannel checks the table by channel: each channel's MAPE,
+// MAE and RMSE per model, mean ± std over the seeds that recorded them,
+// named with its unit; none for runs of one channel or from before it was
+// recorded.
+func TestMarkdownByChannel(t *testing.T) {
+	run := func(seed uint64, flowMAE float64) Run {
+		r := Run{Seed: seed, Metrics: map[string]evaluation.Metrics{}, Channels: map[string][]evaluation.Metrics{}}
+		for _, m := range Models {
+			r.Channels[m] = []evaluation.Metrics{{MAE: flowMAE, RMSE: 30, MAPE: 12}, {MAE: 0.01, RMSE: 0.02, MAPE: 8}, {MAE: 2, RMSE: 3, MAPE: 4}}
+		}
+		return r
+	}
+	tab := &Table{Dataset: "pems04", Config: Quick("pems04"), Cells: map[string]Cell{}, Runs: []Run{run(1, 20), run(2, 22)}}
+	delete(tab.Runs[1].Channels, GRU) // a seed without the GRU's
+	var md strings.Builder
+	if err := tab.Markdown(&md); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"By channel (each in its units):",
+		"| flow (veh/5 min) | MAPE (%) | 12.00 ± 0.00 | 12.00 |",
+		"|  | MAE | 21.0000 ± 1.4142 | 20.0000 |",
+		"| occupancy (fraction) | MAPE (%) |",
+		"| speed (mph) | MAPE (%) |",
+		"the table by channel gives each channel's",
+	} {
+		if !strings.Contains(md.String(), want) {
+			t.Errorf("no %q in:\n%s", want, md.String())
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		runs []Run
+	}{
+		{"one channel", []Run{{Seed: 1, Channels: map[string][]evaluation.Metrics{SDGNN: {{MAE: 1}}}}}},
+		{"not recorded", []Run{{Seed: 1}}},
+	} {
+		md.Reset()
+		tab := &Table{Dataset: "sz-taxi", Config: Quick("sz-taxi"), Cells: map[string]Cell{}, Runs: tc.runs}
+		if err := tab.Markdown(&md); err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(md.String(), "By channel") {
+			t.Errorf("%s: a table by channel:\n%s", tc.name, md.String())
 		}
 	}
 }

@@ -248,6 +248,12 @@ func TestSplitByWindows(t *testing.T) {
 	if !strings.Contains(stdout, "test windows (snapshots dealt 7:1:2 round-robin in time order, every node)") || !fileExists(filepath.Join(rout, "table-windows-quick.json")) {
 		t.Errorf("reproduce's table does not name the window split or was not written as table-windows-quick:\n%s", stdout)
 	}
+	// PeMS's three channels, each in its units, by channel too.
+	for _, want := range []string{"By channel (each in its units):", "| flow (veh/5 min) | MAPE (%) |", "| occupancy (fraction) | MAPE (%) |", "| speed (mph) | MAPE (%) |"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("reproduce's table lacks %q:\n%s", want, stdout)
+		}
+	}
 	// It logs the progress of the long steps.
 	for _, line := range []string{"teacher epoch", "model=GRU-GCN", "SDGNN round", "budget="} {
 		if !strings.Contains(stderr, line) {
