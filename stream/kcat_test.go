@@ -41,8 +41,21 @@ func TestKcatInterop(t *testing.T) {
 		}
 		forgetBrokers()
 		defer emb.Close()
-		testKcatInterop(t, kcat, emb.Addr, Security{}, nil)
+		testKcatInterop(t, kcat, emb.Addr, Security{}, nil, nil)
 	})
+	// Readings produced compressed, as many producers send them (a Java
+	// client's compression.type): every codec kafka-go reads.
+	for _, codec := range []string{"gzip", "snappy", "lz4", "zstd"} {
+		t.Run("compressed "+codec, func(t *testing.T) {
+			emb, err := StartEmbedded(0, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			forgetBrokers()
+			defer emb.Close()
+			testKcatInterop(t, kcat, emb.Addr, Security{}, nil, []string{"-z", codec})
+		})
+	}
 	// Over TLS only: librdkafka 2.0 takes kfake's SASL for none (see
 	// tlstest.Broker); TestServiceOverTLSAndSASL covers SASL with kafka-go.
 	t.Run("SSL", func(t *testing.T) {
@@ -52,13 +65,14 @@ func TestKcatInterop(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		testKcatInterop(t, kcat, addr, Security{TLS: client}, []string{"-X", "security.protocol=SSL", "-X", "ssl.ca.location=" + certs.CAFile})
+		testKcatInterop(t, kcat, addr, Security{TLS: client}, []string{"-X", "security.protocol=SSL", "-X", "ssl.ca.location=" + certs.CAFile}, nil)
 	})
 }
 
 // testKcatInterop runs the service on the broker at addr, reached with sec,
-// and kcat with the extra arguments kcatArgs.
-func testKcatInterop(t *testing.T, kcat, addr string, sec Security, kcatArgs []string) {
+// and kcat with the extra arguments kcatArgs, its producer with prodArgs
+// too.
+func testKcatInterop(t *testing.T, kcat, addr string, sec Security, kcatArgs, prodArgs []string) {
 	const n, T, C, d = 4, 2, 1, 4
 	b := testBundle(t, n, T, C, d, 5)
 	ref, err := b.Clone()
@@ -101,7 +115,7 @@ func testKcatInterop(t *testing.T, kcat, addr string, sec Security, kcatArgs []s
 		}
 	}
 	in.WriteString(`2:{"v":1,"sensor":2,"ts":oops}` + "\n")
-	prod := exec.CommandContext(ctx, kcat, append([]string{"-P", "-b", addr, "-t", "readings", "-K:"}, kcatArgs...)...)
+	prod := exec.CommandContext(ctx, kcat, append(append([]string{"-P", "-b", addr, "-t", "readings", "-K:"}, kcatArgs...), prodArgs...)...)
 	prod.Stdin = &in
 	if out, err := prod.CombinedOutput(); err != nil {
 		t.Fatalf("kcat -P: %v\n%s", err, out)
