@@ -169,11 +169,18 @@ func (b *Bundle) ForecastMany(dst []float64, zs []int, emb [][]float64) error {
 // ForecastBatch returns the forecasts of every node for the snapshots of a
 // batch (rows of the GRU input stacked per snapshot), on the original scale,
 // row-major (snapshot, node, channel). It computes the same function as
-// Embed and Forecast, over all nodes at once: the offline path.
+// Embed and Forecast, over all nodes at once: the offline path. xs must
+// hold Window steps whose rows are whole snapshots (a multiple of Nodes).
 func (b *Bundle) ForecastBatch(xs []*mat.Dense) ([]float64, error) {
+	if len(xs) != b.Meta.Window {
+		return nil, fmt.Errorf("forecast batch: %d steps, want the bundle's window of %d", len(xs), b.Meta.Window)
+	}
 	h, err := b.GRU.Encode(xs)
 	if err != nil {
 		return nil, err
+	}
+	if r, _ := h.Dims(); r%b.Meta.Nodes != 0 {
+		return nil, fmt.Errorf("forecast batch: %d rows are not whole snapshots of %d nodes", r, b.Meta.Nodes)
 	}
 	phi := b.Phi.Forward(h)
 	r, d := phi.Dims()
