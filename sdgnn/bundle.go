@@ -306,14 +306,55 @@ func LoadBundle(path string) (*Bundle, error) {
 }
 
 // NewBundle assembles a bundle; the layers are used as they are (not copied).
+// Parts that are missing or do not fit the metadata and each other (a GRU
+// of other inputs or width, a φ not Hidden→Hidden, a decoder not
+// Hidden→channels) are an error.
 func NewBundle(meta BundleMeta, g *gru.GRU, phi *nn.MLP, theta *Theta, dec *nn.MLP) (*Bundle, error) {
+	if theta == nil {
+		return nil, fmt.Errorf("new bundle: no theta")
+	}
 	if err := theta.Validate(meta.Nodes); err != nil {
 		return nil, err
 	}
-	if err := meta.Norm.Validate(len(meta.Norm.Mean)); err != nil {
+	C := len(meta.Norm.Mean)
+	if meta.Window < 1 || meta.Window > snapshot.MaxWindow || meta.Hidden < 1 || meta.Nodes < 1 || C < 1 {
+		return nil, fmt.Errorf("new bundle: window %d (at most %d), hidden %d, nodes %d and channels %d must be positive", meta.Window, snapshot.MaxWindow, meta.Hidden, meta.Nodes, C)
+	}
+	if err := meta.Norm.Validate(C); err != nil {
 		return nil, err
 	}
+	if len(meta.Channels) != 0 && len(meta.Channels) != C {
+		return nil, fmt.Errorf("new bundle: %d channel names for the normaliser's %d channels", len(meta.Channels), C)
+	}
+	in, H := meta.Norm.Inputs(), meta.Hidden
+	if g == nil {
+		return nil, fmt.Errorf("new bundle: no GRU")
+	}
+	if g.In != in || g.Hidden != H {
+		return nil, fmt.Errorf("new bundle: GRU of %d inputs and width %d, want %d and %d", g.In, g.Hidden, in, H)
+	}
+	if err := mlpFits(phi, H, H); err != nil {
+		return nil, fmt.Errorf("new bundle: φ %w", err)
+	}
+	if err := mlpFits(dec, H, C); err != nil {
+		return nil, fmt.Errorf("new bundle: decoder %w", err)
+	}
 	return &Bundle{Meta: meta, GRU: g, Phi: phi, Theta: theta, Dec: dec}, nil
+}
+
+// mlpFits reports whether m maps in values to out through a hidden layer
+// of matching widths.
+func mlpFits(m *nn.MLP, in, out int) error {
+	if m == nil || m.L1 == nil || m.L2 == nil {
+		return fmt.Errorf("missing")
+	}
+	if m.L1.Out() != m.L2.In() {
+		return fmt.Errorf("layers do not chain: %d outputs into %d inputs", m.L1.Out(), m.L2.In())
+	}
+	if m.L1.In() != in || m.L2.Out() != out {
+		return fmt.Errorf("maps %d values to %d, want %d to %d", m.L1.In(), m.L2.Out(), in, out)
+	}
+	return nil
 }
 
 func decodeBundle(f *checkpoint.File) (*Bundle, error) {
