@@ -547,9 +547,11 @@ func (s *State) flushEmbeddings() error {
 	return err
 }
 
-// Window copies node k's current window (Window×Channels, oldest first,
-// zeros for missing slots, ending at its newest slot) into dst, and returns
-// it with the newest slot (Unix ms). ok is false if k has no reading yet.
+// Window appends node k's current window (Window×Channels, oldest first,
+// zeros for missing slots, ending at its newest slot) to dst, and returns
+// the extended slice with the newest slot (Unix ms): pass dst[:0] to reuse
+// its storage. ok is false, and dst returned as it was, if k is not a node
+// or has no reading yet.
 func (s *State) Window(dst []float64, k int) (w []float64, newest int64, ok bool) {
 	if k < 0 || k >= s.n || s.nodes[k].newest == noSlot {
 		return dst, 0, false
