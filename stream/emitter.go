@@ -340,7 +340,9 @@ func (e *Emitter) Emit(z int, now time.Time, dst *Forecast) (bool, error) {
 
 // EmitMany is Emit for each node of zs in turn, into a slice of the
 // emitter's own (valid until the next call) that it returns, holding the
-// forecasts emitted in the order of zs, with the decoders of all of them
+// forecasts emitted in the order of zs; their Values and Inputs are the
+// emitter's too, overwritten by the next call, so a forecast kept beyond it
+// must be encoded or have its slices copied. The decoders of all of them are
 // run in one batch (State.ForecastSlots): the same forecasts, counted and
 // recorded as emitted as Emit does, for less. A node whose receptive nodes
 // have no reading yet (ErrNoData) is passed over, and so is, for good, a
