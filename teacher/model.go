@@ -19,6 +19,7 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/pemsforecast/sdgnn/datasets/pems"
 	"github.com/pemsforecast/sdgnn/gcn"
 	"github.com/pemsforecast/sdgnn/gru"
 	"github.com/pemsforecast/sdgnn/internal/portable"
@@ -140,7 +141,16 @@ func (m *Model) Params() []*nn.Param {
 // Embed runs the GRU and (for GRU-GCN) the GCN on a window, returning the GRU
 // embeddings H and the mixed embeddings Z (Z is H for the GRU baseline), both
 // rows × Hidden and owned by m. These are SDGNN's inputs and targets.
+// xs must hold Config.Window steps; for a GRU-GCN its rows are whole
+// snapshots of a's graph, which is an error to break where a says its size
+// (*pems.CSR, gcn.Dense).
 func (m *Model) Embed(xs []*mat.Dense, a gcn.Propagator) (h, z *mat.Dense, err error) {
+	if len(xs) != m.Config.Window {
+		return nil, nil, fmt.Errorf("%s forward: %d steps, want the model's window of %d", m.Config.Kind, len(xs), m.Config.Window)
+	}
+	if m.GCN != nil && a == nil {
+		return nil, nil, fmt.Errorf("gru-gcn forward: no graph given")
+	}
 	h, err = m.GRU.Forward(xs)
 	if err != nil {
 		return nil, nil, err
@@ -148,10 +158,29 @@ func (m *Model) Embed(xs []*mat.Dense, a gcn.Propagator) (h, z *mat.Dense, err e
 	if m.GCN == nil {
 		return h, h, nil
 	}
-	if a == nil {
-		return nil, nil, fmt.Errorf("gru-gcn forward: no graph given")
+	if n := graphNodes(a); n > 0 {
+		if r, _ := h.Dims(); r%n != 0 {
+			return nil, nil, fmt.Errorf("gru-gcn forward: %d rows are not whole snapshots of the graph's %d nodes", r, n)
+		}
 	}
 	return h, m.GCN.Forward(h, a), nil
+}
+
+// graphNodes returns the number of nodes of a's graph where a is one of
+// the Propagators that say it, 0 otherwise.
+func graphNodes(a gcn.Propagator) int {
+	switch a := a.(type) {
+	case *pems.CSR:
+		if a != nil {
+			return a.N
+		}
+	case gcn.Dense:
+		if a.A != nil {
+			r, _ := a.A.Dims()
+			return r
+		}
+	}
+	return 0
 }
 
 // Forward returns the normalised forecast (rows × Channels, owned by m) for
