@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 
 	"gonum.org/v1/gonum/mat"
 
@@ -198,12 +199,41 @@ func (b *Bundle) ForecastBatch(xs []*mat.Dense) ([]float64, error) {
 }
 
 // Clone returns an independent copy of b (sharing nothing mutable).
+// A bundle without a version gets DigestVersion's, as Save gives it.
 func (b *Bundle) Clone() (*Bundle, error) {
-	f, _, err := b.file()
+	_, version, err := b.file()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("clone bundle: %w", err)
 	}
-	return decodeBundle(f)
+	// The metadata by JSON, as Save writes it; the layers by the shapes
+	// they have, not by those Meta.Config gives, which a bundle assembled
+	// by NewBundle need not (φ's hidden width).
+	raw, err := json.Marshal(b.Meta)
+	if err != nil {
+		return nil, fmt.Errorf("clone bundle: %w", err)
+	}
+	c := &Bundle{
+		GRU:   gruShape(b.GRU.In, b.GRU.Hidden),
+		Phi:   nn.NewMLP("phi", b.Phi.L1.In(), b.Phi.L1.Out(), b.Phi.L2.Out(), zeroRand()),
+		Dec:   nn.NewMLP("dec", b.Dec.L1.In(), b.Dec.L1.Out(), b.Dec.L2.Out(), zeroRand()),
+		Theta: &Theta{Nodes: make([][]int, len(b.Theta.Nodes)), Weights: make([][]float64, len(b.Theta.Weights))},
+	}
+	if err := json.Unmarshal(raw, &c.Meta); err != nil {
+		return nil, fmt.Errorf("clone bundle: %w", err)
+	}
+	c.Meta.Version = version
+	_, src := b.params()
+	_, dst := c.params()
+	if err := nn.Copy(dst, src); err != nil {
+		return nil, fmt.Errorf("clone bundle: %w", err)
+	}
+	for z := range b.Theta.Nodes {
+		c.Theta.Nodes[z] = slices.Clone(b.Theta.Nodes[z])
+	}
+	for z := range b.Theta.Weights {
+		c.Theta.Weights[z] = slices.Clone(b.Theta.Weights[z])
+	}
+	return c, nil
 }
 
 func (b *Bundle) params() (map[string]*nn.Param, []*nn.Param) {

@@ -111,3 +111,48 @@ func TestNewBundleRefusesPartsThatDoNotFit(t *testing.T) {
 		t.Fatalf("parts that fit: %v", err)
 	}
 }
+
+// TestCloneOfAssembledBundle clones bundles that NewBundle accepts but
+// whose Config does not give φ's hidden width (left zero, as the stream
+// package's examples leave it, or another than φ's): Clone used to refuse
+// them, reading them back as a file whose metadata asks for another φ,
+// although a State is to be given a Clone. The clone forecasts the same
+// bits and shares no layer.
+func TestCloneOfAssembledBundle(t *testing.T) {
+	for _, phiHidden := range []int{0, 7} {
+		b := tinyBundle(t)
+		b.Meta.Config.PhiHidden = phiHidden
+		c, err := b.Clone()
+		if err != nil {
+			t.Fatalf("Config.PhiHidden %d: Clone: %v", phiHidden, err)
+		}
+		if c.Phi == b.Phi || c.GRU == b.GRU || c.Dec == b.Dec || c.Theta == b.Theta {
+			t.Fatal("the clone shares a layer")
+		}
+		if c.Meta.Version != b.Meta.Version || c.Meta.Config.PhiHidden != phiHidden {
+			t.Errorf("clone's metadata: version %q, φ hidden %d; want %q, %d", c.Meta.Version, c.Meta.Config.PhiHidden, b.Meta.Version, phiHidden)
+		}
+		n, T, C, d := b.Meta.Nodes, b.Meta.Window, len(b.Meta.Norm.Mean), b.Meta.Hidden
+		windows := make([]float64, n*T*C)
+		for i := range windows {
+			windows[i] = float64(i%5) + 0.25
+		}
+		embB, embC := make([]float64, n*d), make([]float64, n*d)
+		if err := b.EmbedBatch(embB, windows, make([]int64, n)); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.EmbedBatch(embC, windows, make([]int64, n)); err != nil {
+			t.Fatal(err)
+		}
+		for i := range embB {
+			if embB[i] != embC[i] {
+				t.Fatalf("embedding %d: clone %v, original %v", i, embC[i], embB[i])
+			}
+		}
+		c.Phi.L1.W.W.Set(0, 0, 99)
+		c.Theta.Weights[0][0] = 99
+		if b.Phi.L1.W.W.At(0, 0) == 99 || b.Theta.Weights[0][0] == 99 {
+			t.Error("changing the clone changed the original")
+		}
+	}
+}
