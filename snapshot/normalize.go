@@ -168,8 +168,9 @@ func FitNormalizer(data []float64, nodes, channels, steps int) (Normalizer, erro
 	return Normalizer{Mean: mean, Std: std}, nil
 }
 
-// Normalize returns the z-score of the reading v of channel c. It returns
-// NaN if c is not a channel of n.
+// Normalize returns the reading v of channel c scaled by n: (v −
+// Mean[c]) / Std[c], its z-score, or, for a KindMinMax normaliser, its
+// place in the training range. It returns NaN if c is not a channel of n.
 func (n Normalizer) Normalize(v float64, c int) float64 {
 	if c < 0 || c >= len(n.Mean) || c >= len(n.Std) {
 		return math.NaN()
@@ -177,8 +178,9 @@ func (n Normalizer) Normalize(v float64, c int) float64 {
 	return (v - n.Mean[c]) / n.Std[c]
 }
 
-// Denormalize maps the z-score v of channel c back to the original scale;
-// it is the inverse of Normalize. It returns NaN if c is not a channel of n.
+// Denormalize maps the scaled value v of channel c (a z-score, or a
+// place in a KindMinMax range) back to the original scale; it is the
+// inverse of Normalize. It returns NaN if c is not a channel of n.
 func (n Normalizer) Denormalize(v float64, c int) float64 {
 	if c < 0 || c >= len(n.Mean) || c >= len(n.Std) {
 		return math.NaN()
