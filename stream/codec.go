@@ -665,17 +665,29 @@ func EncodeForecast(dst []byte, f *Forecast) []byte {
 }
 
 // DecodeForecast decodes a forecast message (for consumers, tests and
-// tools; it is not on the service's hot path).
+// tools; it is not on the service's hot path). A value written as null,
+// which EncodeForecast writes for a non-finite one, decodes as NaN, not as
+// a forecast of 0.
 func DecodeForecast(value []byte) (Forecast, error) {
 	var m struct {
 		V *int `json:"v"`
 		Forecast
+		Values []*float64 `json:"values"` // shadows Forecast.Values: null kept apart
 	}
 	if err := json.Unmarshal(value, &m); err != nil {
 		return Forecast{}, fmt.Errorf("decode forecast: %w", err)
 	}
 	if err := checkVersion(m.V); err != nil {
 		return Forecast{}, fmt.Errorf("decode forecast: %w", err)
+	}
+	if m.Values != nil {
+		m.Forecast.Values = make([]float64, len(m.Values))
+		for i, v := range m.Values {
+			m.Forecast.Values[i] = math.NaN()
+			if v != nil {
+				m.Forecast.Values[i] = *v
+			}
+		}
 	}
 	return m.Forecast, nil
 }

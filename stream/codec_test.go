@@ -162,6 +162,27 @@ func TestValidator(t *testing.T) {
 	}
 }
 
+// TestDecodeForecastNull checks that a value written as null (a
+// non-finite one, as EncodeForecast writes it) decodes as NaN, not as a
+// forecast of 0, and round-trips so.
+func TestDecodeForecastNull(t *testing.T) {
+	f := Forecast{Sensor: 1, TS: 300000, Values: []float64{math.Inf(1), 2.5, math.NaN()}, Model: "m", Inputs: []Input{}}
+	b := EncodeForecast(nil, &f)
+	if !strings.Contains(string(b), `"values":[null,2.5,null]`) {
+		t.Fatalf("encoded %s", b)
+	}
+	got, err := DecodeForecast(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Values) != 3 || !math.IsNaN(got.Values[0]) || got.Values[1] != 2.5 || !math.IsNaN(got.Values[2]) {
+		t.Errorf("decoded values %v, want [NaN 2.5 NaN]", got.Values)
+	}
+	if got, err := DecodeForecast([]byte(`{"v":1,"sensor":1,"ts":0,"model":"m","inputs":[],"stale_slots":0,"emitted_ms":0}`)); err != nil || got.Values != nil {
+		t.Errorf("no values: %v, %v", got.Values, err)
+	}
+}
+
 func TestForecastRoundTrip(t *testing.T) {
 	f := Forecast{Sensor: 12, TS: 1700000300000, Values: []float64{123.5, 0.05, -1e-300}, Model: "v\"1\n\x01é\xff",
 		Inputs: []Input{{Sensor: 11, TS: 1700000000000}, {Sensor: 12, TS: 1699999700000, Gaps: 2}, {Sensor: 13, TS: 1700000000000, Missing: true, Gaps: 12}}, StaleSlots: 1, EmittedMs: 1700000301234}
