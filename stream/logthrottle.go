@@ -31,6 +31,17 @@ type throttled struct {
 	suppressed int       // lines held back since
 }
 
+// maxThrottleKinds is how many kinds a throttle keeps apart. Some kinds
+// hold text a client chooses (the application protocols a TLS client
+// offers, quoted by the handshake error), so that their number has no
+// bound: the lines of kinds beyond these share one clock (otherKind), and
+// the throttle stays bounded whoever connects.
+const maxThrottleKinds = 64
+
+// otherKind is the kind of the lines whose own kinds the throttle has no
+// room for; no format string or log line is empty.
+const otherKind = ""
+
 // allow reports whether a line of this kind may be logged at now and, if
 // so, how many were held back since the last one.
 func (t *throttle) allow(kind string, now time.Time) (ok bool, suppressed int) {
@@ -40,6 +51,19 @@ func (t *throttle) allow(kind string, now time.Time) (ok bool, suppressed int) {
 		t.seen = map[string]*throttled{}
 	}
 	e := t.seen[kind]
+	if e == nil && len(t.seen) >= maxThrottleKinds {
+		// A kind whose period has passed with nothing held back is as
+		// good as never seen: it is forgotten to make room.
+		for k, e := range t.seen {
+			if e.suppressed == 0 && now.Sub(e.last) >= t.every {
+				delete(t.seen, k)
+			}
+		}
+		if len(t.seen) >= maxThrottleKinds {
+			kind = otherKind
+			e = t.seen[kind]
+		}
+	}
 	if e == nil {
 		t.seen[kind] = &throttled{last: now}
 		return true, 0

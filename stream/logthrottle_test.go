@@ -2,9 +2,12 @@ package stream
 
 import (
 	"bytes"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -117,5 +120,82 @@ func TestHTTPErrorLogAddressesInError(t *testing.T) {
 		if !strings.Contains(got[i], want) {
 			t.Errorf("line %d: %s, want %q", i, got[i], want)
 		}
+	}
+}
+
+// TestHTTPErrorLogKindsBounded checks that the HTTP server's error lines
+// whose text the client chooses keep the throttle bounded: a TLS client
+// names the application protocols (ALPN) it offers, and the handshake
+// error quotes them ("tls: client requested unsupported application
+// protocols ([...])"), so a scanner offering new ones at every handshake
+// made a kind of each, let through and kept for good: one more entry,
+// and one more log line, per connection. The first line below is
+// net/http's own, from a real handshake.
+func TestHTTPErrorLogKindsBounded(t *testing.T) {
+	var logs bytes.Buffer
+	l := httpErrorLog(zerolog.New(&logs))
+	srv := httptest.NewUnstartedServer(http.NotFoundHandler())
+	srv.Config.ErrorLog = l
+	srv.StartTLS()
+	conn, err := tls.Dial("tcp", srv.Listener.Addr().String(), &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"x-scanner-0"}})
+	if err == nil {
+		conn.Close()
+		t.Fatal("a handshake offering only an unknown protocol succeeded")
+	}
+	srv.Close() // waits for the connection's goroutine, and its log line
+	if !strings.Contains(logs.String(), `unsupported application protocols ([\"x-scanner-0\"])`) {
+		t.Fatalf("no handshake error naming the client's protocol logged:\n%s", logs.String())
+	}
+	const n = 5000
+	for i := 1; i < n; i++ {
+		l.Printf("http: TLS handshake error from 192.0.2.1:%d: tls: client requested unsupported application protocols ([%q])", 1024+i%60000, fmt.Sprintf("x-scanner-%d", i))
+	}
+	th := l.Writer().(*httpErrorWriter).th
+	th.mu.Lock()
+	kinds := len(th.seen)
+	th.mu.Unlock()
+	if kinds > maxThrottleKinds+1 {
+		t.Errorf("the throttle keeps %d kinds after %d lines of kinds the client chose, want at most %d", kinds, n, maxThrottleKinds+1)
+	}
+	if lines := strings.Count(logs.String(), "\n"); lines > maxThrottleKinds+1 {
+		t.Errorf("%d of %d such lines logged within a second, want at most %d", lines, n, maxThrottleKinds+1)
+	}
+}
+
+// TestThrottleKindsBounded checks that a throttle keeps at most
+// maxThrottleKinds kinds (and one for the rest): lines of kinds beyond
+// those share one clock, and a kind whose period has passed with nothing
+// held back, as good as never seen, is forgotten to make room.
+func TestThrottleKindsBounded(t *testing.T) {
+	t0 := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	th := throttle{every: 10 * time.Second}
+	for i := range maxThrottleKinds {
+		if ok, _ := th.allow(fmt.Sprint("kind ", i), t0); !ok {
+			t.Fatalf("kind %d, first of its kind, held back", i)
+		}
+	}
+	th.allow("kind 0", t0.Add(time.Second)) // held back: kind 0 must be kept
+	let := 0
+	for i := range 10000 {
+		if ok, _ := th.allow(fmt.Sprint("new ", i), t0.Add(2*time.Second)); ok {
+			let++
+		}
+	}
+	if let != 1 {
+		t.Errorf("%d lines of 10000 new kinds beyond those kept let through within the period, want 1", let)
+	}
+	if len(th.seen) > maxThrottleKinds+1 {
+		t.Errorf("%d kinds kept, want at most %d", len(th.seen), maxThrottleKinds+1)
+	}
+	if ok, n := th.allow("kind 0", t0.Add(12*time.Second)); !ok || n != 1 {
+		t.Errorf("kind 0 after its period: allow %v with %d held back, want true with 1 (its entry kept)", ok, n)
+	}
+	// The kinds whose period passed with nothing held back are forgotten:
+	// a new kind has its own clock again.
+	if ok, n := th.allow("newer", t0.Add(12*time.Second)); !ok || n != 0 {
+		t.Errorf("a new kind once others are forgotten: allow %v with %d held back, want true with 0", ok, n)
+	}
+	if ok, _ := th.allow("newer", t0.Add(13*time.Second)); ok {
+		t.Error("a second line of the new kind within its period let through")
 	}
 }
