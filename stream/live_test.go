@@ -593,6 +593,13 @@ func TestLiveHandler(t *testing.T) {
 	if strings.Contains(metrics, `scope="part"`) {
 		t.Error(`/metrics has scope="part" without a part scope`)
 	}
+	// The process's own gauges, under the Go client's names.
+	for _, name := range []string{"go_goroutines", "go_threads", "go_memstats_heap_alloc_bytes", "go_memstats_sys_bytes", "go_gc_cycles_total",
+		"process_start_time_seconds", "process_resident_memory_bytes", "process_open_fds"} {
+		if !strings.Contains(metrics, "\n"+name+" ") || !strings.Contains(metrics, "# TYPE "+name+" ") {
+			t.Errorf("/metrics lacks %s", name)
+		}
+	}
 
 	// After a reload the routes describe the new model: its version, its
 	// receptive sets; the live figures carry on.

@@ -1699,6 +1699,10 @@ func (s *Service) Handler() http.Handler {
 			s.cfg.Log.Debug().Err(err).Msg("/metrics")
 			return
 		}
+		if err := WriteProcessMetrics(w); err != nil {
+			s.cfg.Log.Debug().Err(err).Msg("/metrics")
+			return
+		}
 		s.mu.RLock()
 		lag, lagAt, parts, meta := s.health.lag, s.health.lagAt, s.health.partLag, s.bundle.Meta
 		s.mu.RUnlock()
