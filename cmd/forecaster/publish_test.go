@@ -155,7 +155,7 @@ func TestServeScorePart(t *testing.T) {
 }
 
 // TestServeHistoryMemory checks that a -history whose slots would not fit
-// in memory (the largest allowed, 1048576 slots: 13.4 GiB for SZ-taxi's 156
+// in memory (the largest allowed, 1048576 slots: 16.5 GiB for SZ-taxi's 156
 // sensors and hidden size 8) is a usage error, given before any broker
 // is started, where the state's allocation ended the process.
 func TestServeHistoryMemory(t *testing.T) {
@@ -166,7 +166,7 @@ func TestServeHistoryMemory(t *testing.T) {
 	}
 	var stderr strings.Builder
 	code := run([]string{"serve", "-model", path, "-http", "", "-history", "1048576"}, io.Discard, &stderr)
-	if want := "-history 1048576: " + path + "'s 156 sensors would keep 13.4 GiB"; code != 2 || !strings.Contains(stderr.String(), want) {
+	if want := "-history 1048576: " + path + "'s 156 sensors would keep 16.5 GiB"; code != 2 || !strings.Contains(stderr.String(), want) {
 		t.Errorf("exit %d, stderr %q; want 2 and %q", code, stderr.String(), want)
 	}
 }
