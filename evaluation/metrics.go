@@ -177,7 +177,10 @@ func (a *Accumulator) Add(pred, truth float64) {
 	a.n++
 }
 
-// Merge adds the pairs recorded in b to a.
+// Merge adds the pairs recorded in b to a: the same as recording them all
+// in a where both have the same MAPEFloor. Each pair's part in MAPE was
+// decided by the floor of the accumulator that recorded it, so merging
+// accumulators of other floors mixes them; a's floor is kept.
 func (a *Accumulator) Merge(b Accumulator) {
 	a.abs.merge(b.abs)
 	a.sq.merge(b.sq)

@@ -64,7 +64,9 @@ type Bundle struct {
 }
 
 // Receptive returns node z's receptive nodes (sorted) and their weights; the
-// slices are the bundle's own.
+// slices are the bundle's own, not to be changed. z must be a node of the
+// bundle, 0 ≤ z < Meta.Nodes: another panics, as indexing does (Forecast
+// returns an error for it).
 func (b *Bundle) Receptive(z int) ([]int, []float64) { return b.Theta.Nodes[z], b.Theta.Weights[z] }
 
 // Embed sets dst (length Hidden) to φ(GRU(window)) for one node. window holds
