@@ -348,7 +348,8 @@ func (e *Emitter) Emit(z int, now time.Time, dst *Forecast) (bool, error) {
 // have no reading yet (ErrNoData) is passed over, and so is, for good, a
 // slot whose forecast came out non-finite (ErrNonFinite, counted in
 // Counters.NonFinite); any other error ends the call, the forecasts before
-// it emitted and returned with it.
+// it emitted and returned with it. A node of zs outside the state is
+// refused first, nothing emitted.
 func (e *Emitter) EmitMany(zs []int, now time.Time) ([]Forecast, error) {
 	st := e.st
 	ms := now.UnixMilli()
