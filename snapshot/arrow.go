@@ -147,11 +147,7 @@ func WriteSnapshotsLabelled(path string, s *Set, snapshots []int, l SnapshotLabe
 		}
 		keys, vals = append(keys, kv.key), append(vals, string(j))
 	}
-	for _, kv := range [][2]string{{metaDataset, l.Dataset}, {metaPart, l.Part}} {
-		if kv[1] != "" {
-			keys, vals = append(keys, kv[0]), append(vals, kv[1])
-		}
-	}
+	keys, vals = withDatasetPart(keys, vals, l.Dataset, l.Part)
 	md := arrow.NewMetadata(keys, vals)
 	schema := arrow.NewSchema([]arrow.Field{
 		{Name: colSnapshot, Type: arrow.PrimitiveTypes.Int64},
@@ -261,12 +257,8 @@ func ReadSnapshots(path string) (*SnapshotTable, error) {
 				return fmt.Errorf("metadata %q names %d channels, the file has %d", kv.key, len(*kv.list), tab.Channels)
 			}
 		}
-		if i := md.FindKey(metaDataset); i >= 0 {
-			tab.Labels.Dataset = md.Values()[i]
-		}
-		if i := md.FindKey(metaPart); i >= 0 {
-			tab.Labels.Part = md.Values()[i]
-		}
+		tab.Labels.Dataset, _ = metaString(sc, metaDataset) // "" where not recorded
+		tab.Labels.Part, _ = metaString(sc, metaPart)
 		if iS, err = column(sc, colSnapshot, arrow.INT64); err != nil {
 			return err
 		}
@@ -438,6 +430,17 @@ func ReadEmbeddings(path string) (snapshots []int64, nodes []int32, d int, data 
 // by package report.
 const MetaUnit = "unit"
 
+// withDatasetPart appends to the metadata keys and vals the "dataset" and
+// "split" of a file's rows, each where given.
+func withDatasetPart(keys, vals []string, dataset, part string) ([]string, []string) {
+	for _, kv := range [][2]string{{metaDataset, dataset}, {metaPart, part}} {
+		if kv[1] != "" {
+			keys, vals = append(keys, kv[0]), append(vals, kv[1])
+		}
+	}
+	return keys, vals
+}
+
 // fieldMeta returns the value of f's metadata key, if f has it.
 func fieldMeta(f arrow.Field, key string) (string, bool) {
 	if i := f.Metadata.FindKey(key); i >= 0 {
@@ -549,12 +552,7 @@ func WritePredictions(path string, p *PredictionTable) error {
 	if err != nil {
 		return fmt.Errorf("snapshot: write predictions %s: encode channels: %w", path, err)
 	}
-	keys, vals := []string{metaChannels}, []string{string(chJSON)}
-	for _, kv := range [][2]string{{metaDataset, p.Dataset}, {metaPart, p.Part}} {
-		if kv[1] != "" {
-			keys, vals = append(keys, kv[0]), append(vals, kv[1])
-		}
-	}
+	keys, vals := withDatasetPart([]string{metaChannels}, []string{string(chJSON)}, p.Dataset, p.Part)
 	md := arrow.NewMetadata(keys, vals)
 	schema := arrow.NewSchema(fields, &md)
 	err = writeTable(path, schema, p.Rows(), func(b *array.RecordBuilder, lo, hi int) {
