@@ -114,7 +114,7 @@ func (e *Emitter) Inherit(old *Emitter) {
 	}
 	// The arrival clock too, so that the targets after those are not
 	// counted from their slots alone.
-	or := len(old.reachedSlot) / len(old.pending)
+	or := old.st.r
 	for k := range old.pending {
 		for p := range or {
 			if sl := old.reachedSlot[k*or+p]; sl != noSlot {
