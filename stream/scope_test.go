@@ -153,31 +153,15 @@ func TestLivePartScope(t *testing.T) {
 	if err := l.WritePrometheus(&prom); err != nil {
 		t.Fatal(err)
 	}
-	pt := part.Totals()
-	for name, want := range map[string]float64{
-		"scored_values": float64(pt.Count), "abs_error": pt.AbsError, "squared_error": pt.SquaredError,
-		"mape_values": float64(pt.MAPECount), "rel_error": pt.RelError,
-	} {
-		var got float64
-		line := fmt.Sprintf("sdgnn_stream_live_%s_total{scope=\"part\"} ", name)
-		i := strings.Index(prom.String(), line)
-		if i < 0 {
-			t.Errorf("no %s in\n%s", line, prom.String())
-			continue
-		}
-		if _, err := fmt.Sscan(prom.String()[i+len(line):], &got); err != nil || !sameFloat(got, want) {
-			t.Errorf("%s%g (%v), want %g", line, got, err, want)
-		}
-	}
-	// And by channel: the part's of each, named as the view names them.
-	for c := range C {
-		ct := perChannel[c].Totals()
-		for name, want := range map[string]float64{
-			"scored_values": float64(ct.Count), "abs_error": ct.AbsError, "squared_error": ct.SquaredError,
-			"mape_values": float64(ct.MAPECount), "rel_error": ct.RelError,
+	// sums checks the five sums of tot in the series name(metric){labels}.
+	sums := func(name func(metric string) string, tot evaluation.Totals) {
+		t.Helper()
+		for metric, want := range map[string]float64{
+			"scored_values": float64(tot.Count), "abs_error": tot.AbsError, "squared_error": tot.SquaredError,
+			"mape_values": float64(tot.MAPECount), "rel_error": tot.RelError,
 		} {
 			var got float64
-			line := fmt.Sprintf("sdgnn_stream_live_channel_%s_total{scope=\"part\",channel=%q} ", name, sum.Channels[c])
+			line := name(metric) + " "
 			i := strings.Index(prom.String(), line)
 			if i < 0 {
 				t.Errorf("no %s in\n%s", line, prom.String())
@@ -187,6 +171,13 @@ func TestLivePartScope(t *testing.T) {
 				t.Errorf("%s%g (%v), want %g", line, got, err, want)
 			}
 		}
+	}
+	sums(func(m string) string { return fmt.Sprintf("sdgnn_stream_live_%s_total{scope=\"part\"}", m) }, part.Totals())
+	// And by channel: the part's of each, named as the view names them.
+	for c := range C {
+		sums(func(m string) string {
+			return fmt.Sprintf("sdgnn_stream_live_channel_%s_total{scope=\"part\",channel=%q}", m, sum.Channels[c])
+		}, perChannel[c].Totals())
 	}
 	// Without a scope there is no part.
 	plain, err := NewLive(LiveConfig{Nodes: 1, Channels: 1, StepMs: testStep})
