@@ -392,7 +392,7 @@ func TestOpenTransactionHoldsNoPartitionBack(t *testing.T) {
 	// connection, once a fetch there has waited out its MaxWait (500 ms):
 	// keep the transaction open until that has been logged. Under qemu
 	// (SDGNN_EMULATED) one reconnect cycle takes up to 20 s (see
-	// TestReaderReconnectsAtOpenTransaction), and a CI run of 2026-12-01
+	// TestReaderReconnectsAtOpenTransaction), and a .ci/run of 2026-12-01
 	// saw none in the 10 s waited natively: wait longer there, and do not
 	// require it, since the native run pins the line.
 	emulated := os.Getenv("SDGNN_EMULATED") != ""
