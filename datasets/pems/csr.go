@@ -134,6 +134,16 @@ func (g *Graph) ScaledAdjacency(lo, hi float64) *CSR {
 	return m
 }
 
+// WeightedAdjacency returns the GCN propagation matrix of a graph whose
+// edge costs are link weights (FormatWeighted, similarities such as
+// Los-loop's): D^-1/2 (W+I) D^-1/2 with self-loops of weight 1 and
+// d_i = 1 + Σ_j w_ij, PyTorch Geometric's GCNConv normalisation. It is
+// ScaledAdjacency(0, 1), whose scaling leaves the costs as they are.
+// (T-GCN's own code adds I to a matrix that already has ones on its
+// diagonal, so that its self-loops weigh 2; here they weigh 1, as in
+// NormalizedAdjacency.)
+func (g *Graph) WeightedAdjacency() *CSR { return g.ScaledAdjacency(0, 1) }
+
 // Dims returns the dimensions of m, N×N. With At and T it makes m a
 // mat.Matrix, so that it can be printed or compared with gonum.
 func (m *CSR) Dims() (r, c int) { return m.N, m.N }

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	_ "time/tzdata" // Los-loop's start in America/Los_Angeles, on machines without a zoneinfo database
 
 	"github.com/pemsforecast/sdgnn/internal/english"
 )
@@ -22,18 +23,36 @@ import (
 const (
 	FormatDistance  = "distance"  // edge list "from,to,cost", read by ReadDistanceCSV
 	FormatAdjacency = "adjacency" // square 0/1 matrix, read by ReadAdjacencyCSV
+	// FormatWeighted is a square symmetric matrix of link weights,
+	// similarities where higher is closer (Los-loop's Gaussian kernel of
+	// road distance), read by ReadWeightedCSV.
+	FormatWeighted = "weighted"
+)
+
+// Series file formats of Info.SeriesFormat.
+const (
+	FormatNPZ = "npz" // NumPy archive of the PeMS release, read by ReadNPZ; also the format of an empty SeriesFormat
+	// FormatCSV is the T-GCN releases' table: a header row of sensor IDs,
+	// then one row of readings per step, one column per sensor, read by
+	// ReadSeriesCSV.
+	FormatCSV = "csv"
 )
 
 // Info describes a known dataset: where its files live under the data
 // directory, its time step and its channels, so that Load can find and
 // check them.
 type Info struct {
-	Name        string   // "pems04", "pems08", "sz-taxi"
-	SeriesFile  string   // slash-separated, relative to the data directory
-	GraphFile   string   // slash-separated, relative to the data directory
-	GraphFormat string   // FormatDistance or FormatAdjacency
-	StepMinutes int      // 5 for PeMS, 15 for SZ-taxi
-	Channels    []string // channel names in series order
+	Name         string // "los-loop", "pems04", "pems08", "sz-taxi"
+	SeriesFile   string // slash-separated, relative to the data directory
+	SeriesFormat string // FormatNPZ (or empty) or FormatCSV
+	GraphFile    string // slash-separated, relative to the data directory
+	GraphFormat  string // FormatDistance, FormatAdjacency or FormatWeighted
+	// LocationsFile, when set, lists the sensors' IDs and coordinates
+	// (ReadLocationsCSV), in node order; slash-separated, relative to the
+	// data directory.
+	LocationsFile string
+	StepMinutes   int      // 5 for PeMS and Los-loop, 15 for SZ-taxi
+	Channels      []string // channel names in series order
 	// Units are the units of the channels' readings, in Channels' order,
 	// for labelling errors on the original scale: PeMS's flow in vehicles
 	// per 5-minute step over all lanes, occupancy as the fraction of the
@@ -41,10 +60,40 @@ type Info struct {
 	// Caltrans PeMS reports them; SZ-taxi's speed in km/h.
 	Units []string
 	Nodes int // number of sensors (graph nodes)
-	// Start is the time of the series' first step: local time of the
-	// sensors, labelled UTC (the releases carry no time zone). It places
-	// the steps on the calendar for time-of-day and day-of-week inputs.
+	// Start is the time of the series' first step. It places the steps on
+	// the calendar for time-of-day and day-of-week inputs, which count
+	// from Start's time of day and day. Los-loop's is in the sensors' time
+	// zone, America/Los_Angeles, as its release documents. The PeMS and
+	// SZ-taxi releases carry no time zone: theirs is the sensors' local
+	// time labelled UTC, so that its time of day is the local one.
 	Start time.Time
+	// WeighLinks is set where the graph convolution weighs the links by
+	// the graph's weights (FormatWeighted) unless told otherwise; unset,
+	// every link weighs 1. See snapshot.Links.
+	WeighLinks bool
+}
+
+// Files returns the data files of in: its series, its graph and, where it
+// has one, its locations file, slash-separated and relative to the data
+// directory.
+func (in Info) Files() []string {
+	files := []string{in.SeriesFile, in.GraphFile}
+	if in.LocationsFile != "" {
+		files = append(files, in.LocationsFile)
+	}
+	return files
+}
+
+// losAngeles is the time zone of the Los-loop sensors. The zone database
+// is embedded (time/tzdata), so that loading it cannot fail.
+var losAngeles = mustLoadLocation("America/Los_Angeles")
+
+func mustLoadLocation(name string) *time.Location {
+	loc, err := time.LoadLocation(name)
+	if err != nil {
+		panic(fmt.Sprintf("pems: time zone %s: %v", name, err))
+	}
+	return loc
 }
 
 // pemsUnits are the units of the PeMS releases' channels.
@@ -52,6 +101,23 @@ var pemsUnits = []string{"veh/5 min", "fraction", "mph"}
 
 // known lists the datasets, sorted by name.
 var known = []Info{
+	{
+		Name:          "los-loop",
+		SeriesFile:    "los-loop/los_speed.csv",
+		SeriesFormat:  FormatCSV,
+		GraphFile:     "los-loop/los_adj.csv",
+		GraphFormat:   FormatWeighted,
+		LocationsFile: "los-loop/graph_sensor_locations.csv",
+		StepMinutes:   5,
+		Channels:      []string{"speed"},
+		Units:         []string{"mph"},
+		Nodes:         207,
+		// The first week of METR-LA: 2016 steps to 2012-03-07 23:55, all
+		// before the switch to daylight saving time on 2012-03-11 (T-GCN
+		// release).
+		Start:      time.Date(2012, 3, 1, 0, 0, 0, 0, losAngeles),
+		WeighLinks: false,
+	},
 	{
 		Name:        "pems04",
 		SeriesFile:  "pems/pems04/PEMS04.npz",
@@ -137,10 +203,23 @@ type Dataset struct {
 	Info   Info
 	Series *Series
 	Graph  *Graph
+	// SensorIDs are the sensors' IDs as the release names them, in node
+	// order (Los-loop's detector IDs, from its series' header and its
+	// locations file); nil where the release names none (PeMS, SZ-taxi),
+	// whose sensors are known by their node indices 0..N−1.
+	SensorIDs []string
+	// Locations are the sensors' coordinates, in node order; nil where
+	// the release gives none.
+	Locations []Location
+}
+
+// Files names the files a dataset is loaded from. Locations is optional.
+type Files struct {
+	Series, Graph, Locations string
 }
 
 // Load reads the named known dataset from the data directory dir (see
-// ResolveDataDir) and checks it as LoadFiles does. If the series file is
+// ResolveDataDir) and checks it as LoadFrom does. If the series file is
 // missing, the error names the file and dir and, for PeMS04 and PeMS08,
 // says that their series are not yet in shared/datasets; it wraps
 // fs.ErrNotExist.
@@ -152,34 +231,57 @@ func Load(dir, name string) (*Dataset, error) {
 	seriesPath := filepath.Join(dir, filepath.FromSlash(info.SeriesFile))
 	if _, err := os.Stat(seriesPath); errors.Is(err, fs.ErrNotExist) {
 		note := ""
-		if others, _ := filepath.Glob(filepath.Join(filepath.Dir(seriesPath), "*.npz")); len(others) > 0 {
-			for i := range others {
-				others[i] = filepath.Base(others[i])
-			}
+		if others := strayFiles(dir, info); len(others) > 0 {
 			note = fmt.Sprintf(" (its directory holds %s: rename the series file to %s)", strings.Join(others, ", "), filepath.Base(seriesPath))
 		} else if strings.HasPrefix(info.Name, "pems") {
 			note = "; the PeMS04 and PeMS08 series are not yet in shared/datasets (see its README.md): develop on sz-taxi or on small files of the same layout"
+		} else {
+			note = fmt.Sprintf(" (pems-train datasets -fetch %s downloads it)", info.Name)
 		}
 		return nil, fmt.Errorf("load %s: series file %s not found under %s%s: %w", info.Name, info.SeriesFile, dir, note, fs.ErrNotExist)
 	}
-	graphPath := filepath.Join(dir, filepath.FromSlash(info.GraphFile))
-	ds, err := LoadFiles(info, seriesPath, graphPath)
-	if err != nil {
-		return nil, err // LoadFiles names the dataset
+	files := Files{Series: seriesPath, Graph: filepath.Join(dir, filepath.FromSlash(info.GraphFile))}
+	if info.LocationsFile != "" {
+		files.Locations = filepath.Join(dir, filepath.FromSlash(info.LocationsFile))
 	}
-	return ds, nil
+	return LoadFrom(info, files) // LoadFrom names the dataset
 }
 
-// LoadFiles reads a dataset described by info from explicit paths, so that
-// user datasets in the release layout can be loaded: the series with
-// ReadNPZ and the graph according to info.GraphFormat. It checks that the
-// series has info.Nodes nodes (when info.Nodes > 0; otherwise the series
-// sets it), len(info.Channels) channels (when Channels is not empty) and
-// that the graph has as many nodes as the series: for an edge list
-// (FormatDistance), which does not state its node count, that it has
-// edges and that they name the series' last node.
+// strayFiles returns the names of the files beside in's series file, in
+// dir, with the series file's extension that are none of in's files: a
+// series under another name.
+func strayFiles(dir string, in Info) []string {
+	series := filepath.Join(dir, filepath.FromSlash(in.SeriesFile))
+	matches, _ := filepath.Glob(filepath.Join(filepath.Dir(series), "*"+path.Ext(in.SeriesFile)))
+	var out []string
+	for _, m := range matches {
+		rel, err := filepath.Rel(dir, m)
+		if err == nil && slices.Contains(in.Files(), filepath.ToSlash(rel)) {
+			continue
+		}
+		out = append(out, filepath.Base(m))
+	}
+	return out
+}
+
+// LoadFiles is LoadFrom without a locations file.
 func LoadFiles(info Info, seriesPath, graphPath string) (*Dataset, error) {
-	ds, err := loadFiles(info, seriesPath, graphPath)
+	return LoadFrom(info, Files{Series: seriesPath, Graph: graphPath})
+}
+
+// LoadFrom reads a dataset described by info from explicit paths, so that
+// user datasets in a release layout can be loaded: the series as
+// info.SeriesFormat says (ReadNPZ or ReadSeriesCSV), the graph as
+// info.GraphFormat says, and the locations, when files.Locations is set,
+// with ReadLocationsCSV. It checks that the series has info.Nodes nodes
+// (when info.Nodes > 0; otherwise the series sets it), len(info.Channels)
+// channels (when Channels is not empty) and that the graph has as many
+// nodes as the series: for an edge list (FormatDistance), which does not
+// state its node count, that it has edges and that they name the series'
+// last node. The locations must list the series' sensors, and where the
+// series names its sensors (a CSV header), the same IDs in the same order.
+func LoadFrom(info Info, files Files) (*Dataset, error) {
+	ds, err := loadFrom(info, files)
 	if err != nil {
 		name := info.Name
 		if name == "" {
@@ -190,14 +292,17 @@ func LoadFiles(info Info, seriesPath, graphPath string) (*Dataset, error) {
 	return ds, nil
 }
 
-func loadFiles(info Info, seriesPath, graphPath string) (*Dataset, error) {
-	if info.GraphFormat != FormatDistance && info.GraphFormat != FormatAdjacency {
-		return nil, fmt.Errorf("graph format %q, want %q or %q", info.GraphFormat, FormatDistance, FormatAdjacency)
+func loadFrom(info Info, files Files) (*Dataset, error) {
+	switch info.GraphFormat {
+	case FormatDistance, FormatAdjacency, FormatWeighted:
+	default:
+		return nil, fmt.Errorf("graph format %q, want %q, %q or %q", info.GraphFormat, FormatDistance, FormatAdjacency, FormatWeighted)
 	}
-	s, err := ReadNPZ(seriesPath)
+	s, ids, err := readSeries(info.SeriesFormat, files.Series)
 	if err != nil {
 		return nil, err
 	}
+	seriesPath := files.Series
 	if info.Nodes > 0 && s.Nodes != info.Nodes {
 		return nil, fmt.Errorf("%s: series has %s, want %d", seriesPath, english.Count(s.Nodes, "node"), info.Nodes)
 	}
@@ -207,31 +312,87 @@ func loadFiles(info Info, seriesPath, graphPath string) (*Dataset, error) {
 	info.Nodes = s.Nodes
 	info.Channels = slices.Clone(info.Channels)
 
-	var g *Graph
-	switch info.GraphFormat {
-	case FormatDistance:
-		g, err = ReadDistanceCSV(graphPath, info.Nodes)
-	case FormatAdjacency:
-		g, err = ReadAdjacencyCSV(graphPath)
-	}
+	g, err := readGraph(info.GraphFormat, files.Graph, info.Nodes)
 	if err != nil {
 		return nil, err
 	}
-	if g.Nodes != s.Nodes {
-		return nil, fmt.Errorf("%s: graph has %s but series %s has %d", graphPath, english.Count(g.Nodes, "node"), seriesPath, s.Nodes)
+	if err := checkGraph(info.GraphFormat, g, files.Graph, s.Nodes, seriesPath); err != nil {
+		return nil, err
 	}
-	if info.GraphFormat == FormatDistance {
-		// An edge list takes its node count from the series, so a list
-		// written for fewer nodes (another dataset's graph, or a file cut
-		// short) would load with the nodes it does not name isolated.
-		if len(g.Edges) == 0 {
-			return nil, fmt.Errorf("%s: no edges between distinct nodes, want the road graph of the series' %s", graphPath, english.Count(s.Nodes, "node"))
+	ds := &Dataset{Info: info, Series: s, Graph: g, SensorIDs: ids}
+	if files.Locations != "" {
+		locIDs, locs, err := ReadLocationsCSV(files.Locations)
+		if err != nil {
+			return nil, err
 		}
-		if top := maxNode(g); top+1 < s.Nodes {
-			return nil, fmt.Errorf("%s: the edges name nodes up to %d only, but series %s has %d nodes (another dataset's graph, or a file cut short?)", graphPath, top, seriesPath, s.Nodes)
+		if err := matchSensors(files.Locations, locIDs, seriesPath, ids, s.Nodes); err != nil {
+			return nil, err
+		}
+		ds.SensorIDs, ds.Locations = locIDs, locs
+	}
+	return ds, nil
+}
+
+// readSeries reads the series at path in the given format, with the
+// sensor IDs the format names (nil for an npz archive).
+func readSeries(format, path string) (*Series, []string, error) {
+	switch format {
+	case "", FormatNPZ:
+		s, err := ReadNPZ(path)
+		return s, nil, err
+	case FormatCSV:
+		return ReadSeriesCSV(path)
+	}
+	return nil, nil, fmt.Errorf("series format %q, want %q or %q", format, FormatNPZ, FormatCSV)
+}
+
+// readGraph reads the graph at path in the given format; nodes is the
+// series' node count, which an edge list does not state.
+func readGraph(format, path string, nodes int) (*Graph, error) {
+	switch format {
+	case FormatDistance:
+		return ReadDistanceCSV(path, nodes)
+	case FormatWeighted:
+		return ReadWeightedCSV(path)
+	}
+	return ReadAdjacencyCSV(path)
+}
+
+// checkGraph reports a graph g read from graphPath whose nodes are not the
+// series' nodes.
+func checkGraph(format string, g *Graph, graphPath string, nodes int, seriesPath string) error {
+	if g.Nodes != nodes {
+		return fmt.Errorf("%s: graph has %s but series %s has %d", graphPath, english.Count(g.Nodes, "node"), seriesPath, nodes)
+	}
+	if format != FormatDistance {
+		return nil
+	}
+	// An edge list takes its node count from the series, so a list
+	// written for fewer nodes (another dataset's graph, or a file cut
+	// short) would load with the nodes it does not name isolated.
+	if len(g.Edges) == 0 {
+		return fmt.Errorf("%s: no edges between distinct nodes, want the road graph of the series' %s", graphPath, english.Count(nodes, "node"))
+	}
+	if top := maxNode(g); top+1 < nodes {
+		return fmt.Errorf("%s: the edges name nodes up to %d only, but series %s has %d nodes (another dataset's graph, or a file cut short?)", graphPath, top, seriesPath, nodes)
+	}
+	return nil
+}
+
+// matchSensors reports locations (locIDs, read from locPath) that do not
+// list the series' nodes sensors, or, where the series names its sensors
+// (ids, from seriesPath's header), not the same IDs in the same order.
+func matchSensors(locPath string, locIDs []string, seriesPath string, ids []string, nodes int) error {
+	if len(locIDs) != nodes {
+		return fmt.Errorf("%s: %s, but series %s has %d sensors", locPath, english.Count(len(locIDs), "sensor"), seriesPath, nodes)
+	}
+	for i, id := range ids {
+		if locIDs[i] != id {
+			return fmt.Errorf("%s: line %d: sensor_id %q, but column %d of %s's header is %q: the locations must list the series' sensors in its column order",
+				locPath, i+2, locIDs[i], i+1, seriesPath, id)
 		}
 	}
-	return &Dataset{Info: info, Series: s, Graph: g}, nil
+	return nil
 }
 
 // maxNode returns the largest node id of g's edges, −1 if it has none.
@@ -348,7 +509,7 @@ func Unlisted(dir string) ([]string, error) {
 	}
 	var out []string
 	for _, in := range Known() {
-		for _, rel := range []string{in.SeriesFile, in.GraphFile} {
+		for _, rel := range in.Files() {
 			if listed[path.Clean(rel)] {
 				continue
 			}

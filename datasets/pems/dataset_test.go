@@ -44,7 +44,7 @@ func TestChannelUnits(t *testing.T) {
 
 func TestKnownLookup(t *testing.T) {
 	ks := Known()
-	names := []string{"pems04", "pems08", "sz-taxi"}
+	names := []string{"los-loop", "pems04", "pems08", "sz-taxi"}
 	if len(ks) != len(names) {
 		t.Fatalf("Known has %d entries, want %d", len(ks), len(names))
 	}
@@ -53,7 +53,7 @@ func TestKnownLookup(t *testing.T) {
 			t.Errorf("Known()[%d].Name = %q, want %q", i, k.Name, names[i])
 		}
 	}
-	ks[0].Channels[0] = "changed"
+	ks[1].Channels[0] = "changed"
 	in, err := Lookup("PEMS04")
 	if err != nil {
 		t.Fatal(err)
@@ -64,8 +64,11 @@ func TestKnownLookup(t *testing.T) {
 	if in, _ := Lookup("sz-taxi"); in.Nodes != 156 || in.StepMinutes != 15 || len(in.Channels) != 1 || in.GraphFormat != FormatAdjacency {
 		t.Errorf("Lookup(sz-taxi) = %+v", in)
 	}
+	if in, _ := Lookup(" Los-Loop"); in.Nodes != 207 || in.StepMinutes != 5 || in.SeriesFormat != FormatCSV || in.GraphFormat != FormatWeighted || in.LocationsFile == "" {
+		t.Errorf("Lookup(Los-Loop) = %+v", in)
+	}
 	_, err = Lookup("metr-la")
-	if err == nil || !strings.Contains(err.Error(), "pems04, pems08, sz-taxi") {
+	if err == nil || !strings.Contains(err.Error(), "los-loop, pems04, pems08, sz-taxi") {
 		t.Errorf("Lookup(metr-la) error = %v, want one listing the known names", err)
 	}
 }

@@ -263,12 +263,18 @@ func ReadAdjacencyCSV(path string) (*Graph, error) {
 	return g, nil
 }
 
-func readAdjacency(r io.Reader) (*Graph, error) {
-	type entry struct {
-		i, j int
-		v    float64
-	}
-	var nz []entry
+// matrixEntry is a nonzero off-diagonal entry (i, j) of a matrix file,
+// with the line it was read from.
+type matrixEntry struct {
+	i, j, line int
+	v          float64
+}
+
+// readMatrix reads a square numeric matrix without header, one comma
+// separated row per line, and returns its order and its nonzero entries
+// off the diagonal, in row order.
+func readMatrix(r io.Reader) (int, []matrixEntry, error) {
+	var nz []matrixEntry
 	cr := newCSVReader(r)
 	n, rows, last := 0, 0, 0
 	for {
@@ -277,7 +283,7 @@ func readAdjacency(r io.Reader) (*Graph, error) {
 			break
 		}
 		if err != nil {
-			return nil, err
+			return 0, nil, err
 		}
 		line, _ := cr.FieldPos(0)
 		last = line
@@ -285,33 +291,41 @@ func readAdjacency(r io.Reader) (*Graph, error) {
 			n = len(rec)
 		}
 		if len(rec) != n {
-			return nil, fmt.Errorf("line %d: %d columns, want %d as in line 1 (matrix must be square)", line, len(rec), n)
+			return 0, nil, fmt.Errorf("line %d: %d columns, want %d as in line 1 (matrix must be square)", line, len(rec), n)
 		}
 		if rows == n {
-			return nil, fmt.Errorf("line %d: more than %d rows (matrix must be square)", line, n)
+			return 0, nil, fmt.Errorf("line %d: more than %d rows (matrix must be square)", line, n)
 		}
 		for j, s := range rec {
 			v, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
 			if err != nil {
-				return nil, fmt.Errorf("line %d, column %d: %w", line, j+1, err)
+				return 0, nil, fmt.Errorf("line %d, column %d: %w", line, j+1, err)
 			}
 			if math.IsNaN(v) {
-				return nil, fmt.Errorf("line %d, column %d: NaN entry", line, j+1)
+				return 0, nil, fmt.Errorf("line %d, column %d: NaN entry", line, j+1)
 			}
 			if math.IsInf(v, 0) {
-				return nil, fmt.Errorf("line %d, column %d: entry %v is not finite", line, j+1, v)
+				return 0, nil, fmt.Errorf("line %d, column %d: entry %v is not finite", line, j+1, v)
 			}
 			if v != 0 && j != rows {
-				nz = append(nz, entry{rows, j, v})
+				nz = append(nz, matrixEntry{rows, j, line, v})
 			}
 		}
 		rows++
 	}
 	if rows == 0 {
-		return nil, errors.New("empty file, want a square adjacency matrix")
+		return 0, nil, errors.New("empty file, want a square adjacency matrix")
 	}
 	if rows != n {
-		return nil, fmt.Errorf("file ends after line %d: %d rows of %d columns (matrix must be square)", last, rows, n)
+		return 0, nil, fmt.Errorf("file ends after line %d: %d rows of %d columns (matrix must be square)", last, rows, n)
+	}
+	return n, nz, nil
+}
+
+func readAdjacency(r io.Reader) (*Graph, error) {
+	n, nz, err := readMatrix(r)
+	if err != nil {
+		return nil, err
 	}
 	// Entries above the diagonal come first so that (i, j), i < j, sets
 	// the cost when both directions are present.
@@ -326,6 +340,53 @@ func readAdjacency(r io.Reader) (*Graph, error) {
 			if _, ok := b.index[[2]int{e.j, e.i}]; !ok {
 				b.add(e.j, e.i, e.v)
 			}
+		}
+	}
+	return b.graph(), nil
+}
+
+// ReadWeightedCSV reads a graph from the square matrix of link weights at
+// path, one comma separated row per line and no header, as Los-loop's
+// los_adj.csv: entry (i, j) is the weight of the link {i, j}, a
+// similarity (higher is closer), 0 where there is none. The edges' costs
+// are the weights. The diagonal is ignored (a graph convolution adds its
+// own self-loops of weight 1). Besides ReadAdjacencyCSV's errors, a
+// negative weight and a matrix that is not symmetric, (i, j) differing
+// from (j, i) by more than a relative 1e-9, are errors that name the line
+// and column.
+func ReadWeightedCSV(path string) (*Graph, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	defer f.Close()
+	g, err := readWeighted(f)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	return g, nil
+}
+
+func readWeighted(r io.Reader) (*Graph, error) {
+	n, nz, err := readMatrix(r)
+	if err != nil {
+		return nil, err
+	}
+	at := make(map[[2]int]float64, len(nz))
+	for _, e := range nz {
+		if e.v < 0 {
+			return nil, fmt.Errorf("line %d, column %d: weight %v is negative (want similarities ≥ 0, 0 for no link)", e.line, e.j+1, e.v)
+		}
+		at[[2]int{e.i, e.j}] = e.v
+	}
+	b := newGraphBuilder(n)
+	for _, e := range nz {
+		mirror := at[[2]int{e.j, e.i}]
+		if math.Abs(e.v-mirror) > 1e-9*math.Max(e.v, mirror) {
+			return nil, fmt.Errorf("line %d, column %d: weight %v, but row %d, column %d holds %v: the matrix must be symmetric", e.line, e.j+1, e.v, e.j+1, e.i+1, mirror)
+		}
+		if e.i < e.j {
+			b.add(e.i, e.j, e.v)
 		}
 	}
 	return b.graph(), nil
