@@ -22,21 +22,33 @@ type Normalizer struct {
 	Mean []float64   `json:"mean"`
 	Std  []float64   `json:"std"`
 	Time *TimeInputs `json:"time,omitempty"`
-	// Edges, when set, is the range of road-link costs (distances) that
-	// Gao & Ribeiro's preprocessing min-max scales to weigh the graph's
-	// links (pems.Graph.ScaledAdjacency); nil: links weigh 1. Prepare
-	// sets it for PrepPaper on a graph with distances.
+	// Edges, when set, says how the graph convolution weighs the road
+	// links by their costs (pems.Graph.ScaledAdjacency): Gao & Ribeiro's
+	// min-max scaled distances, which Prepare sets for PrepPaper on a
+	// graph with distances, or a weighted graph's own weights (Los-loop's,
+	// with Links or the dataset's default); nil: every link weighs 1.
 	Edges *EdgeScale `json:"edges,omitempty"`
 }
 
-// EdgeScale is the range [Min, Max] of link costs scaled to [0, 1].
+// EdgeScale says how links weigh by their costs: the cost min-max scaled
+// over [Min, Max], (cost − Min)/(Max − Min), the shortest link weighing 0
+// and the longest 1 as in Gao & Ribeiro's code. With Weights set, the
+// costs are a weighted graph's link weights (similarities: higher is
+// closer, pems.FormatWeighted) taken as they are, which is the scaling
+// over [0, 1]: Min is 0 and Max 1, so that the same propagation matrix
+// comes of it either way.
 type EdgeScale struct {
-	Min float64 `json:"min"`
-	Max float64 `json:"max"`
+	Min     float64 `json:"min"`
+	Max     float64 `json:"max"`
+	Weights bool    `json:"weights,omitempty"`
 }
 
+// WeightScale is the EdgeScale of links weighed by a weighted graph's own
+// weights.
+func WeightScale() *EdgeScale { return &EdgeScale{Min: 0, Max: 1, Weights: true} }
+
 // SameEdges reports whether a and b weigh a graph's links alike: both nil
-// (weight 1), or the same range.
+// (weight 1), or the same scaling.
 func SameEdges(a, b *EdgeScale) bool {
 	if a == nil || b == nil {
 		return a == b
@@ -46,10 +58,26 @@ func SameEdges(a, b *EdgeScale) bool {
 
 // String says how e weighs links, for errors and logs.
 func (e *EdgeScale) String() string {
-	if e == nil {
+	switch {
+	case e == nil:
 		return "links of weight 1"
+	case e.Weights:
+		return "links weighed by the graph's weights"
 	}
 	return fmt.Sprintf("links weighed by distance scaled over [%g, %g]", e.Min, e.Max)
+}
+
+// validate reports an EdgeScale that no Prepare makes.
+func (e *EdgeScale) validate() error {
+	switch {
+	case e == nil:
+		return nil
+	case e.Weights && (e.Min != 0 || e.Max != 1):
+		return fmt.Errorf("snapshot: normalizer weighs links by the graph's weights, but records the scaling [%v, %v], want [0, 1]", e.Min, e.Max)
+	case !(e.Min <= e.Max && !math.IsInf(e.Min, 0) && !math.IsInf(e.Max, 0)):
+		return fmt.Errorf("snapshot: normalizer's link costs range from %v to %v, want finite with min ≤ max", e.Min, e.Max)
+	}
+	return nil
 }
 
 // ScalingDiff names the first way a and b scale a model's inputs apart,
@@ -206,8 +234,8 @@ func (n Normalizer) Validate(channels int) error {
 	if len(n.Mean) != channels || len(n.Std) != channels {
 		return fmt.Errorf("snapshot: normalizer has %d means and %d stds, want %d channels", len(n.Mean), len(n.Std), channels)
 	}
-	if e := n.Edges; e != nil && !(e.Min <= e.Max && !math.IsInf(e.Min, 0) && !math.IsInf(e.Max, 0)) {
-		return fmt.Errorf("snapshot: normalizer's link costs range from %v to %v, want finite with min ≤ max", e.Min, e.Max)
+	if err := n.Edges.validate(); err != nil {
+		return err
 	}
 	for c := range n.Mean {
 		if math.IsNaN(n.Mean[c]) || math.IsInf(n.Mean[c], 0) {

@@ -24,17 +24,26 @@ type Prepared struct {
 // its snapshots as spec says, and normalises them with norm, or, when norm is nil, with a PrepStandard
 // normaliser fitted on the training part (Split.FitData).
 func Prepare(dataFlag, name string, window int, spec SplitSpec, norm *Normalizer) (*Prepared, error) {
-	return prepare(dataFlag, name, window, spec, norm, PrepStandard)
+	return prepare(dataFlag, name, window, spec, norm, PrepStandard, LinksDefault)
 }
 
 // PrepareFit is Prepare fitting a normaliser of preprocessing prep on the
 // training part: what a new model is trained with. With PrepPaper on a
 // graph whose links have distinct costs (PeMS's distance.csv), the links
 // are weighed as Gao & Ribeiro's code weighs them, by their min-max scaled
-// distance (Normalizer.Edges, pems.Graph.ScaledAdjacency); a saved model's
-// normaliser brings its weights back.
+// distance (Normalizer.Edges, pems.Graph.ScaledAdjacency); a weighted
+// graph's links (Los-loop's) weigh as the dataset's Info.WeighLinks says
+// (see LinksDefault); a saved model's normaliser brings its weights back.
 func PrepareFit(dataFlag, name string, window int, spec SplitSpec, prep Prep) (*Prepared, error) {
-	return prepare(dataFlag, name, window, spec, nil, prep)
+	return prepare(dataFlag, name, window, spec, nil, prep, LinksDefault)
+}
+
+// PrepareFitLinks is PrepareFit with the road links weighed as links
+// says rather than as the dataset's default: every link 1, or a weighted
+// graph's weights (Los-loop's). The choice is recorded in the normaliser
+// (Normalizer.Edges) and in GraphFingerprint.
+func PrepareFitLinks(dataFlag, name string, window int, spec SplitSpec, prep Prep, links Links) (*Prepared, error) {
+	return prepare(dataFlag, name, window, spec, nil, prep, links)
 }
 
 // PrepareSaved prepares the data a saved model was trained on: split as
@@ -86,7 +95,7 @@ func (p *Prepared) CheckGraph(want *pems.GraphFingerprint) error {
 	return nil
 }
 
-func prepare(dataFlag, name string, window int, spec SplitSpec, norm *Normalizer, prep Prep) (*Prepared, error) {
+func prepare(dataFlag, name string, window int, spec SplitSpec, norm *Normalizer, prep Prep, links Links) (*Prepared, error) {
 	dir, err := pems.ResolveDataDir(dataFlag)
 	if err != nil {
 		return nil, err
@@ -126,14 +135,17 @@ func prepare(dataFlag, name string, window int, spec SplitSpec, norm *Normalizer
 	var n Normalizer
 	if norm != nil {
 		n = *norm
+		if n.Edges != nil && n.Edges.Weights && ds.Info.GraphFormat != pems.FormatWeighted {
+			return nil, fmt.Errorf("dataset %s: the model weighs links by a weighted graph's weights, but the graph of %s is not a weighted one (format %s)", name, name, ds.Info.GraphFormat)
+		}
 	} else {
 		data, nodes, steps := split.FitData(s.Data, s.Nodes, s.Channels, window)
 		origin, step := ds.Info.Start.UnixMilli(), int64(ds.Info.StepMinutes)*minuteMs
 		if n, err = Fit(prep, data, nodes, s.Channels, steps, origin, step); err != nil {
 			return nil, fmt.Errorf("normalise %s: %w", name, err)
 		}
-		if lo, hi, ok := ds.Graph.CostRange(); ok && prep == PrepPaper {
-			n.Edges = &EdgeScale{Min: lo, Max: hi}
+		if n.Edges, err = edgeScale(ds, prep, links); err != nil {
+			return nil, fmt.Errorf("dataset %s: %w", name, err)
 		}
 		if at := split.FitSteps(); at != nil && n.Time != nil {
 			// The calendar inputs too are scaled by the steps fitted on.

@@ -23,7 +23,7 @@ func cmdTeacher(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.SetOutput(stderr)
 	var (
 		dataDir   = fs.String("data", "", "data directory (default $PEMS_DATA, then shared/datasets beside the current directory or one of its parents)")
-		dataset   = fs.String("dataset", "", "dataset name: pems04, pems08 or sz-taxi (required unless -resume)")
+		dataset   = fs.String("dataset", "", "dataset name: pems04, pems08, sz-taxi or los-loop (required unless -resume)")
 		kind      = fs.String("model", teacher.KindGRUGCN, "model: gru-gcn (teacher) or gru (baseline without graph)")
 		out       = fs.String("out", "", "model file to write (default runs/DATASET-MODEL.model)")
 		resume    = fs.String("resume", "", "training-state file to resume (written on Ctrl-C)")
@@ -35,6 +35,7 @@ func cmdTeacher(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		splitBy   = fs.String("split-by", snapshot.ByTime, "what the split divides: time (consecutive ranges of snapshots, every sensor scored) nodes (Gao & Ribeiro's transductive split: every snapshot, sensors dealt round-robin by degree, loss and metrics on the part's sensors) or windows (their inductive split: snapshots dealt round-robin in time order, every sensor)")
 		steps     = fs.Int("steps", 0, "use only the first N steps of the series (0: all); distill, eval and export then use the same part through the model's split")
 		prepName  = fs.String("prep", string(snapshot.PrepStandard), "input preprocessing: standard (z-score of the readings) or paper (Gao & Ribeiro's: min-max scaled readings plus minute-of-day and day-of-week inputs)")
+		linksName = fs.String("links", "", "how the GCN weighs the road links: links (every link 1), weights (a weighted graph's own weights: los-loop's), or empty for the dataset's default (los-loop: "+losLoopLinks()+"; PeMS under -prep paper: scaled distances; otherwise links); recorded in the model")
 		seed      = fs.Uint64("seed", 1, "seed of initialisation, shuffling and noise")
 		jsonLogs  = fs.Bool("log-json", false, "log JSON lines instead of text")
 		tc        = teacher.DefaultTrain()
@@ -130,7 +131,7 @@ func cmdTeacher(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		log.Info().Str("state", *resume).Int("epoch", tr.Epoch).Int("best_epoch", tr.BestEpoch).Msg("resuming")
 	} else {
 		if *dataset == "" {
-			fmt.Fprintln(stderr, "teacher: -dataset is required (pems04, pems08 or sz-taxi; see pems-train datasets)")
+			fmt.Fprintln(stderr, "teacher: -dataset is required (pems04, pems08, sz-taxi or los-loop; see pems-train datasets)")
 			return errUsage
 		}
 		name, err := checkDataset(*dataset)
@@ -150,6 +151,10 @@ func cmdTeacher(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		if err != nil {
 			fmt.Fprintf(stderr, "teacher: -prep: %v\n", err)
 			return errUsage
+		}
+		links, err := snapshot.ParseLinks(*linksName)
+		if err != nil {
+			return badFlags(fmt.Errorf("-links: %w", err))
 		}
 		// The flags are checked before the data are read (seconds for
 		// PeMS04); the channels and time inputs come from the data.
@@ -173,7 +178,7 @@ func cmdTeacher(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		if tc.MaxBatches < 0 {
 			return badFlags(fmt.Errorf("-max-batches %d: want a number of batches per epoch, or 0 for all", tc.MaxBatches))
 		}
-		if p, err = snapshot.PrepareFit(*dataDir, *dataset, *window, spec, prep); err != nil {
+		if p, err = snapshot.PrepareFitLinks(*dataDir, *dataset, *window, spec, prep, links); err != nil {
 			return err
 		}
 		cfg.Channels, cfg.TimeInputs = p.Set.Channels, p.Set.Inputs()-p.Set.Channels
@@ -212,7 +217,7 @@ func cmdTeacher(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	log.Info().Str("dataset", meta.Dataset).Str("data", p.Dir).Str("model", meta.Config.Kind).
 		Int("nodes", p.Set.Nodes).Int("channels", p.Set.Channels).Int("steps", p.Set.Steps).
 		Str("split", p.Split.String()).
-		Str("prep", string(meta.Norm.Prep())).Int("gcn_layers", meta.Config.GCNLayers()).Float64("noise", meta.Config.NoiseStd).Int("max_epochs", tr.Config.MaxEpochs).Msg("training")
+		Str("prep", string(meta.Norm.Prep())).Str("links", meta.Norm.Edges.String()).Int("gcn_layers", meta.Config.GCNLayers()).Float64("noise", meta.Config.NoiseStd).Int("max_epochs", tr.Config.MaxEpochs).Msg("training")
 
 	start := time.Now()
 	tr.MAPEFloor = *mapeFloor // the epochs' validation MAPE, as the final report's
@@ -273,4 +278,13 @@ func teacherSelect(flag, v string) (string, error) {
 		return teacher.SelectScaled, nil
 	}
 	return "", badFlags(fmt.Errorf("-%s %q: want mae or %s", flag, v, teacher.SelectScaled))
+}
+
+// losLoopLinks says how Los-loop's links weigh by default, for -links's
+// help.
+func losLoopLinks() string {
+	if in, err := pems.Lookup("los-loop"); err == nil && in.WeighLinks {
+		return "weights"
+	}
+	return "links"
 }
