@@ -93,7 +93,7 @@ func TestBadInvocations(t *testing.T) {
 		{"data without scored part", []string{"serve", "-model", missing, "-data", tmp}, 2, "-data and -start only serve -score-part"},
 		{"missing model", []string{"serve", "-model", missing}, 1, missing},
 		{"truncated model", []string{"serve", "-model", truncated}, 1, truncated},
-		{"demo of an unknown dataset", []string{"demo", "-dataset", "nope"}, 2, `-dataset: unknown dataset "nope" (known: pems04, pems08, sz-taxi)`},
+		{"demo of an unknown dataset", []string{"demo", "-dataset", "nope"}, 2, `-dataset: unknown dataset "nope" (known: los-loop, pems04, pems08, sz-taxi)`},
 		{"negative speed-up", []string{"publish", "-brokers", "127.0.0.1:1", "-speedup", "-2"}, 2, "-speedup -2: want 0"},
 		{"negative steps", []string{"publish", "-brokers", "127.0.0.1:1", "-steps", "-3"}, 2, "-steps -3: want 0"},
 		{"bad rows without csv", []string{"publish", "-brokers", "127.0.0.1:1", "-bad-rows", "skip"}, 2, "-bad-rows goes with -csv"},
