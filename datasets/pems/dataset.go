@@ -408,12 +408,26 @@ func maxNode(g *Graph) int {
 // no directory is given explicitly.
 const EnvDataDir = "PEMS_DATA"
 
+// CacheDir returns the per-user data directory that datasets are
+// downloaded to when no other is named (pems-train datasets -fetch,
+// forecaster demo): sdgnn/datasets in os.UserCacheDir, such as
+// ~/.cache/sdgnn/datasets on Linux ($XDG_CACHE_HOME/sdgnn/datasets where
+// that is set), ~/Library/Caches/sdgnn/datasets on macOS and
+// %LocalAppData%\sdgnn\datasets on Windows.
+func CacheDir() (string, error) {
+	base, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("per-user cache directory: %w", err)
+	}
+	return filepath.Join(base, "sdgnn", "datasets"), nil
+}
+
 // ResolveDataDir picks the data directory: flagValue if it is not empty,
 // else $PEMS_DATA if set, else the first existing directory a/../shared/datasets
 // for a the current directory or one of its ancestors, so that both a
 // checkout and its subdirectories find the shared/datasets folder beside the
-// checkout. An explicit directory must exist. The error lists every place
-// looked at.
+// checkout, else the per-user CacheDir if it exists (where downloads go).
+// An explicit directory must exist. The error lists every place looked at.
 func ResolveDataDir(flagValue string) (string, error) {
 	if flagValue != "" {
 		if err := isDir(flagValue); err != nil {
@@ -444,7 +458,14 @@ func ResolveDataDir(flagValue string) (string, error) {
 		}
 		a = parent
 	}
-	return "", fmt.Errorf("find data directory: no flag, $%s not set, and no shared/datasets beside %s or its ancestors; looked in %s",
+	cache, cerr := CacheDir()
+	if cerr == nil {
+		if isDir(cache) == nil {
+			return cache, nil
+		}
+		looked = append(looked, cache)
+	}
+	return "", fmt.Errorf("find data directory: no flag, $%s not set, no shared/datasets beside %s or its ancestors, and no per-user cache; looked in %s (pems-train datasets -fetch NAME downloads a dataset into the cache)",
 		EnvDataDir, wd, strings.Join(slices.Compact(looked), ", "))
 }
 

@@ -272,15 +272,29 @@ func TestResolveDataDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Chdir(lone)
-	_, err := ResolveDataDir("")
+	home := t.TempDir()
+	t.Setenv("XDG_CACHE_HOME", home)
+	t.Setenv("HOME", home)
+	cache, err := CacheDir()
+	if err != nil || !strings.HasPrefix(cache, home) || !strings.HasSuffix(cache, filepath.Join("sdgnn", "datasets")) {
+		t.Fatalf("cache directory %s, %v: want sdgnn/datasets under %s", cache, err, home)
+	}
+	_, err = ResolveDataDir("")
 	if err == nil {
 		t.Skip("a shared/datasets exists beside an ancestor of the temporary directory")
 	}
-	for _, w := range []string{filepath.Join(lone, "..", "shared", "datasets"), filepath.Join(filepath.Dir(lone), "..", "shared", "datasets")} {
+	for _, w := range []string{filepath.Join(lone, "..", "shared", "datasets"), filepath.Join(filepath.Dir(lone), "..", "shared", "datasets"), cache, "-fetch"} {
 		if !strings.Contains(err.Error(), w) {
 			t.Errorf("error %q does not list %s", err, w)
 		}
 	}
+	// The cache, once it exists, comes last.
+	if err := os.MkdirAll(cache, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	check("the per-user cache", "", cache)
+	t.Chdir(sub)
+	check("shared/datasets before the cache", "", shared)
 }
 
 func sameDir(t *testing.T, a, b string) bool {
