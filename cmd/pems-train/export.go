@@ -2,15 +2,12 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	iofs "io/fs"
 	"os"
 	"path/filepath"
 	"slices"
-	"text/tabwriter"
 
 	"github.com/pemsforecast/sdgnn/checkpoint"
 	"github.com/pemsforecast/sdgnn/datasets/pems"
@@ -166,68 +163,6 @@ func exportEmbeddings(ctx context.Context, out string, m *teacher.Model, p *snap
 		return err
 	}
 	return snapshot.WriteEmbeddings(base+"-Z"+ext, "z", snaps, p.Set.Nodes, d, zs)
-}
-
-func cmdDatasets(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("datasets", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	dataDir := fs.String("data", "", "data directory (default $PEMS_DATA, then shared/datasets beside the current directory or one of its parents)")
-	verify := fs.Bool("verify", true, "verify SHA-256 checksums listed in the directory's SHA256SUMS")
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "datasets: takes no arguments (got %q)\n", fs.Args())
-		return errUsage
-	}
-	dir, derr := pems.ResolveDataDir(*dataDir)
-	if derr != nil {
-		fmt.Fprintf(stdout, "data directory: not found: %v\n", derr)
-	} else {
-		fmt.Fprintf(stdout, "data directory: %s\n", dir)
-	}
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tNODES\tSTEP\tCHANNELS\tSERIES\tGRAPH")
-	for _, info := range pems.Known() {
-		status := func(rel string) string {
-			if derr != nil {
-				return rel + " (?)"
-			}
-			if fileExists(filepath.Join(dir, rel)) {
-				return rel
-			}
-			return rel + " (missing)"
-		}
-		fmt.Fprintf(tw, "%s\t%d\t%d min\t%v\t%s\t%s\n", info.Name, info.Nodes, info.StepMinutes, info.Channels, status(info.SeriesFile), status(info.GraphFile))
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	if derr != nil || !*verify {
-		return derr
-	}
-	missing, err := pems.VerifyChecksums(dir)
-	if errors.Is(err, iofs.ErrNotExist) && !fileExists(filepath.Join(dir, pems.ChecksumFile)) {
-		// A directory of one's own data need not list its sums.
-		fmt.Fprintf(stdout, "checksums: no %s in %s: nothing verified\n", pems.ChecksumFile, dir)
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	unlisted, err := pems.Unlisted(dir)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "checksums: all listed files present match %s", pems.ChecksumFile)
-	if len(missing) > 0 {
-		fmt.Fprintf(stdout, " (listed but missing: %v)", missing)
-	}
-	fmt.Fprintln(stdout)
-	if len(unlisted) > 0 {
-		fmt.Fprintf(stdout, "not verified: %v are not listed in %s\n", unlisted, pems.ChecksumFile)
-	}
-	return nil
 }
 
 // snapshotLabels says what a snapshots file of p's part holds: its

@@ -9,11 +9,13 @@
 //	pems-train eval      -model FILE [flags]                  metrics of a saved model or bundle on a split
 //	pems-train export    -model FILE | -dataset NAME [flags]  write snapshots, embeddings or predictions as Arrow IPC
 //	pems-train report    -model FILE -out DIR                 replay a split through the online path; metrics, figures, HTML
-//	pems-train datasets  [-data DIR]                          list the known datasets and check the data directory
+//	pems-train datasets  [-data DIR] [-fetch NAME [-url URL]] list the known datasets and check the data directory; download one
 //
 // Run "pems-train CMD -h" for the flags of a command. The data directory is
 // the -data flag, else $PEMS_DATA, else the first shared/datasets beside the
-// current directory or one of its parents (../shared/datasets from a checkout).
+// current directory or one of its parents (../shared/datasets from a checkout),
+// else the per-user cache (pems.CacheDir, ~/.cache/sdgnn/datasets on Linux),
+// where datasets -fetch downloads to when neither -data nor $PEMS_DATA is set.
 //
 // Exit status: 0 when the command did its work; 1 when it failed (data
 // missing or malformed, a model file that cannot be read); 2 for a usage
@@ -50,7 +52,7 @@ commands:
   eval      print the metrics of a saved model on a split (-json for machine-readable)
   report    replay a split through the online path and write an analyst's report: metrics, figures, Markdown, HTML, Arrow
   export    write snapshots, embeddings or predictions of a split as Arrow IPC (Feather v2)
-  datasets  list the known datasets, where the data directory is, and verify checksums
+  datasets  list the known datasets, where the data directory is, and verify checksums; -fetch NAME downloads one
 
 run "pems-train COMMAND -h" for its flags
 exit status: 0 done, 1 failed, 2 usage error (a wrong flag), 130 interrupted (teacher and reproduce save a resumable state)
@@ -90,7 +92,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "report":
 		err = cmdReport(ctx, args[1:], stdout, stderr)
 	case "datasets":
-		err = cmdDatasets(args[1:], stdout, stderr)
+		err = cmdDatasets(ctx, args[1:], stdout, stderr)
 	default:
 		fmt.Fprintf(stderr, "pems-train: unknown command %q\n\n%s", args[0], usage)
 		return 2

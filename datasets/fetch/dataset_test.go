@@ -24,24 +24,24 @@ func sharedDir(t *testing.T) string {
 	return dir
 }
 
-// Mirror is an httptest server that serves the shared data directory's
-// files at their upstream paths, REPO/COMMIT/PATH, as GitHub's raw-file
-// host does, ranges honoured; it counts the requests per path.
+// mirror is an httptest server of Mirror(shared) that counts the requests
+// per file.
 func mirror(t *testing.T, shared string) (*server, map[string]int) {
 	t.Helper()
 	var mu sync.Mutex
 	hits := map[string]int{}
+	files := map[string]string{}
+	for _, s := range catalog {
+		files["/"+s.Repo+"/"+s.Commit+"/"+s.Path] = s.File
+	}
+	h := Mirror(shared)
 	srv := newServer(t, func(w http.ResponseWriter, r *http.Request, _ int) {
-		for _, s := range catalog {
-			if s.Fetchable() && r.URL.Path == "/"+s.Repo+"/"+s.Commit+"/"+s.Path {
-				mu.Lock()
-				hits[s.File]++
-				mu.Unlock()
-				http.ServeFile(w, r, filepath.Join(shared, filepath.FromSlash(s.File)))
-				return
-			}
+		if f, ok := files[r.URL.Path]; ok {
+			mu.Lock()
+			hits[f]++
+			mu.Unlock()
 		}
-		http.NotFound(w, r)
+		h.ServeHTTP(w, r)
 	})
 	return srv, hits
 }
