@@ -18,6 +18,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/segmentio/kafka-go"
 
+	"github.com/pemsforecast/sdgnn/datasets/fetch"
 	"github.com/pemsforecast/sdgnn/evaluation"
 	"github.com/pemsforecast/sdgnn/internal/english"
 	"github.com/pemsforecast/sdgnn/internal/runlog"
@@ -33,7 +34,7 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	bf := addBrokerFlags(fs)
 	var (
 		model    = fs.String("model", "", "SDGNN bundle (default runs/demo-DATASET.sdgnn, trained quickly first when missing)")
-		dataDir  = fs.String("data", "", "data directory (default $PEMS_DATA, then shared/datasets beside the current directory or one of its parents)")
+		dataDir  = fs.String("data", "", "data directory (default $PEMS_DATA, then shared/datasets beside the current directory or one of its parents, then the per-user cache, where a dataset no directory holds is downloaded from its public upstream)")
 		dataset  = fs.String("dataset", "sz-taxi", "dataset whose test split is replayed")
 		speedup  = fs.Float64("speedup", 3600, "replay speed-up over real time (0: as fast as possible)")
 		steps    = fs.Int("steps", 200, "replay at most this many steps of the test split (0: all)")
@@ -73,6 +74,12 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	log := newLogger(stderr, *jsonLogs)
 	runlog.Use(ctx, log, *jsonLogs)
+	// A dataset that no data directory holds is downloaded from its public
+	// upstream into the per-user cache (or -data, $PEMS_DATA).
+	progress := log.With().Str(zerolog.LevelFieldName, zerolog.LevelInfoValue).Logger() // a line a log event
+	if *dataDir, err = (&fetch.Fetcher{Progress: progress}).Ensure(ctx, *dataDir, *dataset); err != nil {
+		return err
+	}
 	path := *model
 	if path == "" {
 		path = filepath.Join("runs", "demo-"+*dataset+".sdgnn")

@@ -375,4 +375,10 @@ func (p *progress) add(n int64) {
 	}
 }
 
-func mb(n int64) string { return fmt.Sprintf("%.1f MB", float64(n)/1e6) }
+// mb gives a size in megabytes, or kilobytes below one megabyte.
+func mb(n int64) string {
+	if n < 1e6 {
+		return fmt.Sprintf("%.1f kB", float64(n)/1e3)
+	}
+	return fmt.Sprintf("%.1f MB", float64(n)/1e6)
+}
