@@ -2,6 +2,8 @@ package pems_test
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 
 	"gonum.org/v1/gonum/mat"
 
@@ -23,4 +25,32 @@ func ExampleCSR_MulBlocks() {
 	// Output:
 	// A(0,0)=0.5000 A(0,1)=0.4082 A(1,1)=0.3333 A(0,2)=0.0000
 	// [0.5000  0.4082  0.0000  0.0000  2.4495  3.0000]
+}
+
+// A dataset in Los-loop's layout: a speed table with a header of sensor
+// IDs, a symmetric matrix of link weights, and the sensors' locations.
+func ExampleLoadFrom() {
+	dir, _ := os.MkdirTemp("", "losloop")
+	defer os.RemoveAll(dir)
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		os.WriteFile(p, []byte(text), 0o644)
+		return p
+	}
+	files := pems.Files{
+		Series:    write("speed.csv", "717447,717446\n64.5,60\n62.25,59.5\n61,58\n"),
+		Graph:     write("adj.csv", "1,0.4\n0.4,1\n"),
+		Locations: write("loc.csv", "index,sensor_id,latitude,longitude\n0,717447,34.07,-118.27\n1,717446,34.08,-118.26\n"),
+	}
+	info := pems.Info{Name: "mine", SeriesFormat: pems.FormatCSV, GraphFormat: pems.FormatWeighted, StepMinutes: 5, Channels: []string{"speed"}}
+	ds, err := pems.LoadFrom(info, files)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(ds.Series.Steps, "steps of", ds.Series.Nodes, "sensors:", ds.SensorIDs, ds.Locations[1])
+	fmt.Println("link weight", ds.Graph.Edges[0].Cost)
+	// Output:
+	// 3 steps of 2 sensors: [717447 717446] {34.08 -118.26}
+	// link weight 0.4
 }

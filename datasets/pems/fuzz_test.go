@@ -118,3 +118,30 @@ func FuzzReadAdjacency(f *testing.F) {
 		}
 	})
 }
+
+// FuzzReadSeriesCSV gives ReadSeriesCSV arbitrary text: it must return a
+// series whose shape matches its values and its IDs, or an error naming
+// the file; never panic.
+func FuzzReadSeriesCSV(f *testing.F) {
+	f.Add("101,102\n60,61.5\n59,60\n")
+	f.Add("\ufeffa,b,c\n1,2\n")
+	f.Add("1,1\n1,NaN\n")
+	f.Add("x\n\"1\"\n")
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, text string) {
+		path := filepath.Join(dir, "fuzz.csv")
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		s, ids, err := ReadSeriesCSV(path)
+		if err != nil {
+			if !strings.Contains(err.Error(), path) {
+				t.Fatalf("error %q does not name the file", err)
+			}
+			return
+		}
+		if err := s.validate(); err != nil || s.Channels != 1 || len(ids) != s.Nodes {
+			t.Fatalf("series (%d, %d, %d) of %d values with %d IDs: %v", s.Steps, s.Nodes, s.Channels, len(s.Data), len(ids), err)
+		}
+	})
+}
