@@ -112,7 +112,13 @@ var known = []Info{
 		// The first week of METR-LA: 2016 steps to 2012-03-07 23:55, all
 		// before the switch to daylight saving time on 2012-03-11 (T-GCN
 		// release).
-		Start:      time.Date(2012, 3, 1, 0, 0, 0, 0, losAngeles),
+		Start: time.Date(2012, 3, 1, 0, 0, 0, 0, losAngeles),
+		// The GCN reads only which detectors are linked: weighing the
+		// links by the matrix's weights measured the same (pems-train
+		// teacher -links weights against links, 100 epochs, seeds 1-3:
+		// validation MAE 2.2717 ± 0.0033 against 2.2721 ± 0.0019 mph,
+		// test 2.4136 against 2.4149), and the links are the simpler
+		// reading. -links weights chooses the weights.
 		WeighLinks: false,
 	},
 	{
