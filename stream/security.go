@@ -287,3 +287,43 @@ func eachBroker(ctx context.Context, sec Security, brokers []string, fn func(*ka
 	}
 	return errors.Join(errs...)
 }
+
+// presentedCert returns the leaf of the certificate that the TLS
+// configuration c presents now, as a client (its GetClientCertificate's
+// answer) or as a server (its GetCertificate's, which may change from one
+// handshake to the next), else its first certificate; nil without one.
+func presentedCert(c *tls.Config, client bool) *x509.Certificate {
+	if c == nil {
+		return nil
+	}
+	var cert *tls.Certificate
+	var err error
+	switch {
+	case client && c.GetClientCertificate != nil:
+		cert, err = c.GetClientCertificate(&tls.CertificateRequestInfo{})
+	case !client && c.GetCertificate != nil:
+		cert, err = c.GetCertificate(&tls.ClientHelloInfo{})
+	case len(c.Certificates) > 0:
+		cert = &c.Certificates[0]
+	}
+	if err != nil {
+		return nil
+	}
+	return leafOf(cert)
+}
+
+// leafOf returns cert's leaf, parsed when cert does not hold it; nil
+// without a certificate or with one that does not parse.
+func leafOf(cert *tls.Certificate) *x509.Certificate {
+	if cert == nil || len(cert.Certificate) == 0 {
+		return nil
+	}
+	if cert.Leaf != nil {
+		return cert.Leaf
+	}
+	leaf, err := x509.ParseCertificate(cert.Certificate[0])
+	if err != nil {
+		return nil
+	}
+	return leaf
+}

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -20,7 +19,6 @@ import (
 
 	"github.com/rs/zerolog"
 	"github.com/segmentio/kafka-go"
-	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/pemsforecast/sdgnn/checkpoint"
 	"github.com/pemsforecast/sdgnn/internal/english"
@@ -1628,110 +1626,4 @@ func writeAtomic(path string, data []byte) error {
 		_, err := w.Write(data)
 		return err
 	})
-}
-
-// Embedded is an in-process Kafka-protocol broker (kfake) on 127.0.0.1, the
-// zero-setup default.
-type Embedded struct {
-	Cluster *kfake.Cluster
-	Addr    string
-
-	stop, stopped chan struct{} // end retain, and retain has ended
-	closing       sync.Once
-}
-
-// embeddedRetentionEvery is how often the embedded broker drops what its
-// topics' retention no longer keeps (Kafka's
-// log.retention.check.interval.ms). A variable for tests.
-var embeddedRetentionEvery = 5 * time.Minute
-
-// StartEmbedded starts the embedded broker on the given port (0: any free
-// port); with dataDir set, its log persists there across restarts. Its
-// topics keep their messages for Kafka's default retention (retention.ms,
-// 7 days, by the messages' timestamps), as a Kafka broker does: kfake
-// enforces it only on topics given a retention of their own, and the
-// broker of a service that runs for weeks would otherwise keep every
-// reading and forecast in memory.
-func StartEmbedded(port int, dataDir string) (*Embedded, error) {
-	opts := []kfake.Opt{kfake.NumBrokers(1), kfake.Ports(port), kfake.DefaultNumPartitions(4), kfake.AllowAutoTopicCreation()}
-	if dataDir != "" {
-		if err := os.MkdirAll(dataDir, 0o755); err != nil {
-			return nil, fmt.Errorf("embedded broker data dir: %w", err)
-		}
-		opts = append(opts, kfake.DataDir(dataDir))
-	}
-	c, err := kfake.NewCluster(opts...)
-	if err != nil {
-		return nil, fmt.Errorf("start embedded broker: %w", err)
-	}
-	addrs := c.ListenAddrs()
-	e := &Embedded{Cluster: c, Addr: strings.Join(addrs, ","), stop: make(chan struct{}), stopped: make(chan struct{})}
-	go e.retain(embeddedRetentionEvery)
-	return e, nil
-}
-
-// retain applies the topics' retention every interval until Close.
-func (e *Embedded) retain(every time.Duration) {
-	defer close(e.stopped)
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-e.stop:
-			return
-		case <-t.C:
-			e.Cluster.ApplyRetention()
-		}
-	}
-}
-
-// Close stops the embedded broker.
-func (e *Embedded) Close() {
-	e.closing.Do(func() {
-		if e.stop != nil {
-			close(e.stop)
-			<-e.stopped
-		}
-	})
-	e.Cluster.Close()
-}
-
-// presentedCert returns the leaf of the certificate that the TLS
-// configuration c presents now, as a client (its GetClientCertificate's
-// answer) or as a server (its GetCertificate's, which may change from one
-// handshake to the next), else its first certificate; nil without one.
-func presentedCert(c *tls.Config, client bool) *x509.Certificate {
-	if c == nil {
-		return nil
-	}
-	var cert *tls.Certificate
-	var err error
-	switch {
-	case client && c.GetClientCertificate != nil:
-		cert, err = c.GetClientCertificate(&tls.CertificateRequestInfo{})
-	case !client && c.GetCertificate != nil:
-		cert, err = c.GetCertificate(&tls.ClientHelloInfo{})
-	case len(c.Certificates) > 0:
-		cert = &c.Certificates[0]
-	}
-	if err != nil {
-		return nil
-	}
-	return leafOf(cert)
-}
-
-// leafOf returns cert's leaf, parsed when cert does not hold it; nil
-// without a certificate or with one that does not parse.
-func leafOf(cert *tls.Certificate) *x509.Certificate {
-	if cert == nil || len(cert.Certificate) == 0 {
-		return nil
-	}
-	if cert.Leaf != nil {
-		return cert.Leaf
-	}
-	leaf, err := x509.ParseCertificate(cert.Certificate[0])
-	if err != nil {
-		return nil
-	}
-	return leaf
 }
