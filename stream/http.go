@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net"
 	"net/http"
 	"slices"
 	"strconv"
@@ -321,4 +322,27 @@ func b2i(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// serveHTTP listens on Config.HTTPAddr and serves Handler there in the
+// background, over HTTPS with Config.HTTPTLS; the caller closes the
+// server it returns.
+func (s *Service) serveHTTP() (*http.Server, error) {
+	cfg := &s.cfg
+	ln, err := net.Listen("tcp", cfg.HTTPAddr)
+	if err != nil {
+		return nil, fmt.Errorf("http listen %s: %w", cfg.HTTPAddr, err)
+	}
+	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: httpReadHeaderTimeout, ReadTimeout: httpReadTimeout,
+		WriteTimeout: httpWriteTimeout, IdleTimeout: httpIdleTimeout, ErrorLog: httpErrorLog(cfg.Log)}
+	if cfg.HTTPTLS != nil {
+		// ServeTLS, not Serve on a TLS listener: it also offers HTTP/2,
+		// and answers a plain HTTP request with a 400 that says why.
+		srv.TLSConfig = cfg.HTTPTLS
+		go srv.ServeTLS(ln, "", "")
+	} else {
+		go srv.Serve(ln)
+	}
+	cfg.Log.Info().Str("http", ln.Addr().String()).Bool("tls", cfg.HTTPTLS != nil).Msg("serving metrics, health and forecasts")
+	return srv, nil
 }

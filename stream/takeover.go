@@ -86,3 +86,72 @@ func (s *Service) rebuildLogged(ctx context.Context, t *kafka.Transport) {
 		Int("forecasts", r.Forecasts).Int("sensors_emitted", r.Sensors).Int("sensors_moved", r.Moved).Int("sensors_inferred", r.Inferred).Stringer("took", time.Since(start).Round(time.Microsecond)).
 		Msg("rebuilt from the log: readings before the committed offsets applied, last forecasts found")
 }
+
+// hold settles whether this service holds the readings partitions in
+// this batch of got readings, asks the brokers what the Aligner waits
+// for, and releases into c.held what may be applied. A standby (no
+// partitions, no readings) emits nothing: its state, restored at start,
+// may hold forecasts past their deadline that the holder emits. As it
+// begins to hold the partitions it takes over (takeOver).
+func (c *consumeLoop) hold(ctx context.Context, got int) (holding bool, err error) {
+	claims := c.claims(got)
+	c.askBrokers(ctx)
+	c.release()
+	holding = claims || len(c.held) > 0
+	if holding && !c.s.holding {
+		if err := c.takeOver(ctx); err != nil {
+			return false, err
+		}
+	}
+	c.s.holding = holding
+	return holding, nil
+}
+
+// claims reports whether this batch, of got readings, finds this service
+// holding the partitions, and starts the Aligner's clocks afresh when it
+// begins to: a partition not fetched from yet holds the others back, and
+// the broker's backlogs count, from when this service begins to hold the
+// partitions, at start or taking over from another member.
+func (c *consumeLoop) claims(got int) bool {
+	s := c.s
+	claims := got > 0 || s.holdsPartitions()
+	// A holder keeps holding through batches without readings
+	// until an assignment check that began since it holds says
+	// otherwise. As it starts, the last check's answer may
+	// predate its joining the group ("no partitions assigned
+	// yet"): taking it would let go and rebuild at every
+	// reading until the next check, and the aligner would
+	// start over each time.
+	if !claims && s.holding && !s.assignmentAskedSince(c.holdingSince) {
+		claims = true
+	}
+	if !s.holding && claims {
+		c.align.Restart(time.Now())
+		c.backlogAsked = time.Time{}
+	}
+	return claims
+}
+
+// takeOver begins to hold the partitions: it finishes the flush in hand,
+// takes the state file over when another member wrote it (adoptState),
+// rebuilds the windows from the log (unless Config.NoRebuild), and bases
+// the Aligner at the newest slot the state then holds.
+func (c *consumeLoop) takeOver(ctx context.Context) error {
+	s := c.s
+	c.holdingSince = time.Now()
+	// Taking the partitions over: the file and the committed offsets are
+	// read, so finish writing them first.
+	if err := s.finishFlush(); err != nil {
+		return err
+	}
+	// Only now: a write of the file while this service holds the
+	// partitions is a former holder's that lost its session (its commit
+	// fails, and what it applied is read again here), not one to go back
+	// to.
+	s.adoptState()
+	if !s.cfg.NoRebuild {
+		s.rebuildLogged(ctx, c.transport)
+	}
+	c.align.SetBase(s.state.Newest())
+	return nil
+}
