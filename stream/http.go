@@ -42,225 +42,257 @@ var (
 func (s *Service) Handler() http.Handler {
 	mux := http.NewServeMux()
 	if reload := s.cfg.ReloadModel; reload != nil {
-		token := s.cfg.ReloadToken
-		mux.HandleFunc("POST /-/reload", func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-			if token != "" && !bearer(r, token) {
-				w.Header().Set("WWW-Authenticate", `Bearer realm="reload"`)
-				http.Error(w, "reload refused: missing or wrong bearer token", http.StatusUnauthorized)
-				return
-			}
-			ctx, cancel := context.WithTimeout(r.Context(), ReloadWait)
-			defer cancel()
-			version, err := reload(ctx)
-			switch {
-			case errors.Is(err, ErrReloadBusy):
-				// Not the model's fault: the same request may succeed later.
-				w.Header().Set("Retry-After", "5")
-				http.Error(w, fmt.Sprintf("not reloaded: %v; serving %s", err, s.Bundle().Meta.Version), http.StatusServiceUnavailable)
-				return
-			case err != nil:
-				http.Error(w, fmt.Sprintf("reload refused: %v; serving %s", err, s.Bundle().Meta.Version), http.StatusConflict)
-				return
-			}
-			fmt.Fprintf(w, "serving %s\n", version)
-		})
+		mux.HandleFunc("POST /-/reload", s.reloadHandler(reload, s.cfg.ReloadToken))
 	}
-	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8") // as Prometheus's client libraries
-		w.Header().Set("Cache-Control", "no-store")
-		if err := s.counters.WritePrometheus(w); err != nil {
-			s.cfg.Log.Debug().Err(err).Msg("/metrics")
-			return
-		}
-		if err := s.live.WritePrometheus(w); err != nil {
-			s.cfg.Log.Debug().Err(err).Msg("/metrics")
-			return
-		}
-		if err := WriteProcessMetrics(w); err != nil {
-			s.cfg.Log.Debug().Err(err).Msg("/metrics")
-			return
-		}
-		s.mu.RLock()
-		lag, lagAt, parts, meta := s.health.lag, s.health.lagAt, s.health.partLag, s.bundle.Meta
-		s.mu.RUnlock()
-		if !lagAt.IsZero() {
-			fmt.Fprintf(w, "# HELP sdgnn_consumer_lag Offsets of the readings topic the group has yet to consume, summed over partitions: from its committed offset to the last stable offset.\n# TYPE sdgnn_consumer_lag gauge\nsdgnn_consumer_lag %d\n", lag)
-			fmt.Fprintf(w, "# HELP sdgnn_partition_lag Offsets of a readings partition the group has yet to consume, as sdgnn_consumer_lag.\n# TYPE sdgnn_partition_lag gauge\n")
-			for p, n := range parts {
-				fmt.Fprintf(w, "sdgnn_partition_lag{partition=\"%d\"} %d\n", p, n)
-			}
-		}
-		fmt.Fprintf(w, "# HELP sdgnn_model_info The model being served (1), by version and dataset.\n# TYPE sdgnn_model_info gauge\nsdgnn_model_info{version=\"%s\",dataset=\"%s\"} 1\n", promLabel(meta.Version), promLabel(meta.Dataset))
-		if leaf := presentedCert(s.cfg.Security.TLS, true); leaf != nil {
-			fmt.Fprintf(w, "# HELP sdgnn_kafka_tls_client_cert_expiry_timestamp_seconds When the client certificate presented to the brokers expires (its NotAfter, Unix seconds), by serial number.\n# TYPE sdgnn_kafka_tls_client_cert_expiry_timestamp_seconds gauge\nsdgnn_kafka_tls_client_cert_expiry_timestamp_seconds{serial=\"%s\"} %d\n",
-				leaf.SerialNumber, leaf.NotAfter.Unix())
-		}
-		if leaf := presentedCert(s.cfg.HTTPTLS, false); leaf != nil {
-			fmt.Fprintf(w, "# HELP sdgnn_http_tls_cert_expiry_timestamp_seconds When the certificate that -http serves HTTPS with expires (its NotAfter, Unix seconds), by serial number: alert well before it.\n# TYPE sdgnn_http_tls_cert_expiry_timestamp_seconds gauge\nsdgnn_http_tls_cert_expiry_timestamp_seconds{serial=\"%s\"} %d\n",
-				leaf.SerialNumber, leaf.NotAfter.Unix())
-		}
-		fmt.Fprintf(w, "# HELP sdgnn_ready Whether the readiness check passes (1) or not (0), overall (check=\"all\") and by check, as /readyz.\n# TYPE sdgnn_ready gauge\n")
-		rd := s.Readiness()
-		fmt.Fprintf(w, "sdgnn_ready{check=\"all\"} %d\n", b2i(rd.Ready))
-		for _, c := range rd.Checks {
-			fmt.Fprintf(w, "sdgnn_ready{check=%q} %d\n", c.Name, b2i(c.OK))
-		}
-	})
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Cache-Control", "no-store") // what a cache kept would not be the service's now
-		s.mu.RLock()
-		ok := s.health.running
-		s.mu.RUnlock()
-		if !ok {
-			http.Error(w, "starting", http.StatusServiceUnavailable)
-			return
-		}
-		fmt.Fprintln(w, "ok")
-	})
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-		rd := s.Readiness()
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		w.Header().Set("Cache-Control", "no-store")
-		if !rd.Ready {
-			w.WriteHeader(http.StatusServiceUnavailable)
-		}
-		rd.Write(w)
-	})
-	mux.HandleFunc("GET /forecast/{sensor}", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Add("Vary", "Accept") // JSON or CSV, as /forecasts
-		id, ok := parseSensor(r.PathValue("sensor"), s.live.Nodes())
-		if n := s.live.Nodes(); !ok {
-			http.Error(w, fmt.Sprintf("unknown sensor %q: want 0..%d", r.PathValue("sensor"), n-1), http.StatusNotFound)
-			return
-		}
-		q, err := forecastsQuery(r.URL.RawQuery, s.live.Nodes(), "format")
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		asCSV, err := wantsCSV(q, r.Header)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		s.mu.RLock()
-		v, ok := s.latest[id]
-		s.mu.RUnlock()
-		if !ok {
-			http.Error(w, fmt.Sprintf("no forecast for sensor %d yet", id), http.StatusNotFound)
-			return
-		}
-		if asCSV {
-			s.writeForecastsCSV(w, [][]byte{v}, math.MinInt64)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("Cache-Control", "no-store") // the next slot replaces it
-		w.Write(v)
-	})
-	mux.HandleFunc("GET /forecasts", func(w http.ResponseWriter, r *http.Request) {
-		// JSON or CSV by Accept too: a cache must not answer one with
-		// the other.
-		w.Header().Add("Vary", "Accept")
-		q, err := forecastsQuery(r.URL.RawQuery, s.live.Nodes(), "sensors", "since", "format")
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		ids, err := sensorList(q.Get("sensors"), s.live.Nodes())
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		since := int64(math.MinInt64)
-		if v := q.Get("since"); v != "" {
-			if since, err = ParseTS(v); err != nil {
-				if hint := zonePlusHint(v); hint != "" {
-					err = errors.New(hint)
-				}
-				http.Error(w, fmt.Sprintf("since: %v", err), http.StatusBadRequest)
-				return
-			}
-			// No forecast is of a slot before 1970 or after 9999 (the
-			// Validator refuses such readings): a since out there, a
-			// time in µs or ns say, would answer nothing for good.
-			if since < 0 || since > MaxTS {
-				http.Error(w, fmt.Sprintf("since: %q is outside 1970 to 9999 (Unix ms, want 0..%d; µs or ns?)", v, MaxTS), http.StatusBadRequest)
-				return
-			}
-		}
-		asCSV, err := wantsCSV(q, r.Header)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		// The messages are taken under the lock (they are not written
-		// to once stored); decoding their slots for since is done after.
-		var msgs [][]byte
-		s.mu.RLock()
-		if ids == nil {
-			for id := range s.latest {
-				ids = append(ids, id)
-			}
-			slices.Sort(ids)
-		}
-		for _, id := range ids {
-			if v, ok := s.latest[id]; ok {
-				msgs = append(msgs, v)
-			}
-		}
-		s.mu.RUnlock()
-		if asCSV {
-			s.writeForecastsCSV(w, msgs, since)
-			return
-		}
-		body := []byte{'['}
-		for _, v := range msgs {
-			if since != math.MinInt64 && tsOf(v) < since {
-				continue
-			}
-			if len(body) > 1 {
-				body = append(body, ',')
-			}
-			body = append(body, v...)
-		}
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("Cache-Control", "no-store")
-		w.Write(append(body, ']', '\n'))
-	})
-	mux.HandleFunc("GET /live", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		w.Header().Set("Cache-Control", "no-cache")
-		w.Write(livePage)
-	})
-	mux.HandleFunc("GET /api/sensors", func(w http.ResponseWriter, r *http.Request) {
-		sum := s.live.Summary()
-		sum.Model = s.Bundle().Meta.Version
-		writeJSON(w, sum)
-	})
-	mux.HandleFunc("GET /api/sensors/{sensor}", func(w http.ResponseWriter, r *http.Request) {
-		var (
-			v  LiveSensor
-			ok bool
-		)
-		if id, known := parseSensor(r.PathValue("sensor"), s.live.Nodes()); known {
-			v, ok = s.live.Sensor(id)
-		}
-		if !ok {
-			http.Error(w, fmt.Sprintf("unknown sensor %q: want 0..%d", r.PathValue("sensor"), s.live.Nodes()-1), http.StatusNotFound)
-			return
-		}
-		th := s.Bundle().Theta
-		in, err := s.live.Inputs(th.Nodes[v.Sensor], th.Weights[v.Sensor])
-		if err != nil {
-			http.Error(w, fmt.Sprintf("sensor %d: %v", v.Sensor, err), http.StatusInternalServerError)
-			return
-		}
-		v.Inputs = in
-		writeJSON(w, v)
-	})
+	mux.HandleFunc("GET /metrics", s.serveMetrics)
+	mux.HandleFunc("GET /healthz", s.serveHealthz)
+	mux.HandleFunc("GET /readyz", s.serveReadyz)
+	mux.HandleFunc("GET /forecast/{sensor}", s.serveForecast)
+	mux.HandleFunc("GET /forecasts", s.serveForecasts)
+	mux.HandleFunc("GET /live", s.serveLive)
+	mux.HandleFunc("GET /api/sensors", s.serveSensors)
+	mux.HandleFunc("GET /api/sensors/{sensor}", s.serveSensor)
 	return mux
+}
+
+// reloadHandler serves POST /-/reload: reload's answer, when the request
+// brings token (if any) as a bearer token.
+func (s *Service) reloadHandler(reload func(ctx context.Context) (string, error), token string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		if token != "" && !bearer(r, token) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="reload"`)
+			http.Error(w, "reload refused: missing or wrong bearer token", http.StatusUnauthorized)
+			return
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), ReloadWait)
+		defer cancel()
+		version, err := reload(ctx)
+		switch {
+		case errors.Is(err, ErrReloadBusy):
+			// Not the model's fault: the same request may succeed later.
+			w.Header().Set("Retry-After", "5")
+			http.Error(w, fmt.Sprintf("not reloaded: %v; serving %s", err, s.Bundle().Meta.Version), http.StatusServiceUnavailable)
+			return
+		case err != nil:
+			http.Error(w, fmt.Sprintf("reload refused: %v; serving %s", err, s.Bundle().Meta.Version), http.StatusConflict)
+			return
+		}
+		fmt.Fprintf(w, "serving %s\n", version)
+	}
+}
+
+// serveMetrics serves GET /metrics: the counters, the live view's scores
+// and the process's metrics (Prometheus text), then the consumer lag, the
+// model served, the certificates' expiry and the readiness checks.
+func (s *Service) serveMetrics(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8") // as Prometheus's client libraries
+	w.Header().Set("Cache-Control", "no-store")
+	if err := s.counters.WritePrometheus(w); err != nil {
+		s.cfg.Log.Debug().Err(err).Msg("/metrics")
+		return
+	}
+	if err := s.live.WritePrometheus(w); err != nil {
+		s.cfg.Log.Debug().Err(err).Msg("/metrics")
+		return
+	}
+	if err := WriteProcessMetrics(w); err != nil {
+		s.cfg.Log.Debug().Err(err).Msg("/metrics")
+		return
+	}
+	s.mu.RLock()
+	lag, lagAt, parts, meta := s.health.lag, s.health.lagAt, s.health.partLag, s.bundle.Meta
+	s.mu.RUnlock()
+	if !lagAt.IsZero() {
+		fmt.Fprintf(w, "# HELP sdgnn_consumer_lag Offsets of the readings topic the group has yet to consume, summed over partitions: from its committed offset to the last stable offset.\n# TYPE sdgnn_consumer_lag gauge\nsdgnn_consumer_lag %d\n", lag)
+		fmt.Fprintf(w, "# HELP sdgnn_partition_lag Offsets of a readings partition the group has yet to consume, as sdgnn_consumer_lag.\n# TYPE sdgnn_partition_lag gauge\n")
+		for p, n := range parts {
+			fmt.Fprintf(w, "sdgnn_partition_lag{partition=\"%d\"} %d\n", p, n)
+		}
+	}
+	fmt.Fprintf(w, "# HELP sdgnn_model_info The model being served (1), by version and dataset.\n# TYPE sdgnn_model_info gauge\nsdgnn_model_info{version=\"%s\",dataset=\"%s\"} 1\n", promLabel(meta.Version), promLabel(meta.Dataset))
+	if leaf := presentedCert(s.cfg.Security.TLS, true); leaf != nil {
+		fmt.Fprintf(w, "# HELP sdgnn_kafka_tls_client_cert_expiry_timestamp_seconds When the client certificate presented to the brokers expires (its NotAfter, Unix seconds), by serial number.\n# TYPE sdgnn_kafka_tls_client_cert_expiry_timestamp_seconds gauge\nsdgnn_kafka_tls_client_cert_expiry_timestamp_seconds{serial=\"%s\"} %d\n",
+			leaf.SerialNumber, leaf.NotAfter.Unix())
+	}
+	if leaf := presentedCert(s.cfg.HTTPTLS, false); leaf != nil {
+		fmt.Fprintf(w, "# HELP sdgnn_http_tls_cert_expiry_timestamp_seconds When the certificate that -http serves HTTPS with expires (its NotAfter, Unix seconds), by serial number: alert well before it.\n# TYPE sdgnn_http_tls_cert_expiry_timestamp_seconds gauge\nsdgnn_http_tls_cert_expiry_timestamp_seconds{serial=\"%s\"} %d\n",
+			leaf.SerialNumber, leaf.NotAfter.Unix())
+	}
+	fmt.Fprintf(w, "# HELP sdgnn_ready Whether the readiness check passes (1) or not (0), overall (check=\"all\") and by check, as /readyz.\n# TYPE sdgnn_ready gauge\n")
+	rd := s.Readiness()
+	fmt.Fprintf(w, "sdgnn_ready{check=\"all\"} %d\n", b2i(rd.Ready))
+	for _, c := range rd.Checks {
+		fmt.Fprintf(w, "sdgnn_ready{check=%q} %d\n", c.Name, b2i(c.OK))
+	}
+}
+
+// serveHealthz serves GET /healthz: 200 while Run runs (liveness).
+func (s *Service) serveHealthz(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "no-store") // what a cache kept would not be the service's now
+	s.mu.RLock()
+	ok := s.health.running
+	s.mu.RUnlock()
+	if !ok {
+		http.Error(w, "starting", http.StatusServiceUnavailable)
+		return
+	}
+	fmt.Fprintln(w, "ok")
+}
+
+// serveReadyz serves GET /readyz: 200 when every readiness check passes,
+// else 503, one line per check.
+func (s *Service) serveReadyz(w http.ResponseWriter, r *http.Request) {
+	rd := s.Readiness()
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	if !rd.Ready {
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}
+	rd.Write(w)
+}
+
+// serveForecast serves GET /forecast/{sensor}: the sensor's latest
+// forecast message, or its CSV row.
+func (s *Service) serveForecast(w http.ResponseWriter, r *http.Request) {
+	w.Header().Add("Vary", "Accept") // JSON or CSV, as /forecasts
+	id, ok := parseSensor(r.PathValue("sensor"), s.live.Nodes())
+	if n := s.live.Nodes(); !ok {
+		http.Error(w, fmt.Sprintf("unknown sensor %q: want 0..%d", r.PathValue("sensor"), n-1), http.StatusNotFound)
+		return
+	}
+	q, err := forecastsQuery(r.URL.RawQuery, s.live.Nodes(), "format")
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	asCSV, err := wantsCSV(q, r.Header)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	s.mu.RLock()
+	v, ok := s.latest[id]
+	s.mu.RUnlock()
+	if !ok {
+		http.Error(w, fmt.Sprintf("no forecast for sensor %d yet", id), http.StatusNotFound)
+		return
+	}
+	if asCSV {
+		s.writeForecastsCSV(w, [][]byte{v}, math.MinInt64)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store") // the next slot replaces it
+	w.Write(v)
+}
+
+// serveForecasts serves GET /forecasts: the latest forecast of every
+// sensor asked (?sensors=), of a slot at or after ?since=, as a JSON array
+// or CSV.
+func (s *Service) serveForecasts(w http.ResponseWriter, r *http.Request) {
+	// JSON or CSV by Accept too: a cache must not answer one with
+	// the other.
+	w.Header().Add("Vary", "Accept")
+	q, err := forecastsQuery(r.URL.RawQuery, s.live.Nodes(), "sensors", "since", "format")
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	ids, err := sensorList(q.Get("sensors"), s.live.Nodes())
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	since, err := sinceParam(q.Get("since"))
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	asCSV, err := wantsCSV(q, r.Header)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	msgs := s.latestOf(ids)
+	if asCSV {
+		s.writeForecastsCSV(w, msgs, since)
+		return
+	}
+	body := []byte{'['}
+	for _, v := range msgs {
+		if since != math.MinInt64 && tsOf(v) < since {
+			continue
+		}
+		if len(body) > 1 {
+			body = append(body, ',')
+		}
+		body = append(body, v...)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Write(append(body, ']', '\n'))
+}
+
+// latestOf returns the latest forecast messages of the sensors ids (nil:
+// every sensor, by id), of those that have one. The messages are taken
+// under the lock (they are not written to once stored); decoding their
+// slots for since is left to the caller.
+func (s *Service) latestOf(ids []int) [][]byte {
+	var msgs [][]byte
+	s.mu.RLock()
+	if ids == nil {
+		for id := range s.latest {
+			ids = append(ids, id)
+		}
+		slices.Sort(ids)
+	}
+	for _, id := range ids {
+		if v, ok := s.latest[id]; ok {
+			msgs = append(msgs, v)
+		}
+	}
+	s.mu.RUnlock()
+	return msgs
+}
+
+// serveLive serves GET /live: the live view's page.
+func (s *Service) serveLive(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.Write(livePage)
+}
+
+// serveSensors serves GET /api/sensors: every sensor's running error (a
+// LiveSummary).
+func (s *Service) serveSensors(w http.ResponseWriter, r *http.Request) {
+	sum := s.live.Summary()
+	sum.Model = s.Bundle().Meta.Version
+	writeJSON(w, sum)
+}
+
+// serveSensor serves GET /api/sensors/{sensor}: the sensor's recent
+// readings, forecasts and inputs (a LiveSensor).
+func (s *Service) serveSensor(w http.ResponseWriter, r *http.Request) {
+	var (
+		v  LiveSensor
+		ok bool
+	)
+	if id, known := parseSensor(r.PathValue("sensor"), s.live.Nodes()); known {
+		v, ok = s.live.Sensor(id)
+	}
+	if !ok {
+		http.Error(w, fmt.Sprintf("unknown sensor %q: want 0..%d", r.PathValue("sensor"), s.live.Nodes()-1), http.StatusNotFound)
+		return
+	}
+	th := s.Bundle().Theta
+	in, err := s.live.Inputs(th.Nodes[v.Sensor], th.Weights[v.Sensor])
+	if err != nil {
+		http.Error(w, fmt.Sprintf("sensor %d: %v", v.Sensor, err), http.StatusInternalServerError)
+		return
+	}
+	v.Inputs = in
+	writeJSON(w, v)
 }
 
 // writeForecastsCSV answers GET /forecasts?format=csv: a header ts, sensor,

@@ -2,8 +2,10 @@ package stream
 
 import (
 	"crypto/subtle"
+	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"net/http"
 	"net/url"
 	"slices"
@@ -39,6 +41,28 @@ func forecastsQuery(raw string, n int, known ...string) (url.Values, error) {
 		}
 	}
 	return q, nil
+}
+
+// sinceParam parses the since parameter of GET /forecasts, v: a slot
+// time, Unix ms or RFC 3339; "" is every slot (math.MinInt64).
+func sinceParam(v string) (int64, error) {
+	if v == "" {
+		return math.MinInt64, nil
+	}
+	since, err := ParseTS(v)
+	if err != nil {
+		if hint := zonePlusHint(v); hint != "" {
+			err = errors.New(hint)
+		}
+		return 0, fmt.Errorf("since: %v", err)
+	}
+	// No forecast is of a slot before 1970 or after 9999 (the
+	// Validator refuses such readings): a since out there, a
+	// time in µs or ns say, would answer nothing for good.
+	if since < 0 || since > MaxTS {
+		return 0, fmt.Errorf("since: %q is outside 1970 to 9999 (Unix ms, want 0..%d; µs or ns?)", v, MaxTS)
+	}
+	return since, nil
 }
 
 // zonePlusHint says, of a since value that is RFC 3339 once its space is
