@@ -108,21 +108,43 @@ func (s *Service) rebuild(ctx context.Context, t *kafka.Transport) (out rebuilt,
 			s.emitter.Rescan()
 		}
 	}()
-	cfg := s.cfg
-	client := brokerClient(cfg.Brokers, t)
+	client := brokerClient(s.cfg.Brokers, t)
 	span := int64(s.state.r) * int64(s.state.n)
-
-	parts, err := partitionsOf(ctx, t, cfg.Brokers, cfg.ReadingsTopic)
+	if err := s.replayReadings(ctx, client, t, span, &out); err != nil {
+		return out, err
+	}
+	latest, lastOf, err := s.readForecasts(ctx, client, t, span, &out)
 	if err != nil {
 		return out, err
+	}
+	out.Sensors = len(latest)
+	if out.Readings > 0 && s.valid.MaxAgeSlots == 0 && s.valid.MaxFutureSlots == 0 && s.sameModel(lastOf, latest) {
+		for z := range s.state.n {
+			if s.markFresh(z) {
+				out.Inferred++
+			}
+		}
+	}
+	s.keepLatest(latest)
+	return out, nil
+}
+
+// replayReadings reads back, of every readings partition, the last span
+// readings before the group's committed offset, and replays those that
+// are valid into the state and the live view, counting them in out.
+func (s *Service) replayReadings(ctx context.Context, client *kafka.Client, t *kafka.Transport, span int64, out *rebuilt) error {
+	cfg := &s.cfg
+	parts, err := partitionsOf(ctx, t, cfg.Brokers, cfg.ReadingsTopic)
+	if err != nil {
+		return err
 	}
 	committed, err := committedOffsets(ctx, client, cfg.GroupID, cfg.ReadingsTopic, parts)
 	if err != nil {
-		return out, err
+		return err
 	}
 	bounds, err := offsetBounds(ctx, client, cfg.ReadingsTopic, parts)
 	if err != nil {
-		return out, err
+		return err
 	}
 	// The clock checks but the age: the readings were accepted then.
 	valid := s.valid
@@ -140,7 +162,7 @@ func (s *Service) rebuild(ctx context.Context, t *kafka.Transport) (out rebuilt,
 			}
 		})
 		if err != nil {
-			return out, err
+			return err
 		}
 	}
 	out.Readings = len(rs)
@@ -148,16 +170,26 @@ func (s *Service) rebuild(ctx context.Context, t *kafka.Transport) (out rebuilt,
 	for _, r := range rs { // in slot order
 		s.live.backfill(r.Sensor, r.TS, r.Values, liveReading)
 	}
+	return nil
+}
 
+// readForecasts reads back the last span forecasts of every forecasts
+// partition, moving each sensor's last emitted slot up to the newest
+// found (State.MarkEmitted) and filling the live view in, counting them
+// in out. It returns each sensor's latest forecast found, and each
+// partition's last forecast read.
+func (s *Service) readForecasts(ctx context.Context, client *kafka.Client, t *kafka.Transport, span int64, out *rebuilt) (latest map[int]found, lastOf map[int][]byte, err error) {
+	cfg := &s.cfg
 	fparts, err := partitionsOf(ctx, t, cfg.Brokers, cfg.ForecastsTopic)
 	if err != nil {
-		return out, err
+		return nil, nil, err
 	}
-	if bounds, err = offsetBounds(ctx, client, cfg.ForecastsTopic, fparts); err != nil {
-		return out, err
+	bounds, err := offsetBounds(ctx, client, cfg.ForecastsTopic, fparts)
+	if err != nil {
+		return nil, nil, err
 	}
-	latest := map[int]found{}
-	lastOf := map[int][]byte{} // each partition's last forecast read
+	latest = map[int]found{}
+	lastOf = map[int][]byte{} // each partition's last forecast read
 	for _, p := range fparts {
 		first, end := bounds[p][0], bounds[p][1]
 		if end <= first {
@@ -180,20 +212,18 @@ func (s *Service) rebuild(ctx context.Context, t *kafka.Transport) (out rebuilt,
 			lastOf[p] = value
 		})
 		if err != nil {
-			return out, err
+			return nil, nil, err
 		}
 	}
-	out.Sensors = len(latest)
-	if out.Readings > 0 && s.valid.MaxAgeSlots == 0 && s.valid.MaxFutureSlots == 0 && s.sameModel(lastOf, latest) {
-		for z := range s.state.n {
-			if s.markFresh(z) {
-				out.Inferred++
-			}
-		}
-	}
-	// Served as they are (/forecast/{sensor}, /forecasts): a message the
-	// reading decoder took but that is not a whole forecast (another
-	// writer's) is checked once here, per sensor, and left out.
+	return latest, lastOf, nil
+}
+
+// keepLatest makes the forecasts of latest the sensors' latest served,
+// where they are newer than those held. Served as they are
+// (/forecast/{sensor}, /forecasts): a message the reading decoder took
+// but that is not a whole forecast (another writer's) is checked once
+// here, per sensor, and left out.
+func (s *Service) keepLatest(latest map[int]found) {
 	for z, l := range latest {
 		if _, err := DecodeForecast(l.msg); err != nil {
 			delete(latest, z)
@@ -206,7 +236,6 @@ func (s *Service) rebuild(ctx context.Context, t *kafka.Transport) (out rebuilt,
 		}
 	}
 	s.mu.Unlock()
-	return out, nil
 }
 
 // found is the latest forecast of a sensor that a rebuild read back: its
