@@ -94,3 +94,69 @@ func partitionsOf(ctx context.Context, t *kafka.Transport, brokers []string, top
 	}
 	return nil, fmt.Errorf("metadata of %s: topic not found", topic)
 }
+
+// committedOffsets returns the offsets group has committed on topic's
+// partitions; a partition without one is left out.
+func committedOffsets(ctx context.Context, c *kafka.Client, group, topic string, parts []int) (map[int]int64, error) {
+	resp, err := c.OffsetFetch(ctx, &kafka.OffsetFetchRequest{GroupID: group, Topics: map[string][]int{topic: parts}})
+	if err == nil {
+		err = resp.Error
+	}
+	if errors.Is(err, kafka.GroupIdNotFound) {
+		// A group not created yet (before its first member joins) has
+		// committed nothing. Kafka answers so with no offsets; kfake
+		// with this error.
+		return map[int]int64{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("committed offsets of group %s on %s: %w", group, topic, err)
+	}
+	out := map[int]int64{}
+	for _, p := range resp.Topics[topic] {
+		if p.Error != nil {
+			return nil, fmt.Errorf("committed offset of group %s on %s/%d: %w", group, topic, p.Partition, p.Error)
+		}
+		if p.CommittedOffset >= 0 {
+			out[p.Partition] = p.CommittedOffset
+		}
+	}
+	return out, nil
+}
+
+// offsetBounds returns, per partition of topic, its first offset and its
+// end (the offset the next message will have).
+func offsetBounds(ctx context.Context, c *kafka.Client, topic string, parts []int) (map[int][2]int64, error) {
+	reqs := make([]kafka.OffsetRequest, 0, 2*len(parts))
+	for _, p := range parts {
+		reqs = append(reqs, kafka.FirstOffsetOf(p), kafka.LastOffsetOf(p))
+	}
+	resp, err := c.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{topic: reqs}})
+	if err != nil {
+		return nil, fmt.Errorf("offsets of %s: %w", topic, err)
+	}
+	out := map[int][2]int64{}
+	for _, p := range resp.Topics[topic] {
+		if p.Error != nil {
+			return nil, fmt.Errorf("offsets of %s/%d: %w", topic, p.Partition, p.Error)
+		}
+		out[p.Partition] = [2]int64{p.FirstOffset, p.LastOffset}
+	}
+	for _, p := range parts {
+		if _, ok := out[p]; !ok {
+			return nil, fmt.Errorf("offsets of %s/%d: not in the broker's answer", topic, p)
+		}
+	}
+	return out, nil
+}
+
+// readRange calls fn with the key and value of every record of topic's
+// partition p at offsets [from, to), in order, read committed and without
+// the records of aborted transactions (see walkCommitted).
+func readRange(ctx context.Context, c *kafka.Client, topic string, p int, from, to int64, fn func(key, value []byte)) error {
+	_, err := walkCommitted(ctx, c, topic, p, from, to, func(_ int64, key, value []byte, aborted bool) {
+		if !aborted {
+			fn(key, value)
+		}
+	})
+	return err
+}
