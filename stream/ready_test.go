@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -412,32 +411,6 @@ func TestServiceReadinessThroughBrokerRestart(t *testing.T) {
 	}
 }
 
-func TestWantsCSV(t *testing.T) {
-	for _, tc := range []struct {
-		accept string
-		want   bool
-	}{
-		{"", false},
-		{"text/csv", true},
-		{"TEXT/CSV", true},
-		{"text/csv;q=0", false},
-		{"text/csv, application/json", false},
-		{"application/json;q=0.1, text/csv", true},
-		{"text/csv;q=0.5, application/json;q=0.9", false},
-		{"text/csv, */*;q=0.1", true},
-		{"text/html, application/xhtml+xml", false},
-		{"text/csv; charset=utf-8; q=0.8", true},
-	} {
-		h := http.Header{}
-		if tc.accept != "" {
-			h.Set("Accept", tc.accept)
-		}
-		if got, err := wantsCSV(url.Values{}, h); err != nil || got != tc.want {
-			t.Errorf("Accept %q: CSV %v (%v), want %v", tc.accept, got, err, tc.want)
-		}
-	}
-}
-
 func TestProbeWait(t *testing.T) {
 	const every = 5 * time.Second
 	down := errors.New("connection refused")
@@ -460,34 +433,5 @@ func TestProbeWait(t *testing.T) {
 	}
 	if got := probeWait(100*time.Millisecond, nil, false, false); got != 100*time.Millisecond {
 		t.Errorf("a probe interval under half a second: wait %v", got)
-	}
-}
-
-// TestWantsCSVMediaRanges checks the Accept negotiation of GET /forecasts
-// with media ranges (RFC 9110 §12.5.1): text/* and */* match text/csv and
-// application/json, the most specific range that matches a type gives its
-// quality, and q=0 makes a type not acceptable.
-func TestWantsCSVMediaRanges(t *testing.T) {
-	for _, tc := range []struct {
-		accept string
-		want   bool
-	}{
-		{"text/*", true},
-		{"TEXT/*;q=0.9, application/json;q=0.5", true},
-		{"application/json;q=0, */*", true},
-		{"application/json;q=0, text/*;q=0.2", true},
-		{"*/*", false},
-		{"*/*;q=0.8, application/json", false},
-		{"text/csv;q=0, text/*", false},
-		{"text/csv;q=0, */*", false},
-		{"text/*;q=0.5, application/*", false},
-		{"text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8", false},
-		{"text/csv, */*;q=0.1", true},
-	} {
-		h := http.Header{}
-		h.Set("Accept", tc.accept)
-		if got, err := wantsCSV(url.Values{}, h); err != nil || got != tc.want {
-			t.Errorf("Accept %q: CSV %v (%v), want %v", tc.accept, got, err, tc.want)
-		}
 	}
 }
