@@ -367,3 +367,16 @@ func quickBundle(ctx context.Context, log zerolog.Logger, dataDir, dataset, path
 	log.Info().Str("bundle", path).Float64("val_mae", res.Val.MAE).Msg("quick bundle saved")
 	return b, nil
 }
+
+// spedUp returns d of real time as replay time at speedup (> 0),
+// saturated at the longest Duration: a huge speed-up such as 1e9 gives,
+// after some seconds, a time beyond what a Duration holds, whose
+// conversion gave a negative one, and so a replay clock some 292 years
+// behind, under which no deadline ever passed.
+func spedUp(d time.Duration, speedup float64) time.Duration {
+	x := float64(d) * speedup
+	if x >= math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return time.Duration(x)
+}

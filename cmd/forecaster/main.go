@@ -694,7 +694,7 @@ func cmdPublish(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		if err != nil {
 			return err
 		}
-		cj.retry = retrying(*retry, stderr)
+		cj.Retry = retrying(*retry, stderr)
 		if !*dryRun {
 			if err := waitBrokers(ctx, addrs, sec, *wait, stderr); err != nil {
 				if errors.Is(err, context.Canceled) {
@@ -703,7 +703,7 @@ func cmdPublish(ctx context.Context, args []string, stdout, stderr io.Writer) er
 				return err
 			}
 		}
-		return cj.run(ctx, stdin, addrs, sec, stdout, stderr)
+		return cj.Run(ctx, stdin, addrs, sec, stdout, stderr)
 	}
 	plan, err := job.plan()
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/pemsforecast/sdgnn/datasets/pems"
+	"github.com/pemsforecast/sdgnn/internal/csvfeed"
 	"github.com/pemsforecast/sdgnn/sdgnn"
 	"github.com/pemsforecast/sdgnn/snapshot"
 	"github.com/pemsforecast/sdgnn/stream"
@@ -150,7 +151,7 @@ func (r replay) plan() (replayPlan, error) {
 		}
 	}
 	if r.speedup > 0 {
-		pl.slotPause = slowedDown(pl.stepMs, r.speedup)
+		pl.slotPause = csvfeed.SlowedDown(pl.stepMs, r.speedup)
 	}
 	pl.what = fmt.Sprintf("steps %d–%d, the %s part of split %s", pl.from, pl.to-1, r.part, p.Split)
 	return pl, nil
