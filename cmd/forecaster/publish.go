@@ -2,185 +2,130 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
-	"math"
+	"strings"
 	"time"
 
-	"github.com/pemsforecast/sdgnn/datasets/pems"
-	"github.com/pemsforecast/sdgnn/internal/csvfeed"
 	"github.com/pemsforecast/sdgnn/sdgnn"
-	"github.com/pemsforecast/sdgnn/snapshot"
 	"github.com/pemsforecast/sdgnn/stream"
 )
 
-// replay is what publish and demo are asked to replay: a part of a
-// dataset's split, the model's when bundle is set.
-type replay struct {
-	dataDir, dataset string
-	// bundle, when not nil, chooses the split and the window: the part
-	// replayed is the one the model was scored on. model names its file.
-	bundle *sdgnn.Bundle
-	model  string
-	part   string // train, val or test
-	topic  string
-	// speedup over real time; 0 publishes as fast as possible.
-	speedup float64
-	start   string // RFC 3339 time of the first step; "" the dataset's own
-	limit   int    // at most this many steps; 0 all
-}
-
-// replayPlan is a replay resolved against the data: the series steps
-// [from, to) to publish, from time t0 of step 0, and an account of them.
-type replayPlan struct {
-	p         *snapshot.Prepared
-	part      snapshot.Part // the part replayed, of p.Split
-	partName  string        // train, val or test
-	from, to  int
-	t0        time.Time
-	stepMs    int64
-	slotPause time.Duration
-	topic     string
-	what      string
-	retry     stream.Retry // how long a write not acknowledged is tried again
-}
-
-// datasetName returns the dataset's own name for a -dataset value, which
-// pems.Lookup matches without regard to case or surrounding space, so that
-// a bundle's dataset, a demo bundle's path and what it records do not
-// depend on how the flag was typed; an unknown name is returned as given,
-// for check to refuse.
-func datasetName(name string) string {
-	if in, err := pems.Lookup(name); err == nil {
-		return in.Name
-	}
-	return name
-}
-
-// check refuses a request whose flags are out of range, before any data
-// is read or model trained.
-func (r replay) check() error {
-	if r.limit < 0 {
-		return usagef("-steps %d: want 0 (all) or more", r.limit)
-	}
-	if !(r.speedup >= 0) || math.IsInf(r.speedup, 0) {
-		return usagef("-speedup %g: want 0 (as fast as possible) or more", r.speedup)
-	}
-	if _, err := pems.Lookup(r.dataset); err != nil {
-		return usagef("-dataset: %v", err)
-	}
-	if r.part != "" {
-		if _, err := (snapshot.Split{}).Part(r.part); err != nil {
-			return usagef("-split-part %q: want train, val or test", r.part)
-		}
-	}
-	if r.start != "" {
-		if _, err := time.Parse(time.RFC3339, r.start); err != nil {
-			return usagef("-start %q: want RFC 3339 (2018-01-01T00:00:00Z): %v", r.start, err)
-		}
-	}
-	return nil
-}
-
-// plan loads the data and works out the steps to publish: from the first
-// input step of the part's first snapshot to the target of its last, so that
-// the service's first forecast has a whole window and every snapshot of the
-// part is forecast. Without a bundle the split is chronological 6:2:2 over
-// 12-step windows. A bundle's split is remade from the data and must come
-// out as the bundle records it, and the road graph must be the one the
-// bundle records, when it records one (its Θ names nodes of that graph). A
-// part dealt by windows or split by nodes
-// spans the whole series: every reading is published, since the service
-// needs every window, and forecasts outside the part are made too (pems-train
-// report scores only the part's).
-func (r replay) plan() (replayPlan, error) {
-	// The request is checked before any data is read.
-	if err := r.check(); err != nil {
-		return replayPlan{}, err
-	}
+func cmdPublish(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("publish", flag.ContinueOnError)
+	fs.SetOutput(stderr)
 	var (
-		p   *snapshot.Prepared
-		err error
+		brokers = fs.String("brokers", "", "Kafka bootstrap addresses host:port,... (required)")
+		dataDir = fs.String("data", "", "data directory (default $PEMS_DATA, then shared/datasets beside the current directory or one of its parents)")
+		dataset = fs.String("dataset", "sz-taxi", "dataset to replay (default with -model: the bundle's)")
+		model   = fs.String("model", "", "SDGNN bundle whose split and window choose the part (default: a chronological 6:2:2 split of 12-step windows)")
+		part    = fs.String("split-part", "test", "train, val or test")
+		topic   = fs.String("topic", "readings", "readings topic")
+		speedup = fs.Float64("speedup", 0, "replay speed-up over real time (0: as fast as possible); with -csv, rows are sent as their ts comes, from the first row's")
+		start   = fs.String("start", "", "timestamp of the dataset's first step (RFC 3339, on the slot grid; default the dataset's real start, which a bundle trained with -prep paper needs for its calendar inputs)")
+		limit   = fs.Int("steps", 0, "publish at most this many steps (0: the whole part)")
+		csvPath = fs.String("csv", "", "publish the readings of this CSV file (- for standard input) instead of a dataset's: a header ts,sensor,CHANNEL... (the dataset's channel names, any order), one reading per row; checked against -model's sensors, channels and slot, else -dataset's")
+		badRows = fs.String("bad-rows", "stop", "with -csv, at a row that is not a reading the model takes: stop (the rows before it are published) or skip (name it on stderr and go on)")
+		dryRun  = fs.Bool("dry-run", false, "with -csv, check every row and publish nothing (needs no -brokers); exit status 1 if any row is bad, gives a sensor's slot other values than an earlier row (the service keeps the first), or (without -sort) comes more than -history slots after a later one, which would skip forecasts")
+		from    = fs.Int("from-line", 0, "with -csv, skip the rows before this line (the header is line 1): take up a publish that stopped where its message says")
+		fromTS  = fs.String("from-ts", "", "with -csv, skip the rows of an earlier ts (Unix ms or RFC 3339): take up a -sort publish that stopped where its message says")
+		history = fs.Int("history", stream.DefaultHistory, "with -csv, the history the service keeps (serve -history): a row that comes more slots than this after a later one is named, as its forecasts would be skipped")
+		sortCSV = fs.Bool("sort", false, "with -csv, read every row first (about 50 bytes a reading in memory) and publish them in time order, as the service needs them (a file exported sensor by sensor, say); a bad row then stops before anything is published")
+		retry   = fs.Duration("retry-for", time.Minute, "how long a write the brokers do not acknowledge (a broker restarting) is tried again, after kafka-go's own attempts (about 7 s); 0: not at all")
+		wait    = addWaitFlag(fs)
+		secf    = addSecurityFlags(fs)
 	)
-	window := 12
-	if b := r.bundle; b != nil {
-		if b.Meta.Dataset != r.dataset {
-			return replayPlan{}, fmt.Errorf("bundle %s is for %s, not %s", r.model, b.Meta.Dataset, r.dataset)
-		}
-		if b.Meta.Split.Train.Len() == 0 {
-			return replayPlan{}, fmt.Errorf("bundle %s records no split, so none of its parts can be replayed or scored (publish without -model replays a chronological 6:2:2 split)", r.model)
-		}
-		window = b.Meta.Window
-		if p, err = snapshot.PrepareSaved(r.dataDir, r.dataset, window, b.Meta.Split, &b.Meta.Norm, b.Meta.Graph); err != nil {
-			return replayPlan{}, fmt.Errorf("bundle %s: %w", r.model, err)
-		}
-	} else if p, err = snapshot.Prepare(r.dataDir, r.dataset, window, snapshot.SplitSpec{Ratios: [3]float64{6, 2, 2}}, nil); err != nil {
-		return replayPlan{}, err
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
-	pt, err := p.Split.Part(r.part)
+	*dataset = datasetName(*dataset)
+	if *retry < 0 {
+		return usagef("-retry-for %s: want 0 or more", *retry)
+	}
+	if *wait < 0 {
+		return usagef("-wait-brokers %s: want 0 (ask once) or more", *wait)
+	}
+	if strings.TrimSpace(*topic) == "" {
+		return usagef("-topic is empty: want the readings topic's name")
+	}
+	if *csvPath == "" {
+		for _, f := range []string{"bad-rows", "dry-run", "from-line", "from-ts", "sort", "history"} {
+			if flagSet(fs, f) {
+				return usagef("-%s goes with -csv", f)
+			}
+		}
+	} else {
+		for _, f := range []string{"split-part", "start", "steps"} {
+			if flagSet(fs, f) {
+				return usagef("-%s is for dataset replays; -csv publishes the file's readings as they are", f)
+			}
+		}
+		if *model == "" && !flagSet(fs, "dataset") {
+			return usagef("-csv needs -model or -dataset: they say which sensors, channels and slot the readings must fit")
+		}
+	}
+	if *brokers == "" && !*dryRun {
+		return usagef("-brokers is required (forecaster demo runs its own broker)")
+	}
+	sec, err := secf.security()
 	if err != nil {
-		return replayPlan{}, usagef("-split-part: %v", err)
+		return err
 	}
-	if pt.Len() == 0 {
-		return replayPlan{}, fmt.Errorf("-split-part %s: the part is empty", r.part)
+	if sec.ClearPassword() {
+		fmt.Fprintln(stderr, "forecaster publish: warning: SASL PLAIN without TLS: the password crosses the network in clear; add -tls")
 	}
-	pl := replayPlan{p: p, part: pt, partName: r.part, from: pt.First(), to: pt.Last() + 1 + window, t0: p.Dataset.Info.Start, topic: r.topic}
-	if r.start != "" {
-		if pl.t0, err = time.Parse(time.RFC3339, r.start); err != nil {
-			return replayPlan{}, fmt.Errorf("-start %q: %w", r.start, err)
+	job := replay{dataDir: *dataDir, dataset: *dataset, part: *part, topic: *topic, speedup: *speedup, start: *start, limit: *limit}
+	if err := job.check(); err != nil {
+		return err
+	}
+	if *model != "" {
+		b, err := sdgnn.LoadBundle(*model)
+		if err != nil {
+			return err
+		}
+		job.bundle, job.model = b, *model
+		if !flagSet(fs, "dataset") {
+			job.dataset = b.Meta.Dataset // the bundle's, unless asked otherwise
 		}
 	}
-	if pl.stepMs, err = stepMs(r.dataset); err != nil {
-		return replayPlan{}, err
-	}
-	if r.limit > 0 {
-		pl.to = min(pl.to, pl.from+r.limit)
-	}
-	if r.start != "" {
-		// A usage error before anything starts, rather than a failure
-		// after the brokers (off the grid) or readings published only for
-		// the service to dead-letter every one (outside 1970–9999).
-		t0 := pl.t0.UnixMilli()
-		if t0%pl.stepMs != 0 {
-			return replayPlan{}, usagef("-start %s: not on %s's %d-minute slot grid", r.start, r.dataset, pl.stepMs/60000)
+	addrs := strings.Split(*brokers, ",")
+	if *csvPath != "" {
+		cj, err := newCSVJob(csvFlags{path: *csvPath, topic: *topic, badRows: *badRows, dryRun: *dryRun, speedup: *speedup,
+			fromLine: *from, fromLineSet: flagSet(fs, "from-line"), fromTS: *fromTS, sort: *sortCSV, history: *history}, job.dataset, job.bundle)
+		if err != nil {
+			return err
 		}
-		first, last := t0+int64(pl.from)*pl.stepMs, t0+int64(pl.to-1)*pl.stepMs
-		if first < 0 || last > stream.MaxTS {
-			return replayPlan{}, usagef("-start %s: the readings would be stamped %s to %s, outside 1970–9999, which the service refuses",
-				r.start, time.UnixMilli(first).UTC().Format(time.RFC3339), time.UnixMilli(last).UTC().Format(time.RFC3339))
+		cj.Retry = retrying(*retry, stderr)
+		if !*dryRun {
+			if err := waitBrokers(ctx, addrs, sec, *wait, stderr); err != nil {
+				if errors.Is(err, context.Canceled) {
+					fmt.Fprintln(stdout, "interrupted while waiting for the brokers: nothing published")
+				}
+				return err
+			}
 		}
+		return cj.Run(ctx, stdin, addrs, sec, stdout, stderr)
 	}
-	if r.speedup > 0 {
-		pl.slotPause = csvfeed.SlowedDown(pl.stepMs, r.speedup)
+	plan, err := job.plan()
+	if err != nil {
+		return err
 	}
-	pl.what = fmt.Sprintf("steps %d–%d, the %s part of split %s", pl.from, pl.to-1, r.part, p.Split)
-	return pl, nil
-}
-
-// scope is the live view's part scope of the plan: its part's forecasts,
-// scored apart from the others (the training sensors of a split by nodes,
-// the training snapshots of a split by windows, the first forecasts before
-// the part's first full window).
-func (pl replayPlan) scope() *stream.PartScope {
-	return &stream.PartScope{Name: pl.partName + " part", Part: pl.part, Window: pl.p.Set.Window, StartMs: pl.t0.UnixMilli()}
-}
-
-// publish creates the plan's topic if needed and publishes its steps,
-// slot by slot, keyed by sensor; it returns the number of readings. The
-// callers have waited for the brokers (waitBrokers).
-func publish(ctx context.Context, brokers []string, sec stream.Security, pl replayPlan) (int, error) {
-	if err := sec.EnsureTopics(ctx, brokers, 4, pl.topic); err != nil {
-		return 0, err
+	if err := waitBrokers(ctx, addrs, sec, *wait, stderr); err != nil {
+		if errors.Is(err, context.Canceled) {
+			fmt.Fprintln(stdout, "interrupted while waiting for the brokers: nothing published")
+		}
+		return err
 	}
-	s := pl.p.Dataset.Series
-	return stream.Publish(ctx, stream.Series{Steps: s.Steps, Nodes: s.Nodes, Channels: s.Channels, Data: s.Data},
-		stream.PublishConfig{Brokers: brokers, Security: sec, Topic: pl.topic, From: pl.from, To: pl.to, Start: pl.t0, StepMs: pl.stepMs, SlotPause: pl.slotPause, Retry: pl.retry})
-}
-
-// retrying returns publish's Retry of -retry-for d, naming each new
-// attempt on w.
-func retrying(d time.Duration, w io.Writer) stream.Retry {
-	return stream.Retry{For: d, OnRetry: func(err error, waiting int, since time.Duration) {
-		fmt.Fprintf(w, "forecaster publish: %v; trying again (%d readings waiting, %s of -retry-for %s gone)\n", err, waiting, since.Round(time.Second), d)
-	}}
+	plan.retry = retrying(*retry, stderr)
+	n, err := publish(ctx, addrs, sec, plan)
+	if errors.Is(err, context.Canceled) {
+		fmt.Fprintf(stdout, "interrupted: published %d readings of %s (%s) to %s\n", n, job.dataset, plan.what, *topic)
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "published %d readings of %s (%s) to %s\n", n, job.dataset, plan.what, *topic)
+	return nil
 }
