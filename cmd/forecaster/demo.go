@@ -11,16 +11,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
-	"github.com/segmentio/kafka-go"
 
 	"github.com/pemsforecast/sdgnn/datasets/fetch"
-	"github.com/pemsforecast/sdgnn/evaluation"
-	"github.com/pemsforecast/sdgnn/internal/english"
 	"github.com/pemsforecast/sdgnn/internal/runlog"
 	"github.com/pemsforecast/sdgnn/sdgnn"
 	"github.com/pemsforecast/sdgnn/snapshot"
@@ -31,81 +27,130 @@ import (
 func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	bf := addBrokerFlags(fs)
-	var (
-		model    = fs.String("model", "", "SDGNN bundle (default runs/demo-DATASET.sdgnn, trained quickly first when missing)")
-		dataDir  = fs.String("data", "", "data directory (default $PEMS_DATA, then shared/datasets beside the current directory or one of its parents, then the per-user cache, where a dataset no directory holds is downloaded from its public upstream)")
-		dataset  = fs.String("dataset", "sz-taxi", "dataset whose test split is replayed")
-		speedup  = fs.Float64("speedup", 3600, "replay speed-up over real time (0: as fast as possible)")
-		steps    = fs.Int("steps", 200, "replay at most this many steps of the test split (0: all)")
-		httpAddr = fs.String("http", "127.0.0.1:8080", "address of /metrics, /healthz, /readyz, /forecast/{sensor}, /forecasts and the live view /live")
-		floor    = fs.Float64("mape-floor", 0, "readings below this value are left out of the live MAPE (default: 1 for sz-taxi, which has near-zero speeds; 0 for PeMS, whose occupancy, a fraction, is always below 1)")
-		jsonLogs = fs.Bool("log-json", false, "JSON log lines")
-	)
+	f := addDemoFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	*dataset = datasetName(*dataset)
-	if err := bf.check(); err != nil {
+	*f.dataset = datasetName(*f.dataset)
+	if err := f.check(); err != nil {
 		return err
 	}
-	// Checked before a bundle is trained.
-	if err := (replay{dataset: *dataset, speedup: *speedup, limit: *steps}).check(); err != nil {
-		return err
-	}
-	if !flagSet(fs, "mape-floor") {
-		*floor = demoMAPEFloor(*dataset)
-	}
-	if !(*floor >= 0) || math.IsInf(*floor, 0) {
-		return usagef("-mape-floor %g: want a finite value ≥ 0, as pems-train's", *floor)
-	}
-	// An address in use (another demo, a serve) is said now, not after a
-	// bundle is trained.
-	if *httpAddr != "" {
-		ln, err := net.Listen("tcp", *httpAddr)
-		if err != nil {
-			return usagef("-http %s: %v (another demo or serve running? give another address)", *httpAddr, err)
-		}
-		ln.Close()
-	}
-	sec, err := bf.security()
+	sec, err := f.bf.security()
 	if err != nil {
 		return err
 	}
-	log := newLogger(stderr, *jsonLogs)
-	runlog.Use(ctx, log, *jsonLogs)
+	log := newLogger(stderr, *f.jsonLogs)
+	runlog.Use(ctx, log, *f.jsonLogs)
 	// A dataset that no data directory holds is downloaded from its public
 	// upstream into the per-user cache (or -data, $PEMS_DATA).
 	progress := log.With().Str(zerolog.LevelFieldName, zerolog.LevelInfoValue).Logger() // a line a log event
-	if *dataDir, err = (&fetch.Fetcher{Progress: progress}).Ensure(ctx, *dataDir, *dataset); err != nil {
+	if *f.dataDir, err = (&fetch.Fetcher{Progress: progress}).Ensure(ctx, *f.dataDir, *f.dataset); err != nil {
 		return err
 	}
-	path := *model
+	path := *f.model
 	if path == "" {
-		path = filepath.Join("runs", "demo-"+*dataset+".sdgnn")
+		path = filepath.Join("runs", "demo-"+*f.dataset+".sdgnn")
 	}
 	b, err := sdgnn.LoadBundle(path)
-	if errors.Is(err, os.ErrNotExist) && *model == "" {
+	if errors.Is(err, os.ErrNotExist) && *f.model == "" {
 		log.Warn().Str("bundle", path).Msg("no model bundle yet: training a quick one first (a few minutes on 2 cores)")
-		if b, err = quickBundle(ctx, log, *dataDir, *dataset, path, *floor); err != nil {
+		if b, err = quickBundle(ctx, log, *f.dataDir, *f.dataset, path, *f.floor); err != nil {
 			return err
 		}
 	} else if err != nil {
 		return err
 	}
 	// The test part of the split the model was trained and selected with.
-	plan, err := replay{dataDir: *dataDir, dataset: *dataset, bundle: b, model: path, part: "test", topic: "readings", speedup: *speedup, limit: *steps}.plan()
+	plan, err := replay{dataDir: *f.dataDir, dataset: *f.dataset, bundle: b, model: path, part: "test", topic: "readings", speedup: *f.speedup, limit: *f.steps}.plan()
 	if err != nil {
 		return err
 	}
 	log.Info().Str("replay", plan.what).Msg("replaying")
-	step := plan.stepMs
-	brokers, closeBroker, err := bf.connect(log)
+	brokers, closeBroker, err := f.bf.connect(log)
 	if err != nil {
 		return err
 	}
 	defer closeBroker()
+	// The live view and the line below score the test part apart: the
+	// training sensors or snapshots of a split by nodes or windows are
+	// replayed and forecast too.
+	scope := plan.scope()
+	svc, err := stream.NewService(b, f.config(plan, scope, brokers, sec, log))
+	if err != nil {
+		return err
+	}
+	if err := waitBrokers(ctx, brokers, sec, *f.bf.wait, stderr); err != nil {
+		return err
+	}
+	if err := sec.EnsureTopics(ctx, brokers, 4, "readings", "forecasts", "readings-dead-letter"); err != nil {
+		return err
+	}
+	return runDemo(ctx, svc, plan, scope, brokers, sec, *f.floor, log, stdout)
+}
 
+// demoFlags are demo's flags.
+type demoFlags struct {
+	fs       *flag.FlagSet
+	bf       brokerFlags
+	model    *string
+	dataDir  *string
+	dataset  *string
+	speedup  *float64
+	steps    *int
+	httpAddr *string
+	floor    *float64
+	jsonLogs *bool
+}
+
+// addDemoFlags defines demo's flags on fs.
+func addDemoFlags(fs *flag.FlagSet) demoFlags {
+	return demoFlags{
+		fs:       fs,
+		bf:       addBrokerFlags(fs),
+		model:    fs.String("model", "", "SDGNN bundle (default runs/demo-DATASET.sdgnn, trained quickly first when missing)"),
+		dataDir:  fs.String("data", "", "data directory (default $PEMS_DATA, then shared/datasets beside the current directory or one of its parents, then the per-user cache, where a dataset no directory holds is downloaded from its public upstream)"),
+		dataset:  fs.String("dataset", "sz-taxi", "dataset whose test split is replayed"),
+		speedup:  fs.Float64("speedup", 3600, "replay speed-up over real time (0: as fast as possible)"),
+		steps:    fs.Int("steps", 200, "replay at most this many steps of the test split (0: all)"),
+		httpAddr: fs.String("http", "127.0.0.1:8080", "address of /metrics, /healthz, /readyz, /forecast/{sensor}, /forecasts and the live view /live"),
+		floor:    fs.Float64("mape-floor", 0, "readings below this value are left out of the live MAPE (default: 1 for sz-taxi, which has near-zero speeds; 0 for PeMS, whose occupancy, a fraction, is always below 1)"),
+		jsonLogs: fs.Bool("log-json", false, "JSON log lines"),
+	}
+}
+
+// check refuses flag values out of range, and an -http address in use,
+// before a bundle is trained; it sets -mape-floor's default by dataset.
+func (f demoFlags) check() error {
+	if err := f.bf.check(); err != nil {
+		return err
+	}
+	// Checked before a bundle is trained.
+	if err := (replay{dataset: *f.dataset, speedup: *f.speedup, limit: *f.steps}).check(); err != nil {
+		return err
+	}
+	if !flagSet(f.fs, "mape-floor") {
+		*f.floor = demoMAPEFloor(*f.dataset)
+	}
+	if !(*f.floor >= 0) || math.IsInf(*f.floor, 0) {
+		return usagef("-mape-floor %g: want a finite value ≥ 0, as pems-train's", *f.floor)
+	}
+	// An address in use (another demo, a serve) is said now, not after a
+	// bundle is trained.
+	if *f.httpAddr != "" {
+		ln, err := net.Listen("tcp", *f.httpAddr)
+		if err != nil {
+			return usagef("-http %s: %v (another demo or serve running? give another address)", *f.httpAddr, err)
+		}
+		ln.Close()
+	}
+	return nil
+}
+
+// config is the demo service's configuration: a replay clock, the
+// part scope given, a lateness of two slots, and a consumer
+// group of its own.
+func (f demoFlags) config(plan replayPlan, scope *stream.PartScope, brokers []string, sec stream.Security, log zerolog.Logger) stream.Config {
+	step := plan.stepMs
 	// A replay clock: slot time advances with the replay, so that the
 	// lateness deadline means the same as in real time. The readings carry
 	// their real times (the series' first step at the dataset's start), which
@@ -113,33 +158,28 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	start := plan.t0
 	first := start.Add(time.Duration(plan.from) * time.Duration(step) * time.Millisecond)
 	began := time.Now()
+	speedup := *f.speedup
 	now := func() time.Time {
-		if *speedup <= 0 {
+		if speedup <= 0 {
 			return first
 		}
-		return first.Add(spedUp(time.Since(began), *speedup))
+		return first.Add(spedUp(time.Since(began), speedup))
 	}
-	// The live view and the line below score the test part apart: the
-	// training sensors or snapshots of a split by nodes or windows are
-	// replayed and forecast too.
-	scope := plan.scope()
-	svc, err := stream.NewService(b, stream.Config{Brokers: brokers, Security: sec, StepMs: step, LiveMAPEFloor: floor, Lateness: 2 * time.Duration(step) * time.Millisecond,
-		HTTPAddr: *httpAddr, Now: now, GroupID: fmt.Sprintf("demo-%d", time.Now().UnixNano()), Log: log, LivePart: scope})
-	if err != nil {
-		return err
-	}
-	if err := waitBrokers(ctx, brokers, sec, *bf.wait, stderr); err != nil {
-		return err
-	}
-	if err := sec.EnsureTopics(ctx, brokers, 4, "readings", "forecasts", "readings-dead-letter"); err != nil {
-		return err
-	}
+	return stream.Config{Brokers: brokers, Security: sec, StepMs: step, LiveMAPEFloor: f.floor, Lateness: 2 * time.Duration(step) * time.Millisecond,
+		HTTPAddr: *f.httpAddr, Now: now, GroupID: fmt.Sprintf("demo-%d", time.Now().UnixNano()), Log: log, LivePart: scope}
+}
+
+// runDemo runs svc, publishes the plan's readings beside it, and writes a
+// line a second of readings, forecasts, latency and live scores to
+// stdout, until the replay is done and the last forecasts are in (a last
+// line, then), the publisher fails, or ctx ends.
+func runDemo(ctx context.Context, svc *stream.Service, plan replayPlan, scope *stream.PartScope, brokers []string, sec stream.Security, floor float64, log zerolog.Logger, stdout io.Writer) error {
 	runCtx, stopSvc := context.WithCancel(ctx)
 	defer stopSvc()
 	svcDone := make(chan error, 1)
 	go func() { svcDone <- svc.Run(runCtx) }()
 
-	live := newScorer(*floor, step, scope)
+	live := newScorer(floor, plan.stepMs, scope)
 	go live.consume(runCtx, brokers, sec, "forecasts", true)
 	go live.consume(runCtx, brokers, sec, "readings", false)
 
@@ -192,107 +232,6 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			return nil
 		}
 	}
-}
-
-// scoreText is m as the demo's lines give it, MAE to digits decimals:
-// "MAE 3.214, MAPE 12.34% over 1000 values"; with no value scored (none
-// paired yet, or a part without readings) it says so, rather than give the
-// zero errors of no value as if they were perfect.
-func scoreText(m evaluation.Metrics, digits int, sep string) string {
-	if m.Count == 0 {
-		return "no value scored yet"
-	}
-	if m.MAPECount != m.Count { // truths under the MAPE floor, or none at all
-		if m.MAPECount == 0 {
-			return fmt.Sprintf("MAE %.*f over %s%sno MAPE (every truth under the floor)", digits, m.MAE, english.Count(m.Count, "value"), sep)
-		}
-		return fmt.Sprintf("MAE %.*f over %s%sMAPE %.2f%% over %d", digits, m.MAE, english.Count(m.Count, "value"), sep, m.MAPE, m.MAPECount)
-	}
-	return fmt.Sprintf("MAE %.*f%sMAPE %.2f%% over %s", digits, m.MAE, sep, m.MAPE, english.Count(m.Count, "value"))
-}
-
-// doneText is the demo's last line: r readings and f forecasts, scored
-// live over all (m) and over the part named alone (pm).
-func doneText(r, f uint64, m, pm evaluation.Metrics, part string) string {
-	live := "none scored: no forecast's reading arrived"
-	if m.Count > 0 {
-		live = "scored where the reading arrived, " + scoreText(m, 4, ", ")
-	}
-	return fmt.Sprintf("done: %s, %s; live %s; %s alone: %s",
-		english.Count(int(r), "reading"), english.Count(int(f), "forecast"), live, part, scoreText(pm, 4, ", "))
-}
-
-// scorer pairs forecasts with the readings of their slot as both arrive,
-// read back from the topics: every pair, and the pairs in part alone.
-type scorer struct {
-	mu        sync.Mutex
-	step      int64
-	part      *stream.PartScope
-	forecasts map[[2]int64][]float64
-	readings  map[[2]int64][]float64
-	acc       evaluation.Accumulator
-	partAcc   evaluation.Accumulator
-}
-
-func newScorer(floor float64, step int64, part *stream.PartScope) *scorer {
-	return &scorer{step: step, part: part, forecasts: map[[2]int64][]float64{}, readings: map[[2]int64][]float64{},
-		acc: evaluation.Accumulator{MAPEFloor: floor}, partAcc: evaluation.Accumulator{MAPEFloor: floor}}
-}
-
-func (s *scorer) consume(ctx context.Context, brokers []string, sec stream.Security, topic string, forecasts bool) {
-	r := kafka.NewReader(kafka.ReaderConfig{Brokers: brokers, GroupID: fmt.Sprintf("demo-score-%s-%d", topic, time.Now().UnixNano()),
-		Topic: topic, StartOffset: kafka.FirstOffset, MaxWait: 100 * time.Millisecond, Dialer: sec.Dialer()})
-	defer r.Close()
-	for {
-		m, err := r.ReadMessage(ctx)
-		if err != nil {
-			return
-		}
-		var key [2]int64
-		var vals []float64
-		if forecasts {
-			f, err := stream.DecodeForecast(m.Value)
-			if err != nil {
-				continue
-			}
-			key, vals = [2]int64{int64(f.Sensor), f.TS}, f.Values
-		} else {
-			rd, err := stream.DecodeReading(m.Key, m.Value)
-			if err != nil {
-				continue
-			}
-			key, vals = [2]int64{int64(rd.Sensor), rd.TS}, rd.Values
-		}
-		s.mu.Lock()
-		mine, other := s.readings, s.forecasts
-		if forecasts {
-			mine, other = s.forecasts, s.readings
-		}
-		if o, ok := other[key]; ok {
-			pred, truth := vals, o
-			if !forecasts {
-				pred, truth = o, vals
-			}
-			in := s.part.Holds(int(key[0]), key[1], s.step)
-			for c := range pred {
-				s.acc.Add(pred[c], truth[c])
-				if in {
-					s.partAcc.Add(pred[c], truth[c])
-				}
-			}
-			delete(other, key)
-		} else {
-			mine[key] = vals
-		}
-		s.mu.Unlock()
-	}
-}
-
-// metrics returns the metrics of every pair and of the part's.
-func (s *scorer) metrics() (all, part evaluation.Metrics) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.acc.Metrics(), s.partAcc.Metrics()
 }
 
 // demoMAPEFloor is the demo's -mape-floor when none is given: 1 for

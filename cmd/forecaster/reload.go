@@ -180,3 +180,16 @@ func (r *reloader) watch(ctx context.Context, every time.Duration, loaded os.Fil
 		r.reload(ctx, "model file changed")
 	}
 }
+
+// onSignal reloads on every SIGHUP that hup receives (see reloadAll),
+// until ctx ends.
+func (r *reloader) onSignal(ctx context.Context, hup <-chan os.Signal) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+			r.reloadAll(ctx, "SIGHUP")
+		}
+	}
+}

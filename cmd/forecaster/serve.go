@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -18,6 +19,7 @@ import (
 	"github.com/pemsforecast/sdgnn/sdgnn"
 	"github.com/pemsforecast/sdgnn/snapshot"
 	"github.com/pemsforecast/sdgnn/stream"
+	"github.com/rs/zerolog"
 )
 
 func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -30,152 +32,52 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	defer signal.Stop(hup)
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	bf := addBrokerFlags(fs)
-	var (
-		model    = fs.String("model", "", "SDGNN bundle written by pems-train distill (required); SIGHUP reads it again and serves it if it fits")
-		httpAddr = fs.String("http", "127.0.0.1:8080", "address of /metrics, /healthz, /readyz, /forecast/{sensor}, /forecasts and the live view /live; empty: none")
-		maxLag   = fs.Int64("ready-max-lag", 0, "/readyz fails while the consumer is more than this many readings behind (0: no limit); it also fails while no broker answers or no batch is committed")
-		// Off by default, as Prometheus's --web.enable-lifecycle: whoever
-		// reaches -http could otherwise make the service reread its model.
-		httpReload = fs.Bool("http-reload", false, "also serve POST /-/reload on -http: reloads -model (and -http-tls-cert, -http-tls-client-ca, -sasl-password-file, -tls-cert) as SIGHUP does, answering 200 and the version served or 409 and why the model, a certificate or the password was kept")
-		tokenFile  = fs.String("http-reload-token-file", "", "with -http-reload: a file holding a secret that POST /-/reload must bring as \"Authorization: Bearer SECRET\" (401 otherwise)")
-		https      = addHTTPSFlags(fs)
-		pollModel  = fs.Duration("poll-model", 0, "look at -model this often and reload it when the file changed (0: only on SIGHUP or POST /-/reload)")
-		state      = fs.String("state", "", "state snapshot file: kill -9 loses nothing when set")
-		rebuild    = fs.Bool("rebuild", true, "on taking the partitions (at start, or from a member that left), read the windows back from the readings topic and what was emitted from the forecasts topic, so that forecasts start from whole windows and none is emitted twice, even without -state")
-		lateness   = fs.Duration("lateness", 2*time.Minute, "how long after a slot ends a forecast waits for missing inputs")
-		maxFuture  = fs.Duration("max-future", 0, "dead-letter (too_new) readings stamped more than this after the current slot of this machine's clock, so that a reading from a clock gone wrong cannot move its sensor's window ahead, leaving its later readings late; 0: off (a rebuild then infers what was emitted, see -rebuild)")
-		group      = fs.String("group", "sdgnn-forecaster", "consumer group; a second serve in the group is a hot standby that takes every partition when the first leaves (whole windows at the hand-over: see -rebuild)")
-		history    = fs.Int("history", stream.DefaultHistory, "slots of readings kept beyond the window, so that inputs up to this far apart (catching up) still give exact forecasts; each slot of each sensor takes 16 bytes and 8 a channel and a hidden unit, up to 8 GiB in all")
-		jsonLogs   = fs.Bool("log-json", false, "JSON log lines")
-		// For a replay of the model's own data (forecaster publish -model).
-		scorePart = fs.String("score-part", "", "train, val or test: for a replay of the model's data (forecaster publish -model), the live view also scores that part of the model's split on its own; reads the data")
-		dataDir   = fs.String("data", "", "with -score-part: data directory (default $PEMS_DATA, then shared/datasets beside the current directory or one of its parents)")
-		start     = fs.String("start", "", "with -score-part: the time of the dataset's first step, as publish -start was given it (default the dataset's real start)")
-	)
+	f := addServeFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if err := bf.check(); err != nil {
+	if err := f.check(); err != nil {
 		return err
 	}
-	if *model == "" {
-		return usagef("-model B.sdgnn is required")
-	}
-	if *scorePart == "" && (flagSet(fs, "data") || flagSet(fs, "start")) {
-		return usagef("-data and -start only serve -score-part")
-	}
-	if *pollModel < 0 {
-		return usagef("-poll-model %v: want 0 (off) or more", *pollModel)
-	}
-	if *httpReload && *httpAddr == "" {
-		return usagef("-http-reload needs an -http address")
-	}
-	if *tokenFile != "" && !*httpReload {
-		return usagef("-http-reload-token-file only serves -http-reload")
-	}
-	if err := https.check(*httpAddr); err != nil {
-		return err
-	}
-	// An address that is no address is said now, as a usage error: not
-	// after the model is loaded and the embedded broker started.
-	if *httpAddr != "" {
-		if err := checkListenAddr(*httpAddr); err != nil {
-			return usagef("-http %s: %v", *httpAddr, err)
-		}
-	}
-	if *maxLag < 0 {
-		return usagef("-ready-max-lag %d: want 0 (no limit) or more readings", *maxLag)
-	}
-	if *history < 1 || *history > stream.MaxHistory {
-		return usagef("-history %d: want 1 to %d slots", *history, stream.MaxHistory)
-	}
-	if *state != "" {
-		if err := writableDir(*state); err != nil {
-			return usagef("-state %s: %v", *state, err)
-		}
-	}
-	if *lateness < 0 {
-		return usagef("-lateness %v: want 0 or more", *lateness)
-	}
-	if *maxFuture < 0 {
-		return usagef("-max-future %v: want 0 (off) or more", *maxFuture)
-	}
-	if strings.TrimSpace(*group) == "" {
-		return usagef("-group is empty: want a consumer group name")
-	}
-	if _, err := (snapshot.Split{}).Part(*scorePart); *scorePart != "" && err != nil {
-		return usagef("-score-part %q: want train, val or test", *scorePart)
-	}
-	sec, creds, err := bf.credentials()
+	sec, creds, err := f.bf.credentials()
 	if err != nil {
 		return err
 	}
 	var token string
-	if *tokenFile != "" {
-		t, err := readToken(*tokenFile)
-		if err != nil {
+	if *f.tokenFile != "" {
+		if token, err = readToken(*f.tokenFile); err != nil {
 			return err
 		}
-		token = t
 	}
-	httpsCreds, httpTLS, err := https.load()
+	httpsCreds, httpTLS, err := f.https.load()
 	if err != nil {
 		return err
 	}
-	log := newLogger(stderr, *jsonLogs)
-	runlog.Use(ctx, log, *jsonLogs)
-	if httpsCreds != nil {
-		leaf := httpsCreds.cert.Leaf()
-		ev := log.Info().Str("cert", *https.cert).Str("serial", leaf.SerialNumber.String()).Time("not_after", leaf.NotAfter).
-			Bool("client_certs", httpsCreds.clientCAs != nil)
-		if cas := httpsCreds.clientCAs; cas != nil {
-			ev = ev.Str("client_ca", cas.File).Strs("client_authorities", subjects(cas.Certificates()))
-		}
-		ev.Msg("-http serves HTTPS")
-	}
-	if *httpReload && httpsCreds == nil && !loopback(*httpAddr) {
-		log.Warn().Str("http", *httpAddr).Msg("POST /-/reload over plain HTTP on an address other hosts may reach: its requests, the bearer token included, cross the network in clear; add -http-tls-cert and -http-tls-key")
-	}
+	log := newLogger(stderr, *f.jsonLogs)
+	runlog.Use(ctx, log, *f.jsonLogs)
+	f.logHTTP(log, httpsCreds)
 	// What -poll-model compares with: the file as it was before it was read,
 	// so that a change while it is read is seen at the first look.
-	loaded, _ := os.Stat(*model)
-	b, err := sdgnn.LoadBundle(*model)
+	loaded, _ := os.Stat(*f.model)
+	b, step, err := f.loadModel()
 	if err != nil {
 		return err
 	}
-	if need := stream.StateBytes(b, *history); need > stream.MaxStateBytes {
-		return usagef("-history %d: %s's %s would keep %.1f GiB of slots, more than the %d GiB a state may take: keep fewer slots of history",
-			*history, *model, english.Count(b.Meta.Nodes, "sensor"), float64(need)/(1<<30), stream.MaxStateBytes>>30)
-	}
-	step, err := stepMs(b.Meta.Dataset)
+	scope, err := f.scope(b, log)
 	if err != nil {
 		return err
 	}
-	var scope *stream.PartScope
-	if *scorePart != "" {
-		// The part as publish -model replays it: the split remade from the
-		// data, refused if it no longer comes out as the bundle records.
-		plan, err := replay{dataDir: *dataDir, dataset: b.Meta.Dataset, bundle: b, model: *model, part: *scorePart, start: *start}.plan()
-		if err != nil {
-			return fmt.Errorf("-score-part: %w", err)
-		}
-		scope = plan.scope()
-		log.Info().Str("part", plan.what).Msg("the live view scores this part apart")
-	}
-	brokers, closeBroker, err := bf.connect(log)
+	brokers, closeBroker, err := f.bf.connect(log)
 	if err != nil {
 		return err
 	}
 	defer closeBroker()
-	rl := &reloader{path: *model, scored: scope != nil, https: httpsCreds, log: log}
+	rl := &reloader{path: *f.model, scored: scope != nil, https: httpsCreds, log: log}
 	if creds.rotatable() {
 		rl.creds = creds
 	}
-	cfg := stream.Config{Brokers: brokers, Security: sec, GroupID: *group, StepMs: step, Lateness: *lateness, MaxFutureSlots: futureSlots(*maxFuture, step),
-		History: *history, StateFile: *state, NoRebuild: !*rebuild, HTTPAddr: *httpAddr, HTTPTLS: httpTLS, ReadyMaxLag: *maxLag, Log: log, LivePart: scope,
-		WaitBrokers: *bf.wait}
-	if *httpReload {
+	cfg := f.config(brokers, sec, step, httpTLS, log, scope)
+	if *f.httpReload {
 		cfg.ReloadModel = func(ctx context.Context) (string, error) { return rl.reloadAll(ctx, "POST /-/reload") }
 		cfg.ReloadToken = token
 	}
@@ -184,20 +86,184 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	rl.svc = svc
-	if *pollModel > 0 {
-		go rl.watch(ctx, *pollModel, loaded)
+	if *f.pollModel > 0 {
+		go rl.watch(ctx, *f.pollModel, loaded)
 	}
-	go func() {
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-hup:
-				rl.reloadAll(ctx, "SIGHUP")
-			}
-		}
-	}()
+	go rl.onSignal(ctx, hup)
 	return svc.Run(ctx)
+}
+
+// serveFlags are serve's flags.
+type serveFlags struct {
+	fs         *flag.FlagSet
+	bf         brokerFlags
+	model      *string
+	httpAddr   *string
+	maxLag     *int64
+	httpReload *bool
+	tokenFile  *string
+	https      httpsFlags
+	pollModel  *time.Duration
+	state      *string
+	rebuild    *bool
+	lateness   *time.Duration
+	maxFuture  *time.Duration
+	group      *string
+	history    *int
+	jsonLogs   *bool
+	scorePart  *string
+	dataDir    *string
+	start      *string
+}
+
+// addServeFlags defines serve's flags on fs.
+func addServeFlags(fs *flag.FlagSet) serveFlags {
+	return serveFlags{
+		fs:       fs,
+		bf:       addBrokerFlags(fs),
+		model:    fs.String("model", "", "SDGNN bundle written by pems-train distill (required); SIGHUP reads it again and serves it if it fits"),
+		httpAddr: fs.String("http", "127.0.0.1:8080", "address of /metrics, /healthz, /readyz, /forecast/{sensor}, /forecasts and the live view /live; empty: none"),
+		maxLag:   fs.Int64("ready-max-lag", 0, "/readyz fails while the consumer is more than this many readings behind (0: no limit); it also fails while no broker answers or no batch is committed"),
+		// Off by default, as Prometheus's --web.enable-lifecycle: whoever
+		// reaches -http could otherwise make the service reread its model.
+		httpReload: fs.Bool("http-reload", false, "also serve POST /-/reload on -http: reloads -model (and -http-tls-cert, -http-tls-client-ca, -sasl-password-file, -tls-cert) as SIGHUP does, answering 200 and the version served or 409 and why the model, a certificate or the password was kept"),
+		tokenFile:  fs.String("http-reload-token-file", "", "with -http-reload: a file holding a secret that POST /-/reload must bring as \"Authorization: Bearer SECRET\" (401 otherwise)"),
+		https:      addHTTPSFlags(fs),
+		pollModel:  fs.Duration("poll-model", 0, "look at -model this often and reload it when the file changed (0: only on SIGHUP or POST /-/reload)"),
+		state:      fs.String("state", "", "state snapshot file: kill -9 loses nothing when set"),
+		rebuild:    fs.Bool("rebuild", true, "on taking the partitions (at start, or from a member that left), read the windows back from the readings topic and what was emitted from the forecasts topic, so that forecasts start from whole windows and none is emitted twice, even without -state"),
+		lateness:   fs.Duration("lateness", 2*time.Minute, "how long after a slot ends a forecast waits for missing inputs"),
+		maxFuture:  fs.Duration("max-future", 0, "dead-letter (too_new) readings stamped more than this after the current slot of this machine's clock, so that a reading from a clock gone wrong cannot move its sensor's window ahead, leaving its later readings late; 0: off (a rebuild then infers what was emitted, see -rebuild)"),
+		group:      fs.String("group", "sdgnn-forecaster", "consumer group; a second serve in the group is a hot standby that takes every partition when the first leaves (whole windows at the hand-over: see -rebuild)"),
+		history:    fs.Int("history", stream.DefaultHistory, "slots of readings kept beyond the window, so that inputs up to this far apart (catching up) still give exact forecasts; each slot of each sensor takes 16 bytes and 8 a channel and a hidden unit, up to 8 GiB in all"),
+		jsonLogs:   fs.Bool("log-json", false, "JSON log lines"),
+		// For a replay of the model's own data (forecaster publish -model).
+		scorePart: fs.String("score-part", "", "train, val or test: for a replay of the model's data (forecaster publish -model), the live view also scores that part of the model's split on its own; reads the data"),
+		dataDir:   fs.String("data", "", "with -score-part: data directory (default $PEMS_DATA, then shared/datasets beside the current directory or one of its parents)"),
+		start:     fs.String("start", "", "with -score-part: the time of the dataset's first step, as publish -start was given it (default the dataset's real start)"),
+	}
+}
+
+// check refuses flag values out of range or given without the flag they
+// serve, before anything is read or started.
+func (f serveFlags) check() error {
+	if err := f.bf.check(); err != nil {
+		return err
+	}
+	if *f.model == "" {
+		return usagef("-model B.sdgnn is required")
+	}
+	if *f.scorePart == "" && (flagSet(f.fs, "data") || flagSet(f.fs, "start")) {
+		return usagef("-data and -start only serve -score-part")
+	}
+	if *f.pollModel < 0 {
+		return usagef("-poll-model %v: want 0 (off) or more", *f.pollModel)
+	}
+	if *f.httpReload && *f.httpAddr == "" {
+		return usagef("-http-reload needs an -http address")
+	}
+	if *f.tokenFile != "" && !*f.httpReload {
+		return usagef("-http-reload-token-file only serves -http-reload")
+	}
+	if err := f.https.check(*f.httpAddr); err != nil {
+		return err
+	}
+	// An address that is no address is said now, as a usage error: not
+	// after the model is loaded and the embedded broker started.
+	if *f.httpAddr != "" {
+		if err := checkListenAddr(*f.httpAddr); err != nil {
+			return usagef("-http %s: %v", *f.httpAddr, err)
+		}
+	}
+	return f.checkService()
+}
+
+// checkService is check for the flags of the service's own settings.
+func (f serveFlags) checkService() error {
+	if *f.maxLag < 0 {
+		return usagef("-ready-max-lag %d: want 0 (no limit) or more readings", *f.maxLag)
+	}
+	if *f.history < 1 || *f.history > stream.MaxHistory {
+		return usagef("-history %d: want 1 to %d slots", *f.history, stream.MaxHistory)
+	}
+	if *f.state != "" {
+		if err := writableDir(*f.state); err != nil {
+			return usagef("-state %s: %v", *f.state, err)
+		}
+	}
+	if *f.lateness < 0 {
+		return usagef("-lateness %v: want 0 or more", *f.lateness)
+	}
+	if *f.maxFuture < 0 {
+		return usagef("-max-future %v: want 0 (off) or more", *f.maxFuture)
+	}
+	if strings.TrimSpace(*f.group) == "" {
+		return usagef("-group is empty: want a consumer group name")
+	}
+	if _, err := (snapshot.Split{}).Part(*f.scorePart); *f.scorePart != "" && err != nil {
+		return usagef("-score-part %q: want train, val or test", *f.scorePart)
+	}
+	return nil
+}
+
+// logHTTP logs the HTTPS certificate and client authorities -http
+// serves with, if any, and warns of POST /-/reload over plain HTTP on an
+// address other hosts may reach.
+func (f serveFlags) logHTTP(log zerolog.Logger, httpsCreds *httpsCreds) {
+	if httpsCreds != nil {
+		leaf := httpsCreds.cert.Leaf()
+		ev := log.Info().Str("cert", *f.https.cert).Str("serial", leaf.SerialNumber.String()).Time("not_after", leaf.NotAfter).
+			Bool("client_certs", httpsCreds.clientCAs != nil)
+		if cas := httpsCreds.clientCAs; cas != nil {
+			ev = ev.Str("client_ca", cas.File).Strs("client_authorities", subjects(cas.Certificates()))
+		}
+		ev.Msg("-http serves HTTPS")
+	}
+	if *f.httpReload && httpsCreds == nil && !loopback(*f.httpAddr) {
+		log.Warn().Str("http", *f.httpAddr).Msg("POST /-/reload over plain HTTP on an address other hosts may reach: its requests, the bearer token included, cross the network in clear; add -http-tls-cert and -http-tls-key")
+	}
+}
+
+// loadModel loads -model, refuses a -history its state could not hold,
+// and returns it with its dataset's slot length in ms.
+func (f serveFlags) loadModel() (*sdgnn.Bundle, int64, error) {
+	b, err := sdgnn.LoadBundle(*f.model)
+	if err != nil {
+		return nil, 0, err
+	}
+	if need := stream.StateBytes(b, *f.history); need > stream.MaxStateBytes {
+		return nil, 0, usagef("-history %d: %s's %s would keep %.1f GiB of slots, more than the %d GiB a state may take: keep fewer slots of history",
+			*f.history, *f.model, english.Count(b.Meta.Nodes, "sensor"), float64(need)/(1<<30), stream.MaxStateBytes>>30)
+	}
+	step, err := stepMs(b.Meta.Dataset)
+	if err != nil {
+		return nil, 0, err
+	}
+	return b, step, nil
+}
+
+// scope returns the part of b's split that -score-part asks the live
+// view to score apart (nil without it): the part as publish -model
+// replays it, the split remade from the data, refused if it no longer
+// comes out as the bundle records.
+func (f serveFlags) scope(b *sdgnn.Bundle, log zerolog.Logger) (*stream.PartScope, error) {
+	if *f.scorePart == "" {
+		return nil, nil
+	}
+	plan, err := replay{dataDir: *f.dataDir, dataset: b.Meta.Dataset, bundle: b, model: *f.model, part: *f.scorePart, start: *f.start}.plan()
+	if err != nil {
+		return nil, fmt.Errorf("-score-part: %w", err)
+	}
+	scope := plan.scope()
+	log.Info().Str("part", plan.what).Msg("the live view scores this part apart")
+	return scope, nil
+}
+
+// config is the service's configuration the flags give.
+func (f serveFlags) config(brokers []string, sec stream.Security, step int64, httpTLS *tls.Config, log zerolog.Logger, scope *stream.PartScope) stream.Config {
+	return stream.Config{Brokers: brokers, Security: sec, GroupID: *f.group, StepMs: step, Lateness: *f.lateness, MaxFutureSlots: futureSlots(*f.maxFuture, step),
+		History: *f.history, StateFile: *f.state, NoRebuild: !*f.rebuild, HTTPAddr: *f.httpAddr, HTTPTLS: httpTLS, ReadyMaxLag: *f.maxLag, Log: log, LivePart: scope,
+		WaitBrokers: *f.bf.wait}
 }
 
 // readToken reads a secret from path: its content, without surrounding
