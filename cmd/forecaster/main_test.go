@@ -160,33 +160,6 @@ func TestPublishInterruptedExitCode(t *testing.T) {
 	}
 }
 
-// publish -csv with a bundle and another dataset is refused, as a
-// dataset replay's is: the readings are checked against the bundle.
-func TestPublishCSVOtherDataset(t *testing.T) {
-	_, _, _, b := szTaxiBundle(t, 4, 4)
-	path := filepath.Join(t.TempDir(), "b.sdgnn")
-	if err := b.Save(path); err != nil {
-		t.Fatal(err)
-	}
-	var out, errb bytes.Buffer
-	code := run([]string{"publish", "-csv", "-", "-model", path, "-dataset", "pems08", "-dry-run"}, &out, &errb)
-	if want := "-dataset pems08: the bundle is for sz-taxi"; code != 2 || !strings.Contains(errb.String(), want) {
-		t.Errorf("exit %d (want 2), stderr %q, want it to contain %q", code, errb.String(), want)
-	}
-}
-
-func TestFutureSlots(t *testing.T) {
-	const step = 5 * 60 * 1000
-	for _, tc := range []struct {
-		d    time.Duration
-		want int64
-	}{{0, 0}, {time.Nanosecond, 1}, {5 * time.Minute, 1}, {5*time.Minute + time.Millisecond, 2}, {time.Hour, 12}, {24 * time.Hour, 288}} {
-		if got := futureSlots(tc.d, step); got != tc.want {
-			t.Errorf("futureSlots(%v) = %d, want %d", tc.d, got, tc.want)
-		}
-	}
-}
-
 // TestHTTPAddrRefused checks that demo says its -http address is taken, and
 // demo and serve that it is no address, before anything else (a bundle
 // trained for minutes, as it was for demo; for serve, the model loaded
@@ -239,21 +212,5 @@ func TestLogJSONToTheEnd(t *testing.T) {
 	errb.Reset()
 	if code := run([]string{"serve", "-model", missing, "-log-json", "-http", "localhost"}, &out, &errb); code != 2 || !strings.HasPrefix(errb.String(), "forecaster serve: -http localhost: ") {
 		t.Errorf("usage error: exit %d, stderr %q", code, errb.String())
-	}
-}
-
-// TestDemoMAPEFloorByDataset checks the demo's MAPE floor when -mape-floor
-// is not given: 1 for SZ-taxi's near-zero speeds, but 0 for PeMS, whose
-// occupancy (a fraction) a floor of 1 left out of the live MAPE entirely,
-// with nothing said (on a replay of a PeMS04-shaped file, MAPE 4.51%
-// against 5.14% over every channel).
-func TestDemoMAPEFloorByDataset(t *testing.T) {
-	for _, tc := range []struct {
-		dataset string
-		want    float64
-	}{{"sz-taxi", 1}, {"SZ-taxi", 1}, {" sz-taxi", 1}, {"pems04", 0}, {"pems08", 0}} {
-		if got := demoMAPEFloor(tc.dataset); got != tc.want {
-			t.Errorf("demoMAPEFloor(%q) = %g, want %g", tc.dataset, got, tc.want)
-		}
 	}
 }
