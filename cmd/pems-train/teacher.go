@@ -16,32 +16,102 @@ import (
 	"github.com/pemsforecast/sdgnn/internal/runlog"
 	"github.com/pemsforecast/sdgnn/snapshot"
 	"github.com/pemsforecast/sdgnn/teacher"
+	"github.com/rs/zerolog"
 )
 
 func cmdTeacher(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("teacher", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	f := addTeacherFlags(fs)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := f.check(stderr); err != nil {
+		return err
+	}
+	log := newLogger(stderr, *f.jsonLogs)
+	runlog.Use(ctx, log, *f.jsonLogs)
 	var (
-		dataDir   = fs.String("data", "", "data directory (default $PEMS_DATA, then shared/datasets beside the current directory or one of its parents)")
-		dataset   = fs.String("dataset", "", "dataset name: pems04, pems08, sz-taxi or los-loop (required unless -resume)")
-		kind      = fs.String("model", teacher.KindGRUGCN, "model: gru-gcn (teacher) or gru (baseline without graph)")
-		out       = fs.String("out", "", "model file to write (default runs/DATASET-MODEL.model)")
-		resume    = fs.String("resume", "", "training-state file to resume (written on Ctrl-C)")
-		window    = fs.Int("window", 12, "input window T in steps")
-		hidden    = fs.Int("hidden", 16, fmt.Sprintf("hidden width d of GRU, GCN and decoder (at most %d)", maxWidth))
-		layers    = fs.Int("layers", teacher.DefaultLayers, "graph convolutions in the GRU-GCN's GCN: 2 (the paper's teacher) or 1 (each node's Z then mixes only its 1-hop neighbours); ignored for -model gru")
-		noise     = fs.Float64("noise", -1, "std of the Gaussian noise between GCN and decoder in training (-1: dataset default, 0.01 PeMS04 and SZ-taxi, 0.05 PeMS08)")
-		split     = fs.String("split", "", "train,val,test ratios (default 6,2,2 by time, 7,1,2 by nodes or windows)")
-		splitBy   = fs.String("split-by", snapshot.ByTime, "what the split divides: time (consecutive ranges of snapshots, every sensor scored) nodes (Gao & Ribeiro's transductive split: every snapshot, sensors dealt round-robin by degree, loss and metrics on the part's sensors) or windows (their inductive split: snapshots dealt round-robin in time order, every sensor)")
-		steps     = fs.Int("steps", 0, "use only the first N steps of the series (0: all); distill, eval and export then use the same part through the model's split")
-		prepName  = fs.String("prep", string(snapshot.PrepStandard), "input preprocessing: standard (z-score of the readings) or paper (Gao & Ribeiro's: min-max scaled readings plus minute-of-day and day-of-week inputs)")
-		linksName = fs.String("links", "", "how the GCN weighs the road links: links (every link 1), weights (a weighted graph's own weights: los-loop's), or empty for the dataset's default (los-loop: "+losLoopLinks()+"; PeMS under -prep paper: scaled distances; otherwise links); recorded in the model")
-		seed      = fs.Uint64("seed", 1, "seed of initialisation, shuffling and noise")
-		jsonLogs  = fs.Bool("log-json", false, "log JSON lines instead of text")
-		tc        = teacher.DefaultTrain()
-		evalChunk = fs.Int("chunks", 10, "chronological chunks of the test split in the final report (at most one a snapshot: more are cut to that)")
-		mapeFloor = fs.Float64("mape-floor", 0, "leave truths below this value out of MAPE in the epochs' log and the final report (not out of MAE/RMSE)")
+		r   teacherRun
+		err error
 	)
+	if *f.resume != "" {
+		r, err = f.resumed(log, stderr)
+	} else {
+		r, err = f.fresh(stderr)
+	}
+	if err != nil {
+		return err
+	}
+	if err := f.defaultOut(r.meta); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(*f.out), 0o755); err != nil {
+		return fmt.Errorf("create output directory: %w", err)
+	}
+	p, meta, tr := r.p, r.meta, r.tr
+	log.Info().Str("dataset", meta.Dataset).Str("data", p.Dir).Str("model", meta.Config.Kind).
+		Int("nodes", p.Set.Nodes).Int("channels", p.Set.Channels).Int("steps", p.Set.Steps).
+		Str("split", p.Split.String()).
+		Str("prep", string(meta.Norm.Prep())).Str("links", meta.Norm.Edges.String()).Int("gcn_layers", meta.Config.GCNLayers()).Float64("noise", meta.Config.NoiseStd).Int("max_epochs", tr.Config.MaxEpochs).Msg("training")
+	start := time.Now()
+	if err := f.train(ctx, log, r); err != nil {
+		return err
+	}
+	return f.finish(ctx, log, &r, start, stdout)
+}
+
+// teacherFlags are teacher's flags; tc holds the training's (-epochs,
+// -lr...) over teacher.DefaultTrain.
+type teacherFlags struct {
+	fs        *flag.FlagSet
+	dataDir   *string
+	dataset   *string
+	kind      *string
+	out       *string
+	resume    *string
+	window    *int
+	hidden    *int
+	layers    *int
+	noise     *float64
+	split     *string
+	splitBy   *string
+	steps     *int
+	prepName  *string
+	linksName *string
+	seed      *uint64
+	jsonLogs  *bool
+	evalChunk *int
+	mapeFloor *float64
+	tc        *teacher.TrainConfig
+	selectBy  *string
+}
+
+// addTeacherFlags defines teacher's flags on fs.
+func addTeacherFlags(fs *flag.FlagSet) teacherFlags {
+	tc := teacher.DefaultTrain()
+	f := teacherFlags{
+		fs:        fs,
+		dataDir:   fs.String("data", "", "data directory (default $PEMS_DATA, then shared/datasets beside the current directory or one of its parents)"),
+		dataset:   fs.String("dataset", "", "dataset name: pems04, pems08, sz-taxi or los-loop (required unless -resume)"),
+		kind:      fs.String("model", teacher.KindGRUGCN, "model: gru-gcn (teacher) or gru (baseline without graph)"),
+		out:       fs.String("out", "", "model file to write (default runs/DATASET-MODEL.model)"),
+		resume:    fs.String("resume", "", "training-state file to resume (written on Ctrl-C)"),
+		window:    fs.Int("window", 12, "input window T in steps"),
+		hidden:    fs.Int("hidden", 16, fmt.Sprintf("hidden width d of GRU, GCN and decoder (at most %d)", maxWidth)),
+		layers:    fs.Int("layers", teacher.DefaultLayers, "graph convolutions in the GRU-GCN's GCN: 2 (the paper's teacher) or 1 (each node's Z then mixes only its 1-hop neighbours); ignored for -model gru"),
+		noise:     fs.Float64("noise", -1, "std of the Gaussian noise between GCN and decoder in training (-1: dataset default, 0.01 PeMS04 and SZ-taxi, 0.05 PeMS08)"),
+		split:     fs.String("split", "", "train,val,test ratios (default 6,2,2 by time, 7,1,2 by nodes or windows)"),
+		splitBy:   fs.String("split-by", snapshot.ByTime, "what the split divides: time (consecutive ranges of snapshots, every sensor scored) nodes (Gao & Ribeiro's transductive split: every snapshot, sensors dealt round-robin by degree, loss and metrics on the part's sensors) or windows (their inductive split: snapshots dealt round-robin in time order, every sensor)"),
+		steps:     fs.Int("steps", 0, "use only the first N steps of the series (0: all); distill, eval and export then use the same part through the model's split"),
+		prepName:  fs.String("prep", string(snapshot.PrepStandard), "input preprocessing: standard (z-score of the readings) or paper (Gao & Ribeiro's: min-max scaled readings plus minute-of-day and day-of-week inputs)"),
+		linksName: fs.String("links", "", "how the GCN weighs the road links: links (every link 1), weights (a weighted graph's own weights: los-loop's), or empty for the dataset's default (los-loop: "+losLoopLinks()+"; PeMS under -prep paper: scaled distances; otherwise links); recorded in the model"),
+		seed:      fs.Uint64("seed", 1, "seed of initialisation, shuffling and noise"),
+		jsonLogs:  fs.Bool("log-json", false, "log JSON lines instead of text"),
+		evalChunk: fs.Int("chunks", 10, "chronological chunks of the test split in the final report (at most one a snapshot: more are cut to that)"),
+		mapeFloor: fs.Float64("mape-floor", 0, "leave truths below this value out of MAPE in the epochs' log and the final report (not out of MAE/RMSE)"),
+	}
+	f.tc = &tc
 	fs.IntVar(&tc.MaxEpochs, "epochs", tc.MaxEpochs, "maximum epochs")
 	fs.IntVar(&tc.Patience, "patience", tc.Patience, "early-stopping patience in epochs without a better validation score (see -select)")
 	fs.IntVar(&tc.BatchSize, "batch", tc.BatchSize, "snapshots per batch")
@@ -50,221 +120,261 @@ func cmdTeacher(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.Float64Var(&tc.ClipNorm, "clip", tc.ClipNorm, "gradient-norm clipping threshold (0: off)")
 	fs.StringVar(&tc.Loss, "loss", tc.Loss, "training loss: mae or mse (masked, normalised scale)")
 	fs.IntVar(&tc.MaxBatches, "max-batches", 0, "cap on training batches per epoch (0: all; for quick runs)")
-	selectBy := fs.String("select", "mae", "validation score that picks the best epoch and stops early: mae (MAE on the original scale) or scaled (the mean over channels of each channel's MAE over its scale: PeMS's three channels count alike)")
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "teacher: unexpected arguments %q\n", fs.Args())
+	f.selectBy = fs.String("select", "mae", "validation score that picks the best epoch and stops early: mae (MAE on the original scale) or scaled (the mean over channels of each channel's MAE over its scale: PeMS's three channels count alike)")
+	return f
+}
+
+// check refuses the flags that are wrong whatever the data, and names
+// -out after -resume's state when it is not given.
+func (f teacherFlags) check(stderr io.Writer) error {
+	if f.fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "teacher: unexpected arguments %q\n", f.fs.Args())
 		return errUsage
 	}
-	if *layers != 1 && *layers != 2 {
-		fmt.Fprintf(stderr, "teacher: -layers %d: want 1 or 2\n", *layers)
+	if *f.layers != 1 && *f.layers != 2 {
+		fmt.Fprintf(stderr, "teacher: -layers %d: want 1 or 2\n", *f.layers)
 		return errUsage
 	}
-	if err := checkReportFlags(*evalChunk, *mapeFloor); err != nil {
+	if err := checkReportFlags(*f.evalChunk, *f.mapeFloor); err != nil {
 		return err
 	}
-	if err := checkNoise(*noise); err != nil {
+	if err := checkNoise(*f.noise); err != nil {
 		return err
 	}
-	if *resume != "" && *out == "" {
+	if *f.resume != "" && *f.out == "" {
 		// Where the interrupted run was writing: its state is OUT.state.
-		*out = strings.TrimSuffix(*resume, ".state")
-		if *out == *resume {
-			return badFlags(fmt.Errorf("-resume %s: name the model file to write with -out (the state's name does not end in .state)", *resume))
+		*f.out = strings.TrimSuffix(*f.resume, ".state")
+		if *f.out == *f.resume {
+			return badFlags(fmt.Errorf("-resume %s: name the model file to write with -out (the state's name does not end in .state)", *f.resume))
 		}
 	}
-	if *out != "" {
-		if err := checkOut("out", *out, *resume); err != nil {
+	if *f.out != "" {
+		if err := checkOut("out", *f.out, *f.resume); err != nil {
 			return err
 		}
 	}
-	log := newLogger(stderr, *jsonLogs)
-	runlog.Use(ctx, log, *jsonLogs)
+	return nil
+}
 
+// teacherRun is a training to run: its trainer, the model file's
+// metadata, and the data.
+type teacherRun struct {
+	tr   *teacher.Trainer
+	meta teacher.Meta
+	p    *snapshot.Prepared
+}
+
+// resumed loads -resume's state and its data. A resumed run keeps its
+// model and optimiser; only its length (-epochs, -patience) can change.
+func (f teacherFlags) resumed(log zerolog.Logger, stderr io.Writer) (teacherRun, error) {
+	tr, meta, err := teacher.LoadState(*f.resume)
+	if err != nil {
+		return teacherRun{}, fmt.Errorf("-resume: %w", err)
+	}
+	if *f.dataset != "" {
+		name, err := checkDataset(*f.dataset)
+		if err != nil {
+			return teacherRun{}, err
+		}
+		if name != meta.Dataset {
+			return teacherRun{}, badFlags(fmt.Errorf("-dataset %s, but %s was trained on %s", *f.dataset, *f.resume, meta.Dataset))
+		}
+	}
+	p, err := prepareSaved(*f.dataDir, teacherData(*f.resume, &meta), stderr)
+	if err != nil {
+		return teacherRun{}, fmt.Errorf("-resume: %w", err)
+	}
+	if meta.Graph == nil && meta.Config.GCNLayers() > 0 { // a state written before they were kept: the model records the graph it goes on with
+		g := p.GraphFingerprint()
+		meta.Graph = &g
+	}
+	var fixed []string
+	f.fs.Visit(func(fl *flag.Flag) {
+		switch fl.Name {
+		case "epochs":
+			tr.Config.MaxEpochs = f.tc.MaxEpochs
+		case "patience":
+			tr.Config.Patience = f.tc.Patience
+		case "resume", "out", "data", "dataset", "log-json", "chunks", "mape-floor": // not in the state: the final report and the run's files
+		default:
+			fixed = append(fixed, "-"+fl.Name)
+		}
+	})
+	if len(fixed) > 0 {
+		return teacherRun{}, badFlags(fmt.Errorf("%v cannot change on -resume: the state fixes them (only -epochs and -patience can)", fixed))
+	}
+	if err := tr.Config.Validate(); err != nil {
+		return teacherRun{}, badFlags(err)
+	}
+	log.Info().Str("state", *f.resume).Int("epoch", tr.Epoch).Int("best_epoch", tr.BestEpoch).Msg("resuming")
+	return teacherRun{tr: tr, meta: meta, p: p}, nil
+}
+
+// fresh checks the flags of a new training, then reads the data and
+// makes the model and its trainer. The flags are checked before the
+// data are read (seconds for PeMS04); the channels and time inputs come
+// from the data.
+func (f teacherFlags) fresh(stderr io.Writer) (teacherRun, error) {
+	cfg, spec, prep, err := f.config(stderr)
+	if err != nil {
+		return teacherRun{}, err
+	}
+	links, err := snapshot.ParseLinks(*f.linksName)
+	if err != nil {
+		return teacherRun{}, badFlags(fmt.Errorf("-links: %w", err))
+	}
+	tc := *f.tc
+	p, err := snapshot.PrepareFitLinks(*f.dataDir, *f.dataset, *f.window, spec, prep, links)
+	if err != nil {
+		return teacherRun{}, err
+	}
+	cfg.Channels, cfg.TimeInputs = p.Set.Channels, p.Set.Inputs()-p.Set.Channels
+	m, err := teacher.New(cfg)
+	if err != nil {
+		return teacherRun{}, err
+	}
+	tr, err := teacher.NewTrainer(m, tc)
+	if err != nil {
+		return teacherRun{}, err
+	}
+	meta := teacher.Meta{Config: cfg, Norm: p.Set.Norm, Dataset: *f.dataset, Nodes: p.Set.Nodes, Channels: p.Dataset.Info.Channels, Split: p.Split, Train: tc}
+	if cfg.GCNLayers() > 0 { // a GRU reads no graph
+		g := p.GraphFingerprint()
+		meta.Graph = &g
+	}
+	return teacherRun{tr: tr, meta: meta, p: p}, nil
+}
+
+// config checks the flags of a new training and returns the model's
+// configuration (its channels still to come from the data), the split
+// and the preprocessing; it sets -dataset to the dataset's own name and
+// the training's seed and selection.
+func (f teacherFlags) config(stderr io.Writer) (teacher.Config, snapshot.SplitSpec, snapshot.Prep, error) {
 	var (
-		tr   *teacher.Trainer
-		meta teacher.Meta
-		p    *snapshot.Prepared
-		err  error
+		cfg  teacher.Config
+		spec snapshot.SplitSpec
+		prep snapshot.Prep
 	)
-	if *resume != "" {
-		if tr, meta, err = teacher.LoadState(*resume); err != nil {
-			return fmt.Errorf("-resume: %w", err)
-		}
-		if *dataset != "" {
-			name, err := checkDataset(*dataset)
-			if err != nil {
-				return err
-			}
-			if name != meta.Dataset {
-				return badFlags(fmt.Errorf("-dataset %s, but %s was trained on %s", *dataset, *resume, meta.Dataset))
-			}
-		}
-		if p, err = prepareSaved(*dataDir, teacherData(*resume, &meta), stderr); err != nil {
-			return fmt.Errorf("-resume: %w", err)
-		}
-		if meta.Graph == nil && meta.Config.GCNLayers() > 0 { // a state written before they were kept: the model records the graph it goes on with
-			g := p.GraphFingerprint()
-			meta.Graph = &g
-		}
-		// A resumed run keeps its model and optimiser; only its length can change.
-		var fixed []string
-		fs.Visit(func(f *flag.Flag) {
-			switch f.Name {
-			case "epochs":
-				tr.Config.MaxEpochs = tc.MaxEpochs
-			case "patience":
-				tr.Config.Patience = tc.Patience
-			case "resume", "out", "data", "dataset", "log-json", "chunks", "mape-floor": // not in the state: the final report and the run's files
-			default:
-				fixed = append(fixed, "-"+f.Name)
-			}
-		})
-		if len(fixed) > 0 {
-			return badFlags(fmt.Errorf("%v cannot change on -resume: the state fixes them (only -epochs and -patience can)", fixed))
-		}
-		if err := tr.Config.Validate(); err != nil {
-			return badFlags(err)
-		}
-		log.Info().Str("state", *resume).Int("epoch", tr.Epoch).Int("best_epoch", tr.BestEpoch).Msg("resuming")
-	} else {
-		if *dataset == "" {
-			fmt.Fprintln(stderr, "teacher: -dataset is required (pems04, pems08, sz-taxi or los-loop; see pems-train datasets)")
-			return errUsage
-		}
-		name, err := checkDataset(*dataset)
-		if err != nil {
-			return err
-		}
-		*dataset = name
-		spec, err := parseSplit(*splitBy, *split)
-		if err != nil {
-			return badFlags(err)
-		}
-		if *steps < 0 {
-			return badFlags(fmt.Errorf("-steps %d: want a number of steps, or 0 for the whole series", *steps))
-		}
-		spec.Steps = *steps
-		prep, err := snapshot.ParsePrep(*prepName)
-		if err != nil {
-			fmt.Fprintf(stderr, "teacher: -prep: %v\n", err)
-			return errUsage
-		}
-		links, err := snapshot.ParseLinks(*linksName)
-		if err != nil {
-			return badFlags(fmt.Errorf("-links: %w", err))
-		}
-		// The flags are checked before the data are read (seconds for
-		// PeMS04); the channels and time inputs come from the data.
-		cfg := teacher.Config{Kind: *kind, Window: *window, Channels: 1, Hidden: *hidden, NoiseStd: noiseFor(*dataset, *noise), Seed: *seed, Layers: *layers}
-		if cfg.Kind == teacher.KindGRU {
-			cfg.NoiseStd, cfg.Layers = 0, 0
-		}
-		tc.Seed = *seed
-		if tc.Select, err = teacherSelect("select", *selectBy); err != nil {
-			return err
-		}
-		if err := checkWidth("hidden", cfg.Hidden); err != nil {
-			return err
-		}
-		if err := cfg.Validate(); err != nil {
-			return badFlags(err)
-		}
-		if err := tc.Validate(); err != nil {
-			return badFlags(err)
-		}
-		if tc.MaxBatches < 0 {
-			return badFlags(fmt.Errorf("-max-batches %d: want a number of batches per epoch, or 0 for all", tc.MaxBatches))
-		}
-		if p, err = snapshot.PrepareFitLinks(*dataDir, *dataset, *window, spec, prep, links); err != nil {
-			return err
-		}
-		cfg.Channels, cfg.TimeInputs = p.Set.Channels, p.Set.Inputs()-p.Set.Channels
-		m, err := teacher.New(cfg)
-		if err != nil {
-			return err
-		}
-		if tr, err = teacher.NewTrainer(m, tc); err != nil {
-			return err
-		}
-		meta = teacher.Meta{Config: cfg, Norm: p.Set.Norm, Dataset: *dataset, Nodes: p.Set.Nodes, Channels: p.Dataset.Info.Channels, Split: p.Split, Train: tc}
-		if cfg.GCNLayers() > 0 { // a GRU reads no graph
-			g := p.GraphFingerprint()
-			meta.Graph = &g
-		}
+	if *f.dataset == "" {
+		fmt.Fprintln(stderr, "teacher: -dataset is required (pems04, pems08, sz-taxi or los-loop; see pems-train datasets)")
+		return cfg, spec, prep, errUsage
 	}
-	if *out == "" {
-		// A one-layer teacher gets its own name so as not to replace the
-		// two-layer one.
-		suffix := ""
-		if meta.Config.GCNLayers() == 1 {
-			suffix = "-1layer"
-		}
-		if snapshot.Dealt(meta.Split.By) {
-			suffix += "-" + meta.Split.By
-		}
-		*out = filepath.Join("runs", fmt.Sprintf("%s-%s%s.model", meta.Dataset, meta.Config.Kind, suffix))
-		// Probed as an -out given is (above), before the training.
-		if err := checkOut("out", *out); err != nil {
-			return err
-		}
+	name, err := checkDataset(*f.dataset)
+	if err != nil {
+		return cfg, spec, prep, err
 	}
-	if err := os.MkdirAll(filepath.Dir(*out), 0o755); err != nil {
-		return fmt.Errorf("create output directory: %w", err)
+	*f.dataset = name
+	if spec, err = parseSplit(*f.splitBy, *f.split); err != nil {
+		return cfg, spec, prep, badFlags(err)
 	}
-	log.Info().Str("dataset", meta.Dataset).Str("data", p.Dir).Str("model", meta.Config.Kind).
-		Int("nodes", p.Set.Nodes).Int("channels", p.Set.Channels).Int("steps", p.Set.Steps).
-		Str("split", p.Split.String()).
-		Str("prep", string(meta.Norm.Prep())).Str("links", meta.Norm.Edges.String()).Int("gcn_layers", meta.Config.GCNLayers()).Float64("noise", meta.Config.NoiseStd).Int("max_epochs", tr.Config.MaxEpochs).Msg("training")
+	if *f.steps < 0 {
+		return cfg, spec, prep, badFlags(fmt.Errorf("-steps %d: want a number of steps, or 0 for the whole series", *f.steps))
+	}
+	spec.Steps = *f.steps
+	if prep, err = snapshot.ParsePrep(*f.prepName); err != nil {
+		fmt.Fprintf(stderr, "teacher: -prep: %v\n", err)
+		return cfg, spec, prep, errUsage
+	}
+	cfg = teacher.Config{Kind: *f.kind, Window: *f.window, Channels: 1, Hidden: *f.hidden, NoiseStd: noiseFor(*f.dataset, *f.noise), Seed: *f.seed, Layers: *f.layers}
+	if cfg.Kind == teacher.KindGRU {
+		cfg.NoiseStd, cfg.Layers = 0, 0
+	}
+	tc := f.tc
+	tc.Seed = *f.seed
+	if tc.Select, err = teacherSelect("select", *f.selectBy); err != nil {
+		return cfg, spec, prep, err
+	}
+	if err := checkWidth("hidden", cfg.Hidden); err != nil {
+		return cfg, spec, prep, err
+	}
+	if err := cfg.Validate(); err != nil {
+		return cfg, spec, prep, badFlags(err)
+	}
+	if err := tc.Validate(); err != nil {
+		return cfg, spec, prep, badFlags(err)
+	}
+	if tc.MaxBatches < 0 {
+		return cfg, spec, prep, badFlags(fmt.Errorf("-max-batches %d: want a number of batches per epoch, or 0 for all", tc.MaxBatches))
+	}
+	return cfg, spec, prep, nil
+}
 
-	start := time.Now()
-	tr.MAPEFloor = *mapeFloor // the epochs' validation MAPE, as the final report's
-	err = tr.Run(ctx, p.Set, p.Split, p.Adj, func(e teacher.Epoch) {
+// defaultOut names -out when it is not given: runs/DATASET-MODEL.model,
+// a one-layer teacher and a dealt split marked in the name so as not to
+// replace the others; it is probed as an -out given is, before the
+// training.
+func (f teacherFlags) defaultOut(meta teacher.Meta) error {
+	if *f.out != "" {
+		return nil
+	}
+	// A one-layer teacher gets its own name so as not to replace the
+	// two-layer one.
+	suffix := ""
+	if meta.Config.GCNLayers() == 1 {
+		suffix = "-1layer"
+	}
+	if snapshot.Dealt(meta.Split.By) {
+		suffix += "-" + meta.Split.By
+	}
+	*f.out = filepath.Join("runs", fmt.Sprintf("%s-%s%s.model", meta.Dataset, meta.Config.Kind, suffix))
+	// Probed as an -out given is (above), before the training.
+	return checkOut("out", *f.out)
+}
+
+// train runs the training, logging each epoch. Interrupted, it saves the
+// state to OUT.state and logs how to resume it, and returns the
+// interrupt.
+func (f teacherFlags) train(ctx context.Context, log zerolog.Logger, r teacherRun) error {
+	tr, p := r.tr, r.p
+	tr.MAPEFloor = *f.mapeFloor // the epochs' validation MAPE, as the final report's
+	err := tr.Run(ctx, p.Set, p.Split, p.Adj, func(e teacher.Epoch) {
 		log.Info().Int("epoch", e.Epoch).Float64("loss", e.TrainLoss).Float64("val_mae", e.Val.MAE).
 			Float64("val_rmse", e.Val.RMSE).Float64("val_mape", e.Val.MAPE).Bool("best", e.Best).
 			Str("took", time.Duration(e.Seconds*float64(time.Second)).Round(time.Millisecond).String()).
 			Float64("seconds", e.Seconds).Msg("epoch") // took for people, seconds for programs (bench/run)
 	})
 	if errors.Is(err, context.Canceled) {
-		state := *out + ".state"
-		if serr := tr.SaveState(state, meta); serr != nil {
+		state := *f.out + ".state"
+		if serr := tr.SaveState(state, r.meta); serr != nil {
 			return fmt.Errorf("interrupted, and saving the state failed: %w", serr)
 		}
 		// The final report's flags are not in the state: the resume
 		// repeats those given, or its report would differ.
-		hint := fmt.Sprintf("pems-train teacher -resume %s -out %s", state, *out)
-		fs.Visit(func(f *flag.Flag) {
-			if f.Name == "chunks" || f.Name == "mape-floor" {
-				hint += fmt.Sprintf(" -%s %s", f.Name, f.Value)
+		hint := fmt.Sprintf("pems-train teacher -resume %s -out %s", state, *f.out)
+		f.fs.Visit(func(fl *flag.Flag) {
+			if fl.Name == "chunks" || fl.Name == "mape-floor" {
+				hint += fmt.Sprintf(" -%s %s", fl.Name, fl.Value)
 			}
 		})
 		log.Warn().Str("state", state).Int("epochs_done", tr.Epoch).Msgf("interrupted: resume with: %s", hint)
 		return err
 	}
-	if err != nil {
-		return err
-	}
+	return err
+}
+
+// finish saves the best model with what its training found, and writes
+// its metrics on the test split to stdout.
+func (f teacherFlags) finish(ctx context.Context, log zerolog.Logger, r *teacherRun, start time.Time, stdout io.Writer) error {
+	tr, p, meta := r.tr, r.p, &r.meta
 	meta.Epochs, meta.BestEpoch, meta.BestValMAE, meta.History = tr.Epoch, tr.BestEpoch, tr.BestValMAE, tr.History
 	meta.Train = tr.Config
 	meta.Created = time.Now().UTC().Format(time.RFC3339)
-	if err := teacher.SaveModel(*out, tr.Best, meta); err != nil {
+	if err := teacher.SaveModel(*f.out, tr.Best, *meta); err != nil {
 		return err
 	}
 	pred, truth, err := teacher.Predict(ctx, tr.Best, p.Set, p.Split.Test, p.Adj, 64)
 	if err != nil {
 		return err
 	}
-	rep, err := evaluation.Build(pred, truth, p.Split.Test.Len(), p.Set.Nodes, p.Set.Channels, *evalChunk, *mapeFloor)
+	rep, err := evaluation.Build(pred, truth, p.Split.Test.Len(), p.Set.Nodes, p.Set.Channels, *f.evalChunk, *f.mapeFloor)
 	if err != nil {
 		return err
 	}
-	log.Info().Str("model", *out).Int("epochs", tr.Epoch).Int("best_epoch", tr.BestEpoch).
+	log.Info().Str("model", *f.out).Int("epochs", tr.Epoch).Int("best_epoch", tr.BestEpoch).
 		Str("took", time.Since(start).Round(time.Second).String()).
 		Float64("test_mae", rep.Overall.MAE).Float64("test_rmse", rep.Overall.RMSE).Float64("test_mape", rep.Overall.MAPE).Msg("done")
 	rep.ChannelNames, rep.ChannelUnits = meta.Channels, pems.ChannelUnits(meta.Dataset, meta.Channels)
-	fmt.Fprintf(stdout, "%s %s on %s, test split (%s), best epoch %d of %d:\n", meta.Config.Kind, *out, meta.Dataset, describePart(p.Split.Test, p.Set.Nodes), tr.BestEpoch, tr.Epoch)
+	fmt.Fprintf(stdout, "%s %s on %s, test split (%s), best epoch %d of %d:\n", meta.Config.Kind, *f.out, meta.Dataset, describePart(p.Split.Test, p.Set.Nodes), tr.BestEpoch, tr.Epoch)
 	return rep.Table(stdout)
 }
 
