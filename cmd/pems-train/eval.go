@@ -9,15 +9,11 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"strings"
 
-	"github.com/pemsforecast/sdgnn/checkpoint"
 	"github.com/pemsforecast/sdgnn/datasets/pems"
 	"github.com/pemsforecast/sdgnn/evaluation"
 	"github.com/pemsforecast/sdgnn/internal/english"
-	"github.com/pemsforecast/sdgnn/sdgnn"
 	"github.com/pemsforecast/sdgnn/snapshot"
-	"github.com/pemsforecast/sdgnn/teacher"
 )
 
 // evalResult is what eval -json prints.
@@ -65,48 +61,22 @@ type comparison struct {
 func cmdEval(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("eval", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var (
-		dataDir   = fs.String("data", "", "data directory (default $PEMS_DATA, then shared/datasets beside the current directory or one of its parents)")
-		model     = fs.String("model", "", "model file written by pems-train teacher, or bundle written by distill (required)")
-		part      = fs.String("split-part", "test", "which part of the model's split: train, val or test")
-		chunks    = fs.Int("chunks", 10, "chronological chunks for the staleness report (at most one a snapshot: more are cut to that)")
-		mapeFloor = fs.Float64("mape-floor", 0, "leave truths below this value out of MAPE (not out of MAE/RMSE); for data with near-zero readings such as SZ-taxi")
-		asJSON    = fs.Bool("json", false, "print the full report as JSON")
-		preds     = fs.String("predictions", "", "also write per-snapshot, per-node predictions to this Arrow IPC file")
-		against   = fs.String("against", "", "a second model or bundle of the same data and window whose split has the same -split-part: compare the two on the same snapshots with a Diebold–Mariano test")
-	)
+	f := addEvalFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if *model == "" || fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "eval: -model FILE is required and takes no other arguments (got %q)\n", fs.Args())
-		return errUsage
-	}
-	if err := checkReportFlags(*chunks, *mapeFloor); err != nil {
+	if err := f.check(stderr); err != nil {
 		return err
 	}
-	if err := checkPart(*part); err != nil {
-		return err
-	}
-	if *preds != "" {
-		if err := checkOut("predictions", *preds, *model, *against); err != nil {
-			return err
-		}
-		// Made now, as distill and teacher make theirs: a folder missing
-		// would fail the write only after the scoring.
-		if err := os.MkdirAll(filepath.Dir(*preds), 0o755); err != nil {
-			return fmt.Errorf("create output directory: %w", err)
-		}
-	}
-	lm, err := loadAny(*model)
+	lm, err := loadAny(*f.model)
 	if err != nil {
 		return fmt.Errorf("-model: %w", err)
 	}
-	p, err := prepareSaved(*dataDir, lm.data, stderr)
+	p, err := prepareSaved(*f.dataDir, lm.data, stderr)
 	if err != nil {
 		return err
 	}
-	r, err := partOf(p.Split, *part)
+	r, err := partOf(p.Split, *f.part)
 	if err != nil {
 		return err
 	}
@@ -119,47 +89,117 @@ func cmdEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	rep, err := evaluation.Build(pred, truth, r.Len(), p.Set.Nodes, p.Set.Channels, *chunks, *mapeFloor)
-	if err != nil {
+	res := evalResult{Model: *f.model, Kind: lm.kind, Dataset: lm.dataset, Split: *f.part, Range: r.Range, Deal: r.Deal, Nodes: r.Nodes, Prep: lm.norm.Prep(), Receptive: lm.receptive, Trained: lm.trained}
+	if res.Report, res.Paper, err = f.score(lm, p, r, pred, truth); err != nil {
 		return err
+	}
+	if *f.preds != "" {
+		if err := writePredictions(*f.preds, p, *f.part, r, lm.channels, pred, truth); err != nil {
+			return err
+		}
+	}
+	if *f.against != "" {
+		if res.Against, err = compareWith(ctx, *f.against, *f.dataDir, *f.part, lm, pred, truth, p.Set.Nodes*p.Set.Channels, *f.mapeFloor, stderr); err != nil {
+			return err
+		}
+	}
+	if *f.asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(res)
+	}
+	return printEval(stdout, res, r.Len(), p.Set.Nodes)
+}
+
+// evalFlags are eval's flags.
+type evalFlags struct {
+	fs        *flag.FlagSet
+	dataDir   *string
+	model     *string
+	part      *string
+	chunks    *int
+	mapeFloor *float64
+	asJSON    *bool
+	preds     *string
+	against   *string
+}
+
+// addEvalFlags defines eval's flags on fs.
+func addEvalFlags(fs *flag.FlagSet) evalFlags {
+	return evalFlags{
+		fs:        fs,
+		dataDir:   fs.String("data", "", "data directory (default $PEMS_DATA, then shared/datasets beside the current directory or one of its parents)"),
+		model:     fs.String("model", "", "model file written by pems-train teacher, or bundle written by distill (required)"),
+		part:      fs.String("split-part", "test", "which part of the model's split: train, val or test"),
+		chunks:    fs.Int("chunks", 10, "chronological chunks for the staleness report (at most one a snapshot: more are cut to that)"),
+		mapeFloor: fs.Float64("mape-floor", 0, "leave truths below this value out of MAPE (not out of MAE/RMSE); for data with near-zero readings such as SZ-taxi"),
+		asJSON:    fs.Bool("json", false, "print the full report as JSON"),
+		preds:     fs.String("predictions", "", "also write per-snapshot, per-node predictions to this Arrow IPC file"),
+		against:   fs.String("against", "", "a second model or bundle of the same data and window whose split has the same -split-part: compare the two on the same snapshots with a Diebold–Mariano test"),
+	}
+}
+
+// check refuses the flags that are wrong whatever the data, and makes
+// -predictions' directory.
+func (f evalFlags) check(stderr io.Writer) error {
+	if *f.model == "" || f.fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "eval: -model FILE is required and takes no other arguments (got %q)\n", f.fs.Args())
+		return errUsage
+	}
+	if err := checkReportFlags(*f.chunks, *f.mapeFloor); err != nil {
+		return err
+	}
+	if err := checkPart(*f.part); err != nil {
+		return err
+	}
+	if *f.preds != "" {
+		if err := checkOut("predictions", *f.preds, *f.model, *f.against); err != nil {
+			return err
+		}
+		// Made now, as distill and teacher make theirs: a folder missing
+		// would fail the write only after the scoring.
+		if err := os.MkdirAll(filepath.Dir(*f.preds), 0o755); err != nil {
+			return fmt.Errorf("create output directory: %w", err)
+		}
+	}
+	return nil
+}
+
+// score returns the report of the forecasts pred against truth on the
+// part r of p, and their errors as the paper computes them (min-max
+// scaled by the data the normaliser was fitted on).
+func (f evalFlags) score(lm *loaded, p *snapshot.Prepared, r snapshot.Part, pred, truth []float64) (evaluation.Report, evaluation.PaperMetrics, error) {
+	rep, err := evaluation.Build(pred, truth, r.Len(), p.Set.Nodes, p.Set.Channels, *f.chunks, *f.mapeFloor)
+	if err != nil {
+		return rep, evaluation.PaperMetrics{}, err
 	}
 	rep.ChannelNames, rep.ChannelUnits = lm.channels, pems.ChannelUnits(lm.dataset, lm.channels)
 	s := p.Dataset.Series
 	fit, fitNodes, steps := p.Split.FitData(s.Data, s.Nodes, s.Channels, p.Set.Window)
 	lo, hi, err := snapshot.FitMinMax(fit, fitNodes, s.Channels, steps)
 	if err != nil {
-		return err
+		return rep, evaluation.PaperMetrics{}, err
 	}
 	paper, err := evaluation.Paper(pred, truth, lo, hi)
-	if err != nil {
-		return err
-	}
-	if *preds != "" {
-		if err := writePredictions(*preds, p, *part, r, lm.channels, pred, truth); err != nil {
-			return err
-		}
-	}
-	var cmp *comparison
-	if *against != "" {
-		if cmp, err = compareWith(ctx, *against, *dataDir, *part, lm, pred, truth, p.Set.Nodes*p.Set.Channels, *mapeFloor, stderr); err != nil {
-			return err
-		}
-	}
-	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(evalResult{Model: *model, Kind: lm.kind, Dataset: lm.dataset, Split: *part, Range: r.Range, Deal: r.Deal, Nodes: r.Nodes, Prep: lm.norm.Prep(), Receptive: lm.receptive, Trained: lm.trained, Report: rep, Paper: paper, Against: cmp})
-	}
+	return rep, paper, err
+}
+
+// printEval writes eval's result as text: the model and part scored
+// (snapshots of a series of nodes sensors), its metrics, the paper's,
+// and the comparison with -against.
+func printEval(stdout io.Writer, res evalResult, snapshots, nodes int) error {
 	scored := ""
-	if r.Nodes != nil {
-		scored = fmt.Sprintf(", %d of %d sensors scored", len(r.Nodes), p.Set.Nodes)
+	if res.Nodes != nil {
+		scored = fmt.Sprintf(", %d of %d sensors scored", len(res.Nodes), nodes)
 	}
-	fmt.Fprintf(stdout, "%s %s on %s, %s split (%s%s), %s preprocessing, mean receptive field %.2f nodes:\n", lm.kind, *model, lm.dataset, *part, english.Count(r.Len(), "snapshot"), scored, lm.norm.Prep(), lm.receptive)
-	fmt.Fprintf(stdout, "(%s)\n", lm.trained)
+	fmt.Fprintf(stdout, "%s %s on %s, %s split (%s%s), %s preprocessing, mean receptive field %.2f nodes:\n", res.Kind, res.Model, res.Dataset, res.Split, english.Count(snapshots, "snapshot"), scored, res.Prep, res.Receptive)
+	fmt.Fprintf(stdout, "(%s)\n", res.Trained)
+	rep, paper, cmp := res.Report, res.Paper, res.Against
 	if err := rep.Table(stdout); err != nil {
 		return err
 	}
-	if _, err = fmt.Fprintf(stdout, "\npaper-style (min-max scaled, unmasked, |p-y|/(|y|+1)): MAPE %.3f%%, RMSE %.5f over %s\n", paper.MAPE, paper.RMSE, english.Count(paper.Rows, "row")); err != nil {
+	_, err := fmt.Fprintf(stdout, "\npaper-style (min-max scaled, unmasked, |p-y|/(|y|+1)): MAPE %.3f%%, RMSE %.5f over %s\n", paper.MAPE, paper.RMSE, english.Count(paper.Rows, "row"))
+	if err != nil {
 		return err
 	}
 	if cmp != nil {
@@ -250,118 +290,4 @@ func writePredictions(path string, p *snapshot.Prepared, partName string, r snap
 		}
 	}
 	return snapshot.WritePredictions(path, t)
-}
-
-// provenance is what a model file records of its training. A teacher has
-// epochs and a noise level; an SDGNN bundle has its teacher, its rounds and
-// its budget.
-type provenance struct {
-	Created string `json:"created,omitempty"`
-	// Digest is the SHA-256 of the file's kind and tensors
-	// (checkpoint.File.Digest): two files that hold the same parameters
-	// have the same, whenever and wherever they were written.
-	Digest string `json:"digest,omitempty"`
-	// Teacher: epochs run, the epoch whose parameters were saved and its
-	// validation MAE, and the training noise between GCN and decoder.
-	Epochs     int     `json:"epochs,omitempty"`
-	BestEpoch  int     `json:"best_epoch,omitempty"`
-	BestValMAE float64 `json:"best_val_mae,omitempty"`
-	NoiseStd   float64 `json:"noise_std,omitempty"`
-	// Bundle: the teacher file it was distilled from, its version, the
-	// Phase-Θ rounds logged and the final receptive-field budget.
-	Teacher string `json:"teacher,omitempty"`
-	Version string `json:"version,omitempty"`
-	Rounds  int    `json:"rounds,omitempty"`
-	Budget  int    `json:"budget,omitempty"`
-}
-
-// String is one line for eval's text output.
-func (p provenance) String() string {
-	var s string
-	if p.Teacher != "" {
-		s = fmt.Sprintf("distilled from %s in %s, budget %d", p.Teacher, english.Count(p.Rounds, "round"), p.Budget)
-		if p.Version != "" {
-			s += ", version " + p.Version
-		}
-	} else {
-		s = fmt.Sprintf("trained %s, saved epoch %d (validation MAE %.4f)", english.Count(p.Epochs, "epoch"), p.BestEpoch, p.BestValMAE)
-		if p.NoiseStd > 0 {
-			s += fmt.Sprintf(", training noise σ %g", p.NoiseStd)
-		}
-	}
-	if p.Created != "" {
-		s += ", created " + p.Created
-	}
-	if len(p.Digest) >= 12 && !strings.HasSuffix(p.Version, "-"+p.Digest[:12]) { // a default version names them already
-		s += ", parameters " + p.Digest[:12]
-	}
-	return s
-}
-
-// loaded is a saved model of any kind, reduced to what evaluation needs.
-type loaded struct {
-	kind, dataset string
-	window        int
-	layers        int // GCN layers of a GRU-GCN teacher
-	channels      []string
-	norm          snapshot.Normalizer
-	split         snapshot.Split
-	data          modelData // for prepareSaved
-	receptive     float64
-	trained       provenance
-	predict       func(ctx context.Context, p *snapshot.Prepared, r snapshot.Part) (pred, truth []float64, err error)
-}
-
-// loadAny loads a teacher model or an SDGNN bundle.
-func loadAny(path string) (*loaded, error) {
-	f, err := checkpoint.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("load model: %w", err)
-	}
-	switch f.Kind {
-	case teacher.FileKindModel:
-		s, err := teacher.LoadModel(path)
-		if err != nil {
-			return nil, err
-		}
-		m := s.Meta
-		return &loaded{kind: m.Config.Kind, dataset: m.Dataset, window: m.Config.Window, layers: m.Config.GCNLayers(), channels: m.Channels, norm: m.Norm, split: m.Split, data: teacherData(path, &m),
-			trained: provenance{Created: m.Created, Digest: f.Digest(), Epochs: m.Epochs, BestEpoch: m.BestEpoch, BestValMAE: m.BestValMAE, NoiseStd: m.Config.NoiseStd},
-			predict: func(ctx context.Context, p *snapshot.Prepared, r snapshot.Part) ([]float64, []float64, error) {
-				return teacher.Predict(ctx, s.Model, p.Set, r, p.Adj, 64)
-			}}, nil
-	case sdgnn.FileKindBundle:
-		b, err := sdgnn.LoadBundle(path)
-		if err != nil {
-			return nil, err
-		}
-		m := b.Meta
-		return &loaded{kind: "sdgnn", dataset: m.Dataset, window: m.Window, channels: m.Channels, norm: m.Norm, split: m.Split, data: bundleData(path, &m), receptive: b.Theta.MeanReceptive(),
-			trained: provenance{Created: m.Created, Digest: f.Digest(), Teacher: m.Teacher, Version: m.Version, Rounds: len(m.Rounds), Budget: m.Config.BudgetEnd},
-			predict: func(ctx context.Context, p *snapshot.Prepared, r snapshot.Part) ([]float64, []float64, error) {
-				return sdgnn.Predict(ctx, b, p.Set, r, 64)
-			}}, nil
-	}
-	return nil, fmt.Errorf("load model %s: file holds a %q, which eval does not know", path, f.Kind)
-}
-
-// teacherReceptive is the mean number of nodes a teacher's forecast of one
-// node reads: the node itself for GRU, and for a GRU-GCN whose GCN has the
-// given number of layers, its neighbourhood of that many hops.
-func teacherReceptive(kind string, layers int, p *snapshot.Prepared) (float64, error) {
-	if kind != teacher.KindGRUGCN {
-		return 1, nil
-	}
-	if layers < 1 {
-		return 0, fmt.Errorf("receptive field of a %s teacher with %d GCN layers: want at least 1", kind, layers)
-	}
-	hood, err := sdgnn.Candidates(p.Dataset.Graph.Neighbors(), sdgnn.CandidateConfig{K1: layers})
-	if err != nil {
-		return 0, fmt.Errorf("receptive field of a %d-layer %s teacher: %w", layers, kind, err)
-	}
-	var s int
-	for _, h := range hood {
-		s += len(h)
-	}
-	return float64(s) / float64(len(hood)), nil
 }

@@ -20,119 +20,159 @@ import (
 func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("export", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var (
-		dataDir = fs.String("data", "", "data directory (default $PEMS_DATA, then shared/datasets beside the current directory or one of its parents)")
-		dataset = fs.String("dataset", "", "dataset (for -what snapshots without -model)")
-		model   = fs.String("model", "", "model file (needed for embeddings and predictions; fixes dataset, split and normaliser)")
-		what    = fs.String("what", "snapshots", "snapshots, embeddings (H and Z of the model) or predictions")
-		part    = fs.String("split-part", "test", "train, val or test")
-		window  = fs.Int("window", 12, "input window when no -model is given")
-		split   = fs.String("split", "", "train,val,test ratios when no -model is given (default 6,2,2; 7,1,2 with -split-by nodes or windows)")
-		splitBy = fs.String("split-by", snapshot.ByTime, "what the split divides when no -model is given: time (chronological), nodes or windows (Gao & Ribeiro's transductive and inductive splits)")
-		out     = fs.String("out", "", "output Arrow IPC file (required); embeddings write OUT with -H and -Z before the extension")
-	)
+	f := addExportFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if *out == "" || fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "export: -out FILE is required and takes no other arguments (got %q)\n", fs.Args())
+	if err := f.check(stderr); err != nil {
+		return err
+	}
+	p, saved, err := f.load(stderr)
+	if err != nil {
+		return err
+	}
+	r, err := partOf(p.Split, *f.part)
+	if err != nil {
+		return err
+	}
+	if err := f.write(ctx, p, saved, r); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "wrote %s of %s (%s split, %s) to %s\n", *f.what, p.Dataset.Info.Name, *f.part, english.Count(r.Len(), "snapshot"), *f.out)
+	return nil
+}
+
+// exportFlags are export's flags.
+type exportFlags struct {
+	fs      *flag.FlagSet
+	dataDir *string
+	dataset *string
+	model   *string
+	what    *string
+	part    *string
+	window  *int
+	split   *string
+	splitBy *string
+	out     *string
+}
+
+// addExportFlags defines export's flags on fs.
+func addExportFlags(fs *flag.FlagSet) exportFlags {
+	return exportFlags{
+		fs:      fs,
+		dataDir: fs.String("data", "", "data directory (default $PEMS_DATA, then shared/datasets beside the current directory or one of its parents)"),
+		dataset: fs.String("dataset", "", "dataset (for -what snapshots without -model)"),
+		model:   fs.String("model", "", "model file (needed for embeddings and predictions; fixes dataset, split and normaliser)"),
+		what:    fs.String("what", "snapshots", "snapshots, embeddings (H and Z of the model) or predictions"),
+		part:    fs.String("split-part", "test", "train, val or test"),
+		window:  fs.Int("window", 12, "input window when no -model is given"),
+		split:   fs.String("split", "", "train,val,test ratios when no -model is given (default 6,2,2; 7,1,2 with -split-by nodes or windows)"),
+		splitBy: fs.String("split-by", snapshot.ByTime, "what the split divides when no -model is given: time (chronological), nodes or windows (Gao & Ribeiro's transductive and inductive splits)"),
+		out:     fs.String("out", "", "output Arrow IPC file (required); embeddings write OUT with -H and -Z before the extension"),
+	}
+}
+
+// check refuses the flags that are wrong whatever the data, and makes
+// -out's directory.
+func (f exportFlags) check(stderr io.Writer) error {
+	if *f.out == "" || f.fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "export: -out FILE is required and takes no other arguments (got %q)\n", f.fs.Args())
 		return errUsage
 	}
-	switch *what {
+	switch *f.what {
 	case "snapshots", "embeddings", "predictions":
 	default:
-		fmt.Fprintf(stderr, "export: -what %q: want snapshots, embeddings or predictions\n", *what)
+		fmt.Fprintf(stderr, "export: -what %q: want snapshots, embeddings or predictions\n", *f.what)
 		return errUsage
 	}
-	if *what != "snapshots" && *model == "" {
-		return badFlags(fmt.Errorf("-what %s needs -model FILE", *what))
+	if *f.what != "snapshots" && *f.model == "" {
+		return badFlags(fmt.Errorf("-what %s needs -model FILE", *f.what))
 	}
-	if *model != "" {
+	if *f.model != "" {
 		// The model fixes them: given too, they would be ignored.
-		for _, f := range []string{"dataset", "window", "split", "split-by"} {
-			if flagSet(fs, f) {
-				return badFlags(fmt.Errorf("-%s is fixed by -model (its dataset, window and split)", f))
+		for _, name := range []string{"dataset", "window", "split", "split-by"} {
+			if flagSet(f.fs, name) {
+				return badFlags(fmt.Errorf("-%s is fixed by -model (its dataset, window and split)", name))
 			}
 		}
 	}
-	if *window < 1 || *window > snapshot.MaxWindow {
-		return badFlags(fmt.Errorf("-window %d: want 1 to %d steps", *window, snapshot.MaxWindow))
+	if *f.window < 1 || *f.window > snapshot.MaxWindow {
+		return badFlags(fmt.Errorf("-window %d: want 1 to %d steps", *f.window, snapshot.MaxWindow))
 	}
-	if err := checkPart(*part); err != nil {
+	if err := checkPart(*f.part); err != nil {
 		return err
 	}
-	if err := checkOut("out", *out, *model); err != nil {
+	if err := checkOut("out", *f.out, *f.model); err != nil {
 		return err
 	}
 	// Made now, as distill and teacher make theirs: a folder missing would
 	// fail the write only after the embeddings or forecasts are computed.
-	if err := os.MkdirAll(filepath.Dir(*out), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(*f.out), 0o755); err != nil {
 		return fmt.Errorf("create output directory: %w", err)
 	}
-	var (
-		p     *snapshot.Prepared
-		saved *teacher.Saved
-		err   error
-	)
-	if *model != "" {
-		if saved, err = teacher.LoadModel(*model); err != nil {
-			if f, ferr := checkpoint.ReadFile(*model); ferr == nil && f.Kind == sdgnn.FileKindBundle {
+	return nil
+}
+
+// load reads the data: -model's teacher and its data and split, or
+// -dataset's with -window and -split.
+func (f exportFlags) load(stderr io.Writer) (*snapshot.Prepared, *teacher.Saved, error) {
+	if *f.model != "" {
+		saved, err := teacher.LoadModel(*f.model)
+		if err != nil {
+			if file, ferr := checkpoint.ReadFile(*f.model); ferr == nil && file.Kind == sdgnn.FileKindBundle {
 				// The usual mix-up: say where a bundle's forecasts come from.
-				return fmt.Errorf("-model %s is an SDGNN bundle: export takes a teacher's .model; a bundle's forecasts are written by pems-train eval -model %s -predictions F.arrow", *model, *model)
+				return nil, nil, fmt.Errorf("-model %s is an SDGNN bundle: export takes a teacher's .model; a bundle's forecasts are written by pems-train eval -model %s -predictions F.arrow", *f.model, *f.model)
 			}
-			return fmt.Errorf("-model: %w", err)
+			return nil, nil, fmt.Errorf("-model: %w", err)
 		}
 		m := saved.Meta
-		if p, err = prepareSaved(*dataDir, teacherData(*model, &m), stderr); err != nil {
-			return err
-		}
-	} else {
-		if *dataset == "" {
-			fmt.Fprintln(stderr, "export: give -model FILE or -dataset NAME")
-			return errUsage
-		}
-		name, err := checkDataset(*dataset)
+		p, err := prepareSaved(*f.dataDir, teacherData(*f.model, &m), stderr)
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
-		*dataset = name
-		spec, err := parseSplit(*splitBy, *split)
-		if err != nil {
-			return badFlags(err)
-		}
-		if p, err = snapshot.Prepare(*dataDir, *dataset, *window, spec, nil); err != nil {
-			return err
-		}
+		return p, saved, nil
 	}
-	r, err := partOf(p.Split, *part)
+	if *f.dataset == "" {
+		fmt.Fprintln(stderr, "export: give -model FILE or -dataset NAME")
+		return nil, nil, errUsage
+	}
+	name, err := checkDataset(*f.dataset)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	switch *what {
+	*f.dataset = name
+	spec, err := parseSplit(*f.splitBy, *f.split)
+	if err != nil {
+		return nil, nil, badFlags(err)
+	}
+	p, err := snapshot.Prepare(*f.dataDir, *f.dataset, *f.window, spec, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	return p, nil, nil
+}
+
+// write writes what -what asks of the part r of p to -out.
+func (f exportFlags) write(ctx context.Context, p *snapshot.Prepared, saved *teacher.Saved, r snapshot.Part) error {
+	switch *f.what {
 	case "snapshots":
-		err = snapshot.WriteSnapshotsLabelled(*out, p.Set, r.Snapshots(), snapshotLabels(p, *part))
+		return snapshot.WriteSnapshotsLabelled(*f.out, p.Set, r.Snapshots(), snapshotLabels(p, *f.part))
 	case "predictions":
 		if saved == nil {
 			return fmt.Errorf("-what predictions needs -model")
 		}
-		pred, truth, perr := teacher.Predict(ctx, saved.Model, p.Set, r, p.Adj, 64)
-		if perr != nil {
-			return perr
+		pred, truth, err := teacher.Predict(ctx, saved.Model, p.Set, r, p.Adj, 64)
+		if err != nil {
+			return err
 		}
-		err = writePredictions(*out, p, *part, r, saved.Meta.Channels, pred, truth)
+		return writePredictions(*f.out, p, *f.part, r, saved.Meta.Channels, pred, truth)
 	case "embeddings":
 		if saved == nil {
 			return fmt.Errorf("-what embeddings needs -model")
 		}
-		err = exportEmbeddings(ctx, *out, saved.Model, p, r)
-	default:
-		return fmt.Errorf("-what %q: want snapshots, embeddings or predictions", *what)
+		return exportEmbeddings(ctx, *f.out, saved.Model, p, r)
 	}
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "wrote %s of %s (%s split, %s) to %s\n", *what, p.Dataset.Info.Name, *part, english.Count(r.Len(), "snapshot"), *out)
-	return nil
+	return fmt.Errorf("-what %q: want snapshots, embeddings or predictions", *f.what)
 }
 
 // exportEmbeddings writes the GRU embeddings H and the GCN outputs Z of every

@@ -29,85 +29,149 @@ import (
 func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	flags := flag.NewFlagSet("report", flag.ContinueOnError)
 	flags.SetOutput(stderr)
-	var (
-		dataDir   = flags.String("data", "", "data directory (default $PEMS_DATA, then shared/datasets beside the current directory or one of its parents)")
-		model     = flags.String("model", "", "SDGNN bundle written by pems-train distill (required)")
-		dataset   = flags.String("dataset", "", "dataset to replay; must be the bundle's (default: the bundle's)")
-		out       = flags.String("out", "", "directory to write the report into (required)")
-		tpath     = flags.String("teacher", "", "the GRU-GCN teacher (default: the teacher recorded in the bundle, if that file exists and is still the one it was distilled from; \"none\" to leave it out)")
-		t1path    = flags.String("teacher1", "", "a GRU-GCN teacher with a 1-layer GCN (pems-train teacher -layers 1), for the sweep's 1-layer targets")
-		gpath     = flags.String("gru", "", "the GRU baseline (pems-train teacher -model gru), for the per-node MAE reductions")
-		part      = flags.String("split-part", "test", "which part of the bundle's split to replay: train, val or test")
-		chunks    = flags.Int("chunks", 10, "chronological chunks for the staleness figure (at most one a snapshot: more are cut to that)")
-		mapeFloor = flags.Float64("mape-floor", 0, "leave truths below this value out of MAPE (not out of MAE/RMSE), as eval -mape-floor")
-		sensor    = flags.Int("sensor", -1, "sensor of the receptive-field figure (-1: the one with the largest receptive set)")
-		sweep     = flags.String("sweep", "", "comma-separated SDGNN budgets to distil for the MAPE-against-receptive-field figure, e.g. 2,4,6,10,20 (needs a teacher; empty: none)")
-		scale     = flags.Int("sweep-scale", 1, "shorten the sweep's and the baselines' schedules this many times (see distill -schedule-scale)")
-		baselines = flags.Bool("baselines", false, "also train GLNN, NOSMOG and PPRGo against the teacher")
-		progress  = flags.String("progress", "auto", "progress on stderr: auto (bars on a terminal, else a line per finished stage), always (bars) or never")
-	)
+	f := addReportFlags(flags)
 	if err := parseFlags(flags, args); err != nil {
 		return err
 	}
-	if *model == "" || *out == "" || flags.NArg() > 0 {
-		fmt.Fprintln(stderr, "report: -model BUNDLE and -out DIR are required and it takes no other arguments")
-		return errUsage
-	}
-	budgets, err := parseBudgets(*sweep)
+	budgets, err := f.check(stderr)
 	if err != nil {
-		fmt.Fprintf(stderr, "report: -sweep %q: %v\n", *sweep, err)
-		return errUsage
-	}
-	if err := checkReportFlags(*chunks, *mapeFloor); err != nil {
 		return err
 	}
-	switch {
-	case *scale < 1:
-		fmt.Fprintf(stderr, "report: -sweep-scale %d: must be at least 1\n", *scale)
-		return errUsage
-	case *sensor < -1:
-		fmt.Fprintf(stderr, "report: -sensor %d: want a sensor id, or -1 for the one with the largest receptive set\n", *sensor)
-		return errUsage
-	case *progress != "auto" && *progress != "always" && *progress != "never":
-		fmt.Fprintf(stderr, "report: -progress %q: want auto, always or never\n", *progress)
-		return errUsage
-	}
-
-	if err := checkPart(*part); err != nil {
-		return err
-	}
-	if err := checkOutDir("out", *out); err != nil {
-		return err
-	}
-	if *dataset != "" {
-		name, err := checkDataset(*dataset)
-		if err != nil {
-			return err
-		}
-		*dataset = name
-	}
-	b, err := sdgnn.LoadBundle(*model)
+	b, err := sdgnn.LoadBundle(*f.model)
 	if err != nil {
 		return fmt.Errorf("-model: %w", err)
 	}
-	if *sensor >= b.Meta.Nodes {
-		return badFlags(fmt.Errorf("-sensor %d: the bundle has sensors 0..%d", *sensor, b.Meta.Nodes-1))
+	if *f.sensor >= b.Meta.Nodes {
+		return badFlags(fmt.Errorf("-sensor %d: the bundle has sensors 0..%d", *f.sensor, b.Meta.Nodes-1))
 	}
-	if *dataset != "" && *dataset != b.Meta.Dataset {
-		return fmt.Errorf("the bundle %s was distilled on %s, not %s", *model, b.Meta.Dataset, *dataset)
+	if *f.dataset != "" && *f.dataset != b.Meta.Dataset {
+		return fmt.Errorf("the bundle %s was distilled on %s, not %s", *f.model, b.Meta.Dataset, *f.dataset)
 	}
-	p, err := prepareSaved(*dataDir, bundleData(*model, &b.Meta), stderr)
+	p, err := prepareSaved(*f.dataDir, bundleData(*f.model, &b.Meta), stderr)
 	if err != nil {
 		return err
 	}
-	r, err := partOf(p.Split, *part)
+	r, err := partOf(p.Split, *f.part)
 	if err != nil {
 		return err
 	}
-	in := report.Input{Prepared: p, Part: *part, Range: r.Range, Deal: r.Deal, Nodes: r.Nodes, Bundle: b, BundlePath: *model, Chunks: *chunks, MAPEFloor: *mapeFloor,
-		Sensor: *sensor, Sweep: budgets, SweepScale: *scale, Baselines: *baselines}
+	in := report.Input{Prepared: p, Part: *f.part, Range: r.Range, Deal: r.Deal, Nodes: r.Nodes, Bundle: b, BundlePath: *f.model, Chunks: *f.chunks, MAPEFloor: *f.mapeFloor,
+		Sensor: *f.sensor, Sweep: budgets, SweepScale: *f.scale, Baselines: *f.baselines}
+	if err := f.loadTeachers(&in, stderr); err != nil {
+		return err
+	}
+	if (len(budgets) > 0 || *f.baselines) && in.Teacher == nil && in.Teacher1 == nil {
+		fmt.Fprintln(stderr, "report: -sweep and -baselines need a teacher (-teacher or -teacher1)")
+		return errUsage
+	}
+	if finish := f.showProgress(&in, stderr); finish != nil {
+		defer finish()
+	}
+	start := time.Now()
+	d, err := report.Build(ctx, in)
+	if err != nil {
+		return err
+	}
+	d.Command = "pems-train report " + strings.Join(args, " ")
+	d.Host = hostDescription()
+	if err := d.Write(*f.out); err != nil {
+		return err
+	}
+	printReport(d, *f.out, start, stdout)
+	return nil
+}
 
-	teacherPath, teacherFrom, teacherHint := *tpath, "-teacher", ""
+// reportFlags are report's flags.
+type reportFlags struct {
+	fs        *flag.FlagSet
+	dataDir   *string
+	model     *string
+	dataset   *string
+	out       *string
+	tpath     *string
+	t1path    *string
+	gpath     *string
+	part      *string
+	chunks    *int
+	mapeFloor *float64
+	sensor    *int
+	sweep     *string
+	scale     *int
+	baselines *bool
+	progress  *string
+}
+
+// addReportFlags defines report's flags on flags.
+func addReportFlags(flags *flag.FlagSet) reportFlags {
+	return reportFlags{
+		fs:        flags,
+		dataDir:   flags.String("data", "", "data directory (default $PEMS_DATA, then shared/datasets beside the current directory or one of its parents)"),
+		model:     flags.String("model", "", "SDGNN bundle written by pems-train distill (required)"),
+		dataset:   flags.String("dataset", "", "dataset to replay; must be the bundle's (default: the bundle's)"),
+		out:       flags.String("out", "", "directory to write the report into (required)"),
+		tpath:     flags.String("teacher", "", "the GRU-GCN teacher (default: the teacher recorded in the bundle, if that file exists and is still the one it was distilled from; \"none\" to leave it out)"),
+		t1path:    flags.String("teacher1", "", "a GRU-GCN teacher with a 1-layer GCN (pems-train teacher -layers 1), for the sweep's 1-layer targets"),
+		gpath:     flags.String("gru", "", "the GRU baseline (pems-train teacher -model gru), for the per-node MAE reductions"),
+		part:      flags.String("split-part", "test", "which part of the bundle's split to replay: train, val or test"),
+		chunks:    flags.Int("chunks", 10, "chronological chunks for the staleness figure (at most one a snapshot: more are cut to that)"),
+		mapeFloor: flags.Float64("mape-floor", 0, "leave truths below this value out of MAPE (not out of MAE/RMSE), as eval -mape-floor"),
+		sensor:    flags.Int("sensor", -1, "sensor of the receptive-field figure (-1: the one with the largest receptive set)"),
+		sweep:     flags.String("sweep", "", "comma-separated SDGNN budgets to distil for the MAPE-against-receptive-field figure, e.g. 2,4,6,10,20 (needs a teacher; empty: none)"),
+		scale:     flags.Int("sweep-scale", 1, "shorten the sweep's and the baselines' schedules this many times (see distill -schedule-scale)"),
+		baselines: flags.Bool("baselines", false, "also train GLNN, NOSMOG and PPRGo against the teacher"),
+		progress:  flags.String("progress", "auto", "progress on stderr: auto (bars on a terminal, else a line per finished stage), always (bars) or never"),
+	}
+}
+
+// check refuses the flags that are wrong whatever the data, and returns
+// -sweep's budgets; it sets -dataset to the dataset's own name.
+func (f reportFlags) check(stderr io.Writer) ([]int, error) {
+	if *f.model == "" || *f.out == "" || f.fs.NArg() > 0 {
+		fmt.Fprintln(stderr, "report: -model BUNDLE and -out DIR are required and it takes no other arguments")
+		return nil, errUsage
+	}
+	budgets, err := parseBudgets(*f.sweep)
+	if err != nil {
+		fmt.Fprintf(stderr, "report: -sweep %q: %v\n", *f.sweep, err)
+		return nil, errUsage
+	}
+	if err := checkReportFlags(*f.chunks, *f.mapeFloor); err != nil {
+		return nil, err
+	}
+	switch {
+	case *f.scale < 1:
+		fmt.Fprintf(stderr, "report: -sweep-scale %d: must be at least 1\n", *f.scale)
+		return nil, errUsage
+	case *f.sensor < -1:
+		fmt.Fprintf(stderr, "report: -sensor %d: want a sensor id, or -1 for the one with the largest receptive set\n", *f.sensor)
+		return nil, errUsage
+	case *f.progress != "auto" && *f.progress != "always" && *f.progress != "never":
+		fmt.Fprintf(stderr, "report: -progress %q: want auto, always or never\n", *f.progress)
+		return nil, errUsage
+	}
+
+	if err := checkPart(*f.part); err != nil {
+		return nil, err
+	}
+	if err := checkOutDir("out", *f.out); err != nil {
+		return nil, err
+	}
+	if *f.dataset != "" {
+		name, err := checkDataset(*f.dataset)
+		if err != nil {
+			return nil, err
+		}
+		*f.dataset = name
+	}
+	return budgets, nil
+}
+
+// loadTeachers loads into in the teachers the report compares: -teacher
+// (by default the bundle's, if that file is still the one it was
+// distilled from), -teacher1 and -gru.
+func (f reportFlags) loadTeachers(in *report.Input, stderr io.Writer) error {
+	b, p := in.Bundle, in.Prepared
+	teacherPath, teacherFrom, teacherHint := *f.tpath, "-teacher", ""
 	if teacherPath == "" && b.Meta.Teacher != "" {
 		if _, err := os.Stat(b.Meta.Teacher); err == nil {
 			teacherPath, teacherFrom, teacherHint = b.Meta.Teacher, "the bundle's teacher", " (give -teacher FILE, or -teacher none)"
@@ -123,7 +187,7 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		path       string
 		dst        **teacher.Saved
 		name       *string
-	}{{teacherFrom, teacherHint, teacherPath, &in.Teacher, &in.TeacherPath}, {"-teacher1", "", *t1path, &in.Teacher1, &in.Teacher1Path}, {"-gru", "", *gpath, &in.GRU, &in.GRUPath}} {
+	}{{teacherFrom, teacherHint, teacherPath, &in.Teacher, &in.TeacherPath}, {"-teacher1", "", *f.t1path, &in.Teacher1, &in.Teacher1Path}, {"-gru", "", *f.gpath, &in.GRU, &in.GRUPath}} {
 		if t.path == "" {
 			continue
 		}
@@ -134,7 +198,7 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if t.from == "the bundle's teacher" && !sameGRU(s.Model.GRU, b.GRU) {
 			// Another model written to the path since (a teacher trained
 			// again): its scores would pass for the bundle's teacher's.
-			fmt.Fprintf(stderr, "report: the bundle's teacher %s is not the teacher %s was distilled from (its GRU differs: trained again or replaced since); leaving the teacher out (give -teacher)\n", t.path, *model)
+			fmt.Fprintf(stderr, "report: the bundle's teacher %s is not the teacher %s was distilled from (its GRU differs: trained again or replaced since); leaving the teacher out (give -teacher)\n", t.path, *f.model)
 			continue
 		}
 		if s.Meta.Graph == nil && s.Meta.Config.GCNLayers() > 0 { // one that records its graph is checked by report.Build
@@ -142,33 +206,31 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 		*t.dst, *t.name = s, t.path
 	}
-	if (len(budgets) > 0 || *baselines) && in.Teacher == nil && in.Teacher1 == nil {
-		fmt.Fprintln(stderr, "report: -sweep and -baselines need a teacher (-teacher or -teacher1)")
-		return errUsage
-	}
+	return nil
+}
 
-	f, _ := stderr.(*os.File)
-	tty := f != nil && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
+// showProgress sets in's progress as -progress asks: bars on a terminal
+// (or always), else a line per finished stage (auto), or none. It returns
+// the function that ends the bars, if any.
+func (f reportFlags) showProgress(in *report.Input, stderr io.Writer) (finish func()) {
+	file, _ := stderr.(*os.File)
+	tty := file != nil && (isatty.IsTerminal(file.Fd()) || isatty.IsCygwinTerminal(file.Fd()))
 	switch {
-	case *progress == "always" || (*progress == "auto" && tty):
+	case *f.progress == "always" || (*f.progress == "auto" && tty):
 		bars := newBars(stderr)
-		defer bars.finish()
 		in.Progress = bars.update
-	case *progress == "auto":
+		return bars.finish
+	case *f.progress == "auto":
 		in.Progress = stageLines(stderr)
 	}
+	return nil
+}
 
-	start := time.Now()
-	d, err := report.Build(ctx, in)
-	if err != nil {
-		return err
-	}
-	d.Command = "pems-train report " + strings.Join(args, " ")
-	d.Host = hostDescription()
-	if err := d.Write(*out); err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "report on %s, %s split (%s) in %s (%.0f s):\n", d.Dataset, d.Part, english.Count(d.Snapshots, "snapshot"), *out, time.Since(start).Seconds())
+// printReport says on stdout what the report written to out holds: each
+// model's overall metrics, the figures not drawn and why, and the page
+// to open.
+func printReport(d *report.Document, out string, start time.Time, stdout io.Writer) {
+	fmt.Fprintf(stdout, "report on %s, %s split (%s) in %s (%.0f s):\n", d.Dataset, d.Part, english.Count(d.Snapshots, "snapshot"), out, time.Since(start).Seconds())
 	for _, m := range d.Models {
 		o := m.Report.Overall
 		fmt.Fprintf(stdout, "  %-10s receptive %6.2f  MAE %.4f  RMSE %.4f  MAPE %.3f%%\n", m.Name, m.Receptive, o.MAE, o.RMSE, o.MAPE)
@@ -178,8 +240,7 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			fmt.Fprintf(stdout, "  figure %s not drawn: %s\n", fg.Name, fg.Skipped)
 		}
 	}
-	fmt.Fprintf(stdout, "open %s\n", filepath.Join(*out, report.FileHTML))
-	return nil
+	fmt.Fprintf(stdout, "open %s\n", filepath.Join(out, report.FileHTML))
 }
 
 // sameGRU reports whether a and b hold the same parameters: a bundle keeps
