@@ -224,6 +224,33 @@ func testStandbyTakesOver(t *testing.T, shared, noRebuild, exact bool) {
 	publish(20, steps)
 	waitFor("the standby applying slot 20", func() bool { return second.Counters().Applied.Load() >= applied(20, 21) })
 
+	checkStandbyForecasts(t, second, readings, exact, waitFor)
+	// No forecast slot of a sensor was emitted twice, by the two members.
+	checkEmittedOnce(ctx, t, emb.Addr)
+	if !exact {
+		return
+	}
+
+	// An older member joins: the holder keeps every partition.
+	third := newService()
+	third.since = first.since
+	stopThird := run(third)
+	defer stopThird()
+	// Settled (a rebalance empties every assignment for a moment): the
+	// holder ready, the newcomer its standby.
+	waitFor("the holder keeping the partitions beside an older newcomer", func() bool {
+		r := third.Readiness()
+		return second.Readiness().Ready && !r.Ready && strings.Contains(r.Checks[2].Detail, "standby in group sdgnn-forecaster: "+second.clientID)
+	})
+}
+
+// checkStandbyForecasts checks the forecasts of svc, the standby that
+// took over in testStandbyTakesOver, for the slot after the last of
+// readings (windows of slots 18–20) against a State that saw every
+// reading: equal when exact, else not.
+func checkStandbyForecasts(t *testing.T, svc *Service, readings []Reading, exact bool, waitFor func(what string, ok func() bool)) {
+	t.Helper()
+	const n, T, C, d = 4, 3, 2, 4
 	// Its forecasts for slot 21 (windows of slots 18–20) against a State
 	// that saw every reading.
 	ref, err := NewState(testBundle(t, n, T, C, d, 1), testStep)
@@ -231,7 +258,7 @@ func testStandbyTakesOver(t *testing.T, shared, noRebuild, exact bool) {
 		t.Fatal(err)
 	}
 	mustApply(t, ref, readings)
-	h := second.Handler()
+	h := svc.Handler()
 	next := readings[len(readings)-1].TS + testStep
 	for z := 0; z < n; z++ {
 		var f Forecast
@@ -253,8 +280,13 @@ func testStandbyTakesOver(t *testing.T, shared, noRebuild, exact bool) {
 			t.Errorf("sensor %d: the standby forecast %v (stale %d), a State with every reading %v; want them equal: %v", z, f.Values, f.StaleSlots, want.Values, exact)
 		}
 	}
-	// No forecast slot of a sensor was emitted twice, by the two members.
-	client := &kafka.Client{Addr: kafka.TCP(emb.Addr), Timeout: 10 * time.Second}
+}
+
+// checkEmittedOnce checks that no forecast slot of a sensor is in the
+// forecasts topic of the broker at addr more than once.
+func checkEmittedOnce(ctx context.Context, t *testing.T, addr string) {
+	t.Helper()
+	client := &kafka.Client{Addr: kafka.TCP(addr), Timeout: 10 * time.Second}
 	bounds, err := offsetBounds(ctx, client, "forecasts", []int{0, 1, 2, 3})
 	if err != nil {
 		t.Fatal(err)
@@ -277,21 +309,6 @@ func testStandbyTakesOver(t *testing.T, shared, noRebuild, exact bool) {
 			t.Errorf("sensor %d: the forecast of slot %d emitted %d times", k[0], k[1], times)
 		}
 	}
-	if !exact {
-		return
-	}
-
-	// An older member joins: the holder keeps every partition.
-	third := newService()
-	third.since = first.since
-	stopThird := run(third)
-	defer stopThird()
-	// Settled (a rebalance empties every assignment for a moment): the
-	// holder ready, the newcomer its standby.
-	waitFor("the holder keeping the partitions beside an older newcomer", func() bool {
-		r := third.Readiness()
-		return second.Readiness().Ready && !r.Ready && strings.Contains(r.Checks[2].Detail, "standby in group sdgnn-forecaster: "+second.clientID)
-	})
 }
 
 // TestHolderIgnoresForeignStateWrites writes an older snapshot into the

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/pemsforecast/sdgnn/sdgnn"
 )
 
 // TestLiveHandler checks the live routes of Service.Handler without a
@@ -30,7 +32,7 @@ func TestLiveHandler(t *testing.T) {
 	live.Reading(4, 9*testStep, []float64{80, 2}) // one of sensor 3's inputs
 	srv := httptest.NewServer(svc.Handler())
 	defer srv.Close()
-	get := func(path string, wantCode int, wantType string) []byte {
+	get := getFunc(func(path string, wantCode int, wantType string) []byte {
 		t.Helper()
 		resp, err := http.Get(srv.URL + path)
 		if err != nil {
@@ -45,8 +47,54 @@ func TestLiveHandler(t *testing.T) {
 			t.Fatalf("GET %s: %d %s, want %d %s: %s", path, resp.StatusCode, resp.Header.Get("Content-Type"), wantCode, wantType, body)
 		}
 		return body
-	}
+	})
 
+	checkLivePage(t, get)
+	var sum liveSummaryJSON
+	checkLiveSummary(t, get, &sum)
+	var v liveSensorJSON
+	checkLiveSensor(t, get, b, &v)
+	checkSensorRoutes(t, srv, get)
+	checkLiveMetrics(t, get)
+
+	// After a reload the routes describe the new model: its version, its
+	// receptive sets; the live figures carry on.
+	next := testBundle6(t, 5, 4, 2, 3, 2)
+	next.Meta.Version = "test-v2"
+	if err := svc.Reload(next); err != nil {
+		t.Fatal(err)
+	}
+	sum.Model = ""
+	if err := json.Unmarshal(get("/api/sensors", 200, "application/json"), &sum); err != nil {
+		t.Fatal(err)
+	}
+	if sum.Model != "test-v2" || sum.Overall.Count != 2 {
+		t.Errorf("after the reload: model %q, %d values scored; want test-v2, 2", sum.Model, sum.Overall.Count)
+	}
+	v.Inputs = nil
+	if err := json.Unmarshal(get("/api/sensors/3", 200, "application/json"), &v); err != nil {
+		t.Fatal(err)
+	}
+	if len(v.Inputs) != len(next.Theta.Nodes[3]) || len(v.Inputs) == len(b.Theta.Nodes[3]) {
+		t.Errorf("after the reload sensor 3 has %d inputs, want the new Θ's %d", len(v.Inputs), len(next.Theta.Nodes[3]))
+	}
+	metrics := string(get("/metrics", 200, "text/plain"))
+	for _, line := range []string{`sdgnn_model_info{version="test-v2",dataset="test"} 1`, `sdgnn_stream_model_reloads_total 1`} {
+		if !strings.Contains(metrics, line+"\n") {
+			t.Errorf("/metrics after the reload lacks %q", line)
+		}
+	}
+}
+
+// getFunc gets path from a test server, failing the test unless the
+// answer has wantCode and a Content-Type starting with wantType, and
+// returns its body.
+type getFunc func(path string, wantCode int, wantType string) []byte
+
+// checkLivePage checks that /live is the page, with the elements its
+// script fills, and refers to nothing outside it.
+func checkLivePage(t *testing.T, get getFunc) {
+	t.Helper()
 	page := string(get("/live", 200, "text/html"))
 	for _, id := range []string{`id="forecast-rows"`, `id="sensor-mape"`, `id="overall-mape"`, `id="worst-rows"`, `id="status"`, `id="chart"`} {
 		if !strings.Contains(page, id) {
@@ -64,28 +112,35 @@ func TestLiveHandler(t *testing.T) {
 			t.Errorf("page refers to an external resource (%q)", ext)
 		}
 	}
+}
 
-	var sum struct {
-		Model     string   `json:"model"`
-		StepMs    int64    `json:"step_ms"`
-		Channels  []string `json:"channels"`
-		MAPEFloor float64  `json:"mape_floor"`
-		Overall   struct {
-			MAE       *float64 `json:"mae"`
-			MAPE      *float64 `json:"mape"`
-			Count     int      `json:"count"`
-			MAPECount int      `json:"mape_count"`
-		} `json:"overall"`
-		Sensors []struct {
-			Sensor  int `json:"sensor"`
-			Metrics struct {
-				MAPE  *float64 `json:"mape"`
-				Count int      `json:"count"`
-			} `json:"metrics"`
-			LatestForecastTS *int64 `json:"latest_forecast_ts"`
-		} `json:"sensors"`
-	}
-	if err := json.Unmarshal(get("/api/sensors", 200, "application/json"), &sum); err != nil {
+// liveSummaryJSON is what TestLiveHandler reads of /api/sensors.
+type liveSummaryJSON struct {
+	Model     string   `json:"model"`
+	StepMs    int64    `json:"step_ms"`
+	Channels  []string `json:"channels"`
+	MAPEFloor float64  `json:"mape_floor"`
+	Overall   struct {
+		MAE       *float64 `json:"mae"`
+		MAPE      *float64 `json:"mape"`
+		Count     int      `json:"count"`
+		MAPECount int      `json:"mape_count"`
+	} `json:"overall"`
+	Sensors []struct {
+		Sensor  int `json:"sensor"`
+		Metrics struct {
+			MAPE  *float64 `json:"mape"`
+			Count int      `json:"count"`
+		} `json:"metrics"`
+		LatestForecastTS *int64 `json:"latest_forecast_ts"`
+	} `json:"sensors"`
+}
+
+// checkLiveSummary checks /api/sensors of TestLiveHandler's service,
+// read into sum.
+func checkLiveSummary(t *testing.T, get getFunc, sum *liveSummaryJSON) {
+	t.Helper()
+	if err := json.Unmarshal(get("/api/sensors", 200, "application/json"), sum); err != nil {
 		t.Fatal(err)
 	}
 	if sum.Model != "test-v1" || sum.StepMs != testStep || strings.Join(sum.Channels, ",") != "flow,speed" || sum.MAPEFloor != 1 || len(sum.Sensors) != 5 {
@@ -102,29 +157,36 @@ func TestLiveHandler(t *testing.T) {
 	if s := sum.Sensors[0]; s.Metrics.MAPE != nil || s.LatestForecastTS != nil || s.Metrics.Count != 0 {
 		t.Errorf("sensor 0 without data: %+v", s)
 	}
+}
 
+// liveSensorJSON is what TestLiveHandler reads of /api/sensors/{sensor}.
+type liveSensorJSON struct {
+	Sensor   int      `json:"sensor"`
+	Channels []string `json:"channels"`
+	Metrics  struct {
+		MAPE *float64 `json:"mape"`
+	} `json:"metrics"`
+	Overall struct {
+		Count int `json:"count"`
+	} `json:"overall"`
+	Slots []struct {
+		TS       int64      `json:"ts"`
+		Reading  []*float64 `json:"reading"`
+		Forecast []*float64 `json:"forecast"`
+	} `json:"slots"`
+	Inputs []struct {
+		Sensor          int     `json:"sensor"`
+		Weight          float64 `json:"weight"`
+		LatestReadingTS *int64  `json:"latest_reading_ts"`
+	} `json:"inputs"`
+}
+
+// checkLiveSensor checks /api/sensors/3 of TestLiveHandler's service,
+// whose bundle is b, read into v, and /api/sensors/0 without data.
+func checkLiveSensor(t *testing.T, get getFunc, b *sdgnn.Bundle, v *liveSensorJSON) {
+	t.Helper()
 	body := get("/api/sensors/3", 200, "application/json")
-	var v struct {
-		Sensor   int      `json:"sensor"`
-		Channels []string `json:"channels"`
-		Metrics  struct {
-			MAPE *float64 `json:"mape"`
-		} `json:"metrics"`
-		Overall struct {
-			Count int `json:"count"`
-		} `json:"overall"`
-		Slots []struct {
-			TS       int64      `json:"ts"`
-			Reading  []*float64 `json:"reading"`
-			Forecast []*float64 `json:"forecast"`
-		} `json:"slots"`
-		Inputs []struct {
-			Sensor          int     `json:"sensor"`
-			Weight          float64 `json:"weight"`
-			LatestReadingTS *int64  `json:"latest_reading_ts"`
-		} `json:"inputs"`
-	}
-	if err := json.Unmarshal(body, &v); err != nil {
+	if err := json.Unmarshal(body, v); err != nil {
 		t.Fatalf("%v: %s", err, body)
 	}
 	// Sensor 3 reads sensors 1, 3 and 4 (testBundle's Θ): 3 and 4 have
@@ -152,7 +214,13 @@ func TestLiveHandler(t *testing.T) {
 	if !strings.Contains(string(get("/api/sensors/0", 200, "application/json")), `"slots":[]`) {
 		t.Error("sensor 0 without data: want an empty slot list")
 	}
+}
 
+// checkSensorRoutes checks that sensor ids are read as the readings'
+// keys write them, and the answers of /forecast and /forecasts before
+// any forecast and to bad queries.
+func checkSensorRoutes(t *testing.T, srv *httptest.Server, get getFunc) {
+	t.Helper()
 	// Ids as the readings' keys write them, and no other way: "+1", "01"
 	// and "-0" are not sensors 1 and 0.
 	for _, bad := range []string{"5", "-1", "abc", "1.5", "99999999999999999999", "+1", "01", "-0", "00"} {
@@ -194,6 +262,12 @@ func TestLiveHandler(t *testing.T) {
 			t.Errorf("GET /forecasts?%s: %q should name the query", bad, msg)
 		}
 	}
+}
+
+// checkLiveMetrics checks /metrics of TestLiveHandler's service: the
+// live view's scores, the model, and the process's gauges.
+func checkLiveMetrics(t *testing.T, get getFunc) {
+	t.Helper()
 	metrics := string(get("/metrics", 200, "text/plain"))
 	// Sensor 3's slot 10: errors 10 and 44.5; only 100 is at or above the
 	// floor (relative error 0.1); the NaN forecast has no reading yet.
@@ -221,34 +295,6 @@ func TestLiveHandler(t *testing.T) {
 		"process_start_time_seconds", "process_resident_memory_bytes", "process_open_fds"} {
 		if !strings.Contains(metrics, "\n"+name+" ") || !strings.Contains(metrics, "# TYPE "+name+" ") {
 			t.Errorf("/metrics lacks %s", name)
-		}
-	}
-
-	// After a reload the routes describe the new model: its version, its
-	// receptive sets; the live figures carry on.
-	next := testBundle6(t, 5, 4, 2, 3, 2)
-	next.Meta.Version = "test-v2"
-	if err := svc.Reload(next); err != nil {
-		t.Fatal(err)
-	}
-	sum.Model = ""
-	if err := json.Unmarshal(get("/api/sensors", 200, "application/json"), &sum); err != nil {
-		t.Fatal(err)
-	}
-	if sum.Model != "test-v2" || sum.Overall.Count != 2 {
-		t.Errorf("after the reload: model %q, %d values scored; want test-v2, 2", sum.Model, sum.Overall.Count)
-	}
-	v.Inputs = nil
-	if err := json.Unmarshal(get("/api/sensors/3", 200, "application/json"), &v); err != nil {
-		t.Fatal(err)
-	}
-	if len(v.Inputs) != len(next.Theta.Nodes[3]) || len(v.Inputs) == len(b.Theta.Nodes[3]) {
-		t.Errorf("after the reload sensor 3 has %d inputs, want the new Θ's %d", len(v.Inputs), len(next.Theta.Nodes[3]))
-	}
-	metrics = string(get("/metrics", 200, "text/plain"))
-	for _, line := range []string{`sdgnn_model_info{version="test-v2",dataset="test"} 1`, `sdgnn_stream_model_reloads_total 1`} {
-		if !strings.Contains(metrics, line+"\n") {
-			t.Errorf("/metrics after the reload lacks %q", line)
 		}
 	}
 }

@@ -221,11 +221,11 @@ func TestServiceReadinessThroughBrokerRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := svc.Handler()
-	get := func(path string) (int, string) {
+	get := handlerGet(func(path string) (int, string) {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
 		return rec.Code, rec.Body.String()
-	}
+	})
 	if code, body := get("/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "[-]started failed") {
 		t.Fatalf("/readyz before Run: %d\n%s", code, body)
 	}
@@ -270,37 +270,14 @@ func TestServiceReadinessThroughBrokerRestart(t *testing.T) {
 	}
 	waitFor("backlog consumed", func() bool { return svc.Counters().Applied.Load() == uint64(split) })
 	waitFor("ready", func() bool { return svc.Readiness().Ready })
-	code, body := get("/readyz")
-	for _, want := range []string{"[+]started ok", "[+]broker ok: answered", "[+]consuming ok", "[+]lag ok: 0 readings behind, at most 1", "readyz check passed"} {
-		if code != http.StatusOK || !strings.Contains(body, want) {
-			t.Fatalf("/readyz: %d, want 200 with %q:\n%s", code, want, body)
-		}
-	}
-	if _, metrics := get("/metrics"); !strings.Contains(metrics, `sdgnn_ready{check="all"} 1`) || !strings.Contains(metrics, "sdgnn_consumer_lag 0\n") ||
-		!strings.Contains(metrics, `sdgnn_partition_lag{partition="3"} 0`+"\n") {
-		t.Fatalf("/metrics when ready:\n%s", metrics)
-	}
+	checkReady(t, get)
 
 	emb.Close()
 	waitFor("broker check failing", func() bool {
 		r := svc.Readiness()
 		return !r.Ready && !r.Checks[1].OK
 	})
-	code, body = get("/readyz")
-	if code != http.StatusServiceUnavailable || !strings.Contains(body, "[-]broker failed: ") || !strings.Contains(body, "readyz check failed") {
-		t.Fatalf("/readyz without a broker: %d\n%s", code, body)
-	}
-	if _, metrics := get("/metrics"); !strings.Contains(metrics, `sdgnn_ready{check="broker"} 0`) || !strings.Contains(metrics, `sdgnn_ready{check="all"} 0`) {
-		t.Fatalf("/metrics without a broker:\n%s", metrics)
-	}
-	if code, _ := get("/healthz"); code != http.StatusOK {
-		t.Fatalf("/healthz without a broker: %d, want 200 (alive, not ready)", code)
-	}
-	select {
-	case err := <-done:
-		t.Fatalf("service stopped when the broker went away: %v", err)
-	case <-time.After(2 * time.Second): // kafka-go's reader reports its dial errors meanwhile
-	}
+	checkBrokerGone(t, get, done)
 
 	p, _ := strconv.Atoi(port)
 	if emb, err = StartEmbedded(p, dataDir); err != nil {
@@ -321,10 +298,77 @@ func TestServiceReadinessThroughBrokerRestart(t *testing.T) {
 			return code == http.StatusOK && err == nil && f.TS == last+testStep
 		})
 	}
+	next := last + testStep
+	checkForecastsJSON(t, get, n, next)
+	checkForecastsCSV(t, h, get, next)
+	if code, body := get("/forecasts?format=xml"); code != http.StatusBadRequest || !strings.Contains(body, `format "xml": want json or csv`) {
+		t.Errorf("GET /forecasts?format=xml: %d %q", code, body)
+	}
+	stop()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Run after the broker's restart: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("service did not stop")
+	}
+	if code, body := get("/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "[-]started failed") {
+		t.Fatalf("/readyz after Run: %d\n%s", code, body)
+	}
+}
+
+// handlerGet answers GET path from a service's handler: the status and
+// the body.
+type handlerGet func(path string) (int, string)
+
+// checkReady checks /readyz and /metrics of a service that consumed its
+// backlog: every check passes, lag 0.
+func checkReady(t *testing.T, get handlerGet) {
+	t.Helper()
+	code, body := get("/readyz")
+	for _, want := range []string{"[+]started ok", "[+]broker ok: answered", "[+]consuming ok", "[+]lag ok: 0 readings behind, at most 1", "readyz check passed"} {
+		if code != http.StatusOK || !strings.Contains(body, want) {
+			t.Fatalf("/readyz: %d, want 200 with %q:\n%s", code, want, body)
+		}
+	}
+	if _, metrics := get("/metrics"); !strings.Contains(metrics, `sdgnn_ready{check="all"} 1`) || !strings.Contains(metrics, "sdgnn_consumer_lag 0\n") ||
+		!strings.Contains(metrics, `sdgnn_partition_lag{partition="3"} 0`+"\n") {
+		t.Fatalf("/metrics when ready:\n%s", metrics)
+	}
+}
+
+// checkBrokerGone checks /readyz, /metrics and /healthz of a service
+// whose broker went away, and that the service keeps running (done, its
+// Run's end, stays open).
+func checkBrokerGone(t *testing.T, get handlerGet, done <-chan error) {
+	t.Helper()
+	code, body := get("/readyz")
+	if code != http.StatusServiceUnavailable || !strings.Contains(body, "[-]broker failed: ") || !strings.Contains(body, "readyz check failed") {
+		t.Fatalf("/readyz without a broker: %d\n%s", code, body)
+	}
+	if _, metrics := get("/metrics"); !strings.Contains(metrics, `sdgnn_ready{check="broker"} 0`) || !strings.Contains(metrics, `sdgnn_ready{check="all"} 0`) {
+		t.Fatalf("/metrics without a broker:\n%s", metrics)
+	}
+	if code, _ := get("/healthz"); code != http.StatusOK {
+		t.Fatalf("/healthz without a broker: %d, want 200 (alive, not ready)", code)
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("service stopped when the broker went away: %v", err)
+	case <-time.After(2 * time.Second): // kafka-go's reader reports its dial errors meanwhile
+	}
+}
+
+// checkForecastsJSON checks that GET /forecasts gives what
+// /forecast/{sensor} gives, for every one of n sensors or those asked
+// for, in the order asked, or those of a slot at or after since (next,
+// the slot of the last forecasts, in Unix ms or RFC 3339).
+func checkForecastsJSON(t *testing.T, get handlerGet, n int, next int64) {
+	t.Helper()
 	// GET /forecasts gives the same forecasts at once: every sensor's,
 	// or those asked for, in the order asked, or those of a slot at or
 	// after since (Unix ms or RFC 3339).
-	next := last + testStep
 	for _, tc := range []struct {
 		query string
 		want  []int
@@ -355,6 +399,13 @@ func TestServiceReadinessThroughBrokerRestart(t *testing.T) {
 			}
 		}
 	}
+}
+
+// checkForecastsCSV checks GET /forecasts as CSV (?format=csv, or
+// Accept: text/csv) from h: the forecasts of sensors 2 and 0 that
+// /forecast/{sensor} gives, a row each, the values to the bit.
+func checkForecastsCSV(t *testing.T, h http.Handler, get handlerGet, next int64) {
+	t.Helper()
 	// As CSV (?format=csv, or Accept: text/csv): the same forecasts, a
 	// row each, the values to the bit.
 	for _, tc := range []struct{ query, accept string }{
@@ -393,21 +444,6 @@ func TestServiceReadinessThroughBrokerRestart(t *testing.T) {
 				}
 			}
 		}
-	}
-	if code, body := get("/forecasts?format=xml"); code != http.StatusBadRequest || !strings.Contains(body, `format "xml": want json or csv`) {
-		t.Errorf("GET /forecasts?format=xml: %d %q", code, body)
-	}
-	stop()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("Run after the broker's restart: %v", err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("service did not stop")
-	}
-	if code, body := get("/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "[-]started failed") {
-		t.Fatalf("/readyz after Run: %d\n%s", code, body)
 	}
 }
 
