@@ -22,143 +22,10 @@ func TestEmitter(t *testing.T) {
 		t.Fatal(err)
 	}
 	const lateness = 90 * time.Second
-	em := NewEmitter(st, lateness)
-	emitted := map[[2]int64]int{} // (node, slot) → times emitted
-	var f Forecast
-	// step applies readings (node, slot) and emits whatever is due at now;
-	// it returns the forecasts made as "node@slot/stale".
-	step := func(now time.Time, rs ...[2]int64) []Forecast {
-		t.Helper()
-		for _, r := range rs {
-			res, err := st.Apply(Reading{Sensor: int(r[0]), TS: r[1] * testStep, Values: []float64{float64(r[0] + 1), float64(r[1])}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			em.OnApply(res, now)
-		}
-		var out []Forecast
-		for {
-			due := em.Due(now)
-			if len(due) == 0 {
-				return out
-			}
-			for _, z := range due {
-				ok, err := em.Emit(z, now, &f)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if !ok {
-					t.Fatalf("node %d due but not emitted", z)
-				}
-				emitted[[2]int64{int64(z), f.TS / testStep}]++
-				out = append(out, Forecast{Sensor: f.Sensor, TS: f.TS / testStep, StaleSlots: f.StaleSlots, EmittedMs: f.EmittedMs, Inputs: slices.Clone(f.Inputs)})
-			}
-		}
-	}
-	all := func(s int64, except ...int) [][2]int64 {
-		var rs [][2]int64
-		for k := 0; k < 5; k++ {
-			if !slices.Contains(except, k) {
-				rs = append(rs, [2]int64{int64(k), s})
-			}
-		}
-		return rs
-	}
-	type fc = struct{ z, slot, stale int64 }
-	brief := func(fs []Forecast) []fc {
-		var out []fc
-		for _, f := range fs {
-			out = append(out, fc{int64(f.Sensor), f.TS, f.StaleSlots})
-		}
-		return out
-	}
-
-	// Slot 10 from everyone: every node is fresh at once.
-	got := brief(step(slotEnd(10, time.Second), all(10)...))
-	want := []fc{{0, 11, 0}, {1, 11, 0}, {2, 11, 0}, {3, 11, 0}, {4, 11, 0}}
-	if !slices.Equal(got, want) {
-		t.Fatalf("slot 10: %v, want %v", got, want)
-	}
-	// Slot 11 without node 4. Receptive sets for n=5: 0:{0} 1:{1,2,4}
-	// 2:{0,2,3} 3:{1,3,4} 4:{0,2,4}; nodes 0 and 2 are fresh.
-	got = brief(step(slotEnd(11, time.Second), all(11, 4)...))
-	if want := []fc{{0, 12, 0}, {2, 12, 0}}; !slices.Equal(got, want) {
-		t.Fatalf("slot 11 without node 4: %v, want %v", got, want)
-	}
-	// The deadline is lateness after the later of the target slot's start
-	// and the moment the target became pending (1 s after it started).
-	if at, ok := em.NextDeadline(); !ok || !at.Equal(slotEnd(11, lateness+time.Second)) {
-		t.Fatalf("next deadline %v %v, want %v", at, ok, slotEnd(11, lateness+time.Second))
-	}
-	// Just before the deadline: nothing; at it: 1, 3 and 4, stale by one.
-	if got := step(slotEnd(11, lateness+time.Second-time.Millisecond)); len(got) != 0 {
-		t.Fatalf("before the deadline: %v", brief(got))
-	}
-	fs := step(slotEnd(11, lateness+time.Second))
-	if want := []fc{{1, 12, 1}, {3, 12, 1}, {4, 12, 1}}; !slices.Equal(brief(fs), want) {
-		t.Fatalf("at the deadline: %v, want %v", brief(fs), want)
-	}
-	if in := fs[0].Inputs; !slices.Equal(in, []Input{{Sensor: 1, TS: 11 * testStep, Gaps: 1}, {Sensor: 2, TS: 11 * testStep, Gaps: 1}, {Sensor: 4, TS: 10 * testStep, Gaps: 2}}) {
-		t.Errorf("stale forecast inputs %v", in)
-	}
-	if fs[0].EmittedMs != slotEnd(11, lateness+time.Second).UnixMilli() {
-		t.Errorf("emitted_ms %d, want %d", fs[0].EmittedMs, slotEnd(11, lateness+time.Second).UnixMilli())
-	}
-	// Node 4's late reading for slot 11 makes nothing due again.
-	if got := step(slotEnd(11, 2*lateness), [2]int64{4, 11}); len(got) != 0 {
-		t.Fatalf("late input after the deadline re-emitted %v", brief(got))
-	}
-	// Replaying everything, at any time, emits nothing.
-	for s := int64(10); s <= 11; s++ {
-		if got := step(farFuture, all(s)...); len(got) != 0 {
-			t.Fatalf("replay of slot %d emitted %v", s, brief(got))
-		}
-	}
-	// Emit itself is idempotent, and emits nothing not due.
-	if ok, err := em.Emit(1, farFuture, &f); ok || err != nil {
-		t.Fatalf("Emit of an emitted slot: %v %v", ok, err)
-	}
-
-	// Inputs running ahead: nodes 0 and 2 reach slot 12, then 13, while the
-	// others stay at 11. Nodes 1, 2 and 4 wait for target 13 until its
-	// deadline, and emit it from the windows ending at slot 12 (node 2's,
-	// although it has 13 by then) or before; then target 14.
-	if got := brief(step(slotEnd(12, 0), [2]int64{2, 12}, [2]int64{0, 12})); !slices.Equal(got, []fc{{0, 13, 0}}) {
-		t.Fatalf("slot 12: %v", got)
-	}
-	if got := brief(step(slotEnd(12, lateness-time.Millisecond), [2]int64{2, 13}, [2]int64{0, 13})); !slices.Equal(got, []fc{{0, 14, 0}}) {
-		t.Fatalf("slot 13: %v", got)
-	}
-	fs = step(slotEnd(12, lateness))
-	if want := []fc{{1, 13, 1}, {2, 13, 1}, {4, 13, 1}}; !slices.Equal(brief(fs), want) {
-		t.Fatalf("deadline of target 13: %v, want %v", brief(fs), want)
-	}
-	if in := fs[1].Inputs; !slices.Equal(in, []Input{{Sensor: 0, TS: 12 * testStep}, {Sensor: 2, TS: 12 * testStep}, {Sensor: 3, TS: 11 * testStep, Gaps: 1}}) {
-		t.Errorf("node 2's inputs for slot 13: %v", in)
-	}
-	if got := step(slotEnd(13, lateness-time.Millisecond)); len(got) != 0 {
-		t.Fatalf("before the deadline of target 14: %v", brief(got))
-	}
-	got = brief(step(slotEnd(13, lateness)))
-	if want := []fc{{1, 14, 2}, {2, 14, 2}, {4, 14, 2}}; !slices.Equal(got, want) {
-		t.Fatalf("deadline of target 14: %v, want %v", got, want)
-	}
-	if d := st.Counters.Skipped.Load(); d != 0 {
-		t.Errorf("skipped %d forecast slots, want 0", d)
-	}
-
-	for k, n := range emitted {
-		if n != 1 {
-			t.Errorf("node %d slot %d emitted %d times", k[0], k[1], n)
-		}
-	}
-	if e := st.Counters.Emitted.Load(); e != uint64(len(emitted)) {
-		t.Errorf("emitted counter %d, want %d", e, len(emitted))
-	}
-	if st.Counters.Stale.Load() != 9 {
-		t.Errorf("stale counter %d, want 9", st.Counters.Stale.Load())
-	}
-
+	r := &emitterRun{t: t, st: st, em: NewEmitter(st, lateness), emitted: map[[2]int64]int{}}
+	emitterDeadlines(r, lateness)
+	emitterAhead(r, lateness)
+	f := r.f
 	// Readings the emitter is not told about leave node 3 (inputs 1, 3, 4)
 	// fresh for slot 13; after a snapshot and restore a fresh emitter finds
 	// that pending work and nothing already emitted.
@@ -179,6 +46,172 @@ func TestEmitter(t *testing.T) {
 	}
 	if got := em2.Due(farFuture); len(got) != 0 {
 		t.Errorf("after restore and emit, still due %v", got)
+	}
+}
+
+// emitterRun drives TestEmitter's Emitter over its State, counting the
+// forecasts emitted by (node, slot).
+type emitterRun struct {
+	t       *testing.T
+	st      *State
+	em      *Emitter
+	emitted map[[2]int64]int // (node, slot) → times emitted
+	f       Forecast
+}
+
+// step applies readings (node, slot) and emits whatever is due at now;
+// it returns the forecasts made, their TS in slots.
+func (r *emitterRun) step(now time.Time, rs ...[2]int64) []Forecast {
+	t, st, em := r.t, r.st, r.em
+	t.Helper()
+	for _, rd := range rs {
+		res, err := st.Apply(Reading{Sensor: int(rd[0]), TS: rd[1] * testStep, Values: []float64{float64(rd[0] + 1), float64(rd[1])}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		em.OnApply(res, now)
+	}
+	var out []Forecast
+	for {
+		due := em.Due(now)
+		if len(due) == 0 {
+			return out
+		}
+		for _, z := range due {
+			ok, err := em.Emit(z, now, &r.f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !ok {
+				t.Fatalf("node %d due but not emitted", z)
+			}
+			f := &r.f
+			r.emitted[[2]int64{int64(z), f.TS / testStep}]++
+			out = append(out, Forecast{Sensor: f.Sensor, TS: f.TS / testStep, StaleSlots: f.StaleSlots, EmittedMs: f.EmittedMs, Inputs: slices.Clone(f.Inputs)})
+		}
+	}
+}
+
+// allOf returns a reading of slot s of each of TestEmitter's 5 nodes but
+// those except.
+func allOf(s int64, except ...int) [][2]int64 {
+	var rs [][2]int64
+	for k := 0; k < 5; k++ {
+		if !slices.Contains(except, k) {
+			rs = append(rs, [2]int64{int64(k), s})
+		}
+	}
+	return rs
+}
+
+// briefFC is a forecast as TestEmitter compares them: node, slot, stale
+// slots.
+type briefFC = struct{ z, slot, stale int64 }
+
+// brief returns fs as TestEmitter compares them.
+func brief(fs []Forecast) []briefFC {
+	var out []briefFC
+	for _, f := range fs {
+		out = append(out, briefFC{int64(f.Sensor), f.TS, f.StaleSlots})
+	}
+	return out
+}
+
+// emitterDeadlines is TestEmitter's slots 10 and 11: fresh forecasts at
+// once, stale ones at their deadline, nothing emitted twice.
+func emitterDeadlines(r *emitterRun, lateness time.Duration) {
+	t := r.t
+	t.Helper()
+	// Slot 10 from everyone: every node is fresh at once.
+	got := brief(r.step(slotEnd(10, time.Second), allOf(10)...))
+	want := []briefFC{{0, 11, 0}, {1, 11, 0}, {2, 11, 0}, {3, 11, 0}, {4, 11, 0}}
+	if !slices.Equal(got, want) {
+		t.Fatalf("slot 10: %v, want %v", got, want)
+	}
+	// Slot 11 without node 4. Receptive sets for n=5: 0:{0} 1:{1,2,4}
+	// 2:{0,2,3} 3:{1,3,4} 4:{0,2,4}; nodes 0 and 2 are fresh.
+	got = brief(r.step(slotEnd(11, time.Second), allOf(11, 4)...))
+	if want := []briefFC{{0, 12, 0}, {2, 12, 0}}; !slices.Equal(got, want) {
+		t.Fatalf("slot 11 without node 4: %v, want %v", got, want)
+	}
+	// The deadline is lateness after the later of the target slot's start
+	// and the moment the target became pending (1 s after it started).
+	if at, ok := r.em.NextDeadline(); !ok || !at.Equal(slotEnd(11, lateness+time.Second)) {
+		t.Fatalf("next deadline %v %v, want %v", at, ok, slotEnd(11, lateness+time.Second))
+	}
+	// Just before the deadline: nothing; at it: 1, 3 and 4, stale by one.
+	if got := r.step(slotEnd(11, lateness+time.Second-time.Millisecond)); len(got) != 0 {
+		t.Fatalf("before the deadline: %v", brief(got))
+	}
+	fs := r.step(slotEnd(11, lateness+time.Second))
+	if want := []briefFC{{1, 12, 1}, {3, 12, 1}, {4, 12, 1}}; !slices.Equal(brief(fs), want) {
+		t.Fatalf("at the deadline: %v, want %v", brief(fs), want)
+	}
+	if in := fs[0].Inputs; !slices.Equal(in, []Input{{Sensor: 1, TS: 11 * testStep, Gaps: 1}, {Sensor: 2, TS: 11 * testStep, Gaps: 1}, {Sensor: 4, TS: 10 * testStep, Gaps: 2}}) {
+		t.Errorf("stale forecast inputs %v", in)
+	}
+	if fs[0].EmittedMs != slotEnd(11, lateness+time.Second).UnixMilli() {
+		t.Errorf("emitted_ms %d, want %d", fs[0].EmittedMs, slotEnd(11, lateness+time.Second).UnixMilli())
+	}
+	// Node 4's late reading for slot 11 makes nothing due again.
+	if got := r.step(slotEnd(11, 2*lateness), [2]int64{4, 11}); len(got) != 0 {
+		t.Fatalf("late input after the deadline re-emitted %v", brief(got))
+	}
+	// Replaying everything, at any time, emits nothing.
+	for s := int64(10); s <= 11; s++ {
+		if got := r.step(farFuture, allOf(s)...); len(got) != 0 {
+			t.Fatalf("replay of slot %d emitted %v", s, brief(got))
+		}
+	}
+	// Emit itself is idempotent, and emits nothing not due.
+	if ok, err := r.em.Emit(1, farFuture, &r.f); ok || err != nil {
+		t.Fatalf("Emit of an emitted slot: %v %v", ok, err)
+	}
+}
+
+// emitterAhead is TestEmitter's inputs running ahead: nodes 0 and 2
+// reach slots 12 and 13 while the others stay at 11; then the counters.
+func emitterAhead(r *emitterRun, lateness time.Duration) {
+	t := r.t
+	t.Helper()
+	// Inputs running ahead: nodes 0 and 2 reach slot 12, then 13, while the
+	// others stay at 11. Nodes 1, 2 and 4 wait for target 13 until its
+	// deadline, and emit it from the windows ending at slot 12 (node 2's,
+	// although it has 13 by then) or before; then target 14.
+	if got := brief(r.step(slotEnd(12, 0), [2]int64{2, 12}, [2]int64{0, 12})); !slices.Equal(got, []briefFC{{0, 13, 0}}) {
+		t.Fatalf("slot 12: %v", got)
+	}
+	if got := brief(r.step(slotEnd(12, lateness-time.Millisecond), [2]int64{2, 13}, [2]int64{0, 13})); !slices.Equal(got, []briefFC{{0, 14, 0}}) {
+		t.Fatalf("slot 13: %v", got)
+	}
+	fs := r.step(slotEnd(12, lateness))
+	if want := []briefFC{{1, 13, 1}, {2, 13, 1}, {4, 13, 1}}; !slices.Equal(brief(fs), want) {
+		t.Fatalf("deadline of target 13: %v, want %v", brief(fs), want)
+	}
+	if in := fs[1].Inputs; !slices.Equal(in, []Input{{Sensor: 0, TS: 12 * testStep}, {Sensor: 2, TS: 12 * testStep}, {Sensor: 3, TS: 11 * testStep, Gaps: 1}}) {
+		t.Errorf("node 2's inputs for slot 13: %v", in)
+	}
+	if got := r.step(slotEnd(13, lateness-time.Millisecond)); len(got) != 0 {
+		t.Fatalf("before the deadline of target 14: %v", brief(got))
+	}
+	got := brief(r.step(slotEnd(13, lateness)))
+	if want := []briefFC{{1, 14, 2}, {2, 14, 2}, {4, 14, 2}}; !slices.Equal(got, want) {
+		t.Fatalf("deadline of target 14: %v, want %v", got, want)
+	}
+	if d := r.st.Counters.Skipped.Load(); d != 0 {
+		t.Errorf("skipped %d forecast slots, want 0", d)
+	}
+
+	for k, n := range r.emitted {
+		if n != 1 {
+			t.Errorf("node %d slot %d emitted %d times", k[0], k[1], n)
+		}
+	}
+	if e := r.st.Counters.Emitted.Load(); e != uint64(len(r.emitted)) {
+		t.Errorf("emitted counter %d, want %d", e, len(r.emitted))
+	}
+	if r.st.Counters.Stale.Load() != 9 {
+		t.Errorf("stale counter %d, want 9", r.st.Counters.Stale.Load())
 	}
 }
 

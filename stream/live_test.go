@@ -38,150 +38,171 @@ func fc(z int, slot int64, want bool, v ...float64) liveOp {
 func back(op liveOp) liveOp { op.backfill = true; return op }
 
 func TestLiveJoin(t *testing.T) {
-	// A view slot: the slot and its reading and forecast (nil: none).
-	type slot struct {
-		slot     int64
-		reading  []float64
-		forecast []float64
-	}
-	for _, tc := range []struct {
-		name  string
-		slots int     // ring length
-		floor float64 // MAPE floor
-		ops   []liveOp
-		// Of sensor 1: the view and the metrics.
-		view      []slot
-		count     int     // values scored
-		mapeCount int     // of those, in MAPE
-		mae, mape float64 // NaN: undefined
-		dropped   int     // records refused as invalid or too old
-	}{{
-		name: "reading then forecast",
-		ops:  []liveOp{rd(1, 10, true, 100, 40), fc(1, 10, true, 90, 50)},
-		view: []slot{{10, []float64{100, 40}, []float64{90, 50}}},
-		// |90−100|/100 = 10 %, |50−40|/40 = 25 %.
-		count: 2, mapeCount: 2, mae: 10, mape: 17.5,
-	}, {
-		name:  "forecast then reading",
-		ops:   []liveOp{fc(1, 10, true, 90, 50), rd(1, 10, true, 100, 40)},
-		view:  []slot{{10, []float64{100, 40}, []float64{90, 50}}},
-		count: 2, mapeCount: 2, mae: 10, mape: 17.5,
-	}, {
-		name: "unpaired halves are not scored",
-		ops:  []liveOp{fc(1, 11, true, 90, 50), rd(1, 10, true, 100, 40)},
-		view: []slot{{10, []float64{100, 40}, nil}, {11, nil, []float64{90, 50}}},
-		mae:  math.NaN(), mape: math.NaN(),
-	}, {
-		name: "first reading and forecast kept, pair scored once",
-		ops: []liveOp{rd(1, 10, true, 100, 40), rd(1, 10, false, 1, 1), fc(1, 10, true, 90, 50),
-			fc(1, 10, false, 2, 2), rd(1, 10, false, 100, 40)},
-		view:  []slot{{10, []float64{100, 40}, []float64{90, 50}}},
-		count: 2, mapeCount: 2, mae: 10, mape: 17.5,
-	}, {
-		name:  "a missing value completed after the pair was scored",
-		ops:   []liveOp{rd(1, 10, true, 0, 40), fc(1, 10, true, 90, 50), rd(1, 10, true, 100, 0)},
-		view:  []slot{{10, []float64{100, 40}, []float64{90, 50}}},
-		count: 2, mapeCount: 2, mae: 10, mape: 17.5,
-	}, {
-		name:  "a missing value completed before the forecast",
-		ops:   []liveOp{rd(1, 10, true, 0, 40), rd(1, 10, true, 100, 40), fc(1, 10, true, 90, 50)},
-		view:  []slot{{10, []float64{100, 40}, []float64{90, 50}}},
-		count: 2, mapeCount: 2, mae: 10, mape: 17.5,
-	}, {
-		name:  "a completion that conflicts is not kept",
-		ops:   []liveOp{rd(1, 10, true, 0, 40), fc(1, 10, true, 90, 50), rd(1, 10, false, 100, 41)},
-		view:  []slot{{10, []float64{0, 40}, []float64{90, 50}}},
-		count: 1, mapeCount: 1, mae: 10, mape: 25,
-	}, {
-		name:  "joined by sensor",
-		ops:   []liveOp{rd(1, 10, true, 100, 40), fc(2, 10, true, 90, 50), rd(2, 10, true, 50, 50)},
-		view:  []slot{{10, []float64{100, 40}, nil}},
-		count: 0, mae: math.NaN(), mape: math.NaN(),
-	}, {
-		name: "missing reading left out, low reading out of MAPE only",
-		// 0 is a missing reading: out of every metric; 0.5 < floor 1:
-		// in MAE, not in MAPE.
-		floor: 1,
-		ops:   []liveOp{rd(1, 10, true, 0, 0.5), fc(1, 10, true, 7, 1.5), fc(1, 11, true, 110, 30), rd(1, 11, true, 100, 40)},
-		view:  []slot{{10, []float64{0, 0.5}, []float64{7, 1.5}}, {11, []float64{100, 40}, []float64{110, 30}}},
-		// MAE over |1.5−0.5|, 10, 10; MAPE over 10 %, 25 %.
-		count: 3, mapeCount: 2, mae: 7, mape: 17.5,
-	}, {
-		name:  "ring wrap-around",
-		slots: 3,
-		// Slots 4 and 7 share a ring position: the forecast of 4 is
-		// evicted by the reading of 7, never scored against it.
-		ops: []liveOp{fc(1, 4, true, 1, 1), rd(1, 5, true, 10, 10), rd(1, 6, true, 10, 10), rd(1, 8, true, 10, 10),
-			rd(1, 9, true, 10, 10), fc(1, 9, true, 11, 11),
-			fc(1, 6, false, 1, 1), rd(1, 4, false, 1, 1), // older than the ring
-			rd(1, 7, true, 20, 20), fc(1, 7, true, 22, 22)},
-		view:  []slot{{7, []float64{20, 20}, []float64{22, 22}}, {8, []float64{10, 10}, nil}, {9, []float64{10, 10}, []float64{11, 11}}},
-		count: 4, mapeCount: 4, mae: 1.5, mape: 10, dropped: 2,
-	}, {
-		name:  "read back from the log, older than the ring: not dropped",
-		slots: 3,
-		ops: []liveOp{back(rd(1, 9, true, 10, 10)), back(fc(1, 9, true, 11, 11)),
-			back(fc(1, 6, false, 1, 1)), back(rd(1, 4, false, 1, 1)), back(rd(1, 8, true, 10, 10)),
-			back(rd(-1, 8, false, 1, 1)), // unknown sensor: dropped
-			rd(1, 5, false, 1, 1)},       // live: dropped
-		view:  []slot{{8, []float64{10, 10}, nil}, {9, []float64{10, 10}, []float64{11, 11}}},
-		count: 2, mapeCount: 2, mae: 1, mape: 10, dropped: 2,
-	}, {
-		name: "unknown sensor, wrong channels, off grid",
-		ops: []liveOp{rd(-1, 10, false, 1, 1), fc(5, 10, false, 1, 1), rd(1, 10, false, 1), fc(1, 10, false, 1, 2, 3),
-			{sensor: 1, slot: -1, values: []float64{1, 1}}},
-		view: []slot{}, mae: math.NaN(), mape: math.NaN(), dropped: 5,
-	}} {
+	for _, tc := range liveJoinCases {
 		t.Run(tc.name, func(t *testing.T) {
 			l, err := NewLive(LiveConfig{Nodes: 5, Channels: 2, StepMs: testStep, Slots: tc.slots, MAPEFloor: tc.floor})
 			if err != nil {
 				t.Fatal(err)
 			}
-			for i, op := range tc.ops {
-				ts := op.slot * testStep
-				if op.slot < 0 {
-					ts = testStep / 2 // off the grid
-				}
-				var got bool
-				switch {
-				case op.backfill && op.forecast:
-					got = l.backfill(op.sensor, ts, op.values, liveForecast)
-				case op.backfill:
-					got = l.backfill(op.sensor, ts, op.values, liveReading)
-				case op.forecast:
-					got = l.Forecast(op.sensor, ts, op.values)
-				default:
-					got = l.Reading(op.sensor, ts, op.values)
-				}
-				if got != op.want {
-					t.Errorf("op %d %+v: recorded %v, want %v", i, op, got, op.want)
-				}
-			}
-			v, ok := l.Sensor(1)
-			if !ok {
-				t.Fatal("sensor 1 unknown")
-			}
-			var view []slot
-			for _, s := range v.Slots {
-				if s.TS%testStep != 0 {
-					t.Fatalf("slot ts %d off the grid", s.TS)
-				}
-				view = append(view, slot{s.TS / testStep, s.Reading, s.Forecast})
-			}
-			if fmt.Sprint(view) != fmt.Sprint(tc.view) || len(v.Slots) != len(tc.view) {
-				t.Errorf("view %v, want %v", view, tc.view)
-			}
-			m, _ := l.Metrics(1)
-			if fmt.Sprint(m) != fmt.Sprint(v.Metrics) {
-				t.Errorf("Metrics %+v, Sensor(1).Metrics %+v", m, v.Metrics)
-			}
-			if m.Count != tc.count || m.MAPECount != tc.mapeCount || !sameFloat(m.MAE, tc.mae) || !sameFloat(m.MAPE, tc.mape) {
-				t.Errorf("metrics %+v, want count %d, MAPE count %d, MAE %g, MAPE %g", m, tc.count, tc.mapeCount, tc.mae, tc.mape)
-			}
-			if d := l.Dropped(); d != uint64(tc.dropped) {
-				t.Errorf("Dropped %d, want %d", d, tc.dropped)
-			}
+			recordOps(t, l, tc.ops)
+			checkLiveJoin(t, l, tc)
 		})
+	}
+}
+
+// liveSlot is a view slot: the slot and its reading and forecast (nil:
+// none).
+type liveSlot struct {
+	slot     int64
+	reading  []float64
+	forecast []float64
+}
+
+// liveJoinCase is a case of TestLiveJoin: records made in a Live view,
+// and what it then shows and scores of sensor 1.
+type liveJoinCase struct {
+	name  string
+	slots int     // ring length
+	floor float64 // MAPE floor
+	ops   []liveOp
+	// Of sensor 1: the view and the metrics.
+	view      []liveSlot
+	count     int     // values scored
+	mapeCount int     // of those, in MAPE
+	mae, mape float64 // NaN: undefined
+	dropped   int     // records refused as invalid or too old
+}
+
+var liveJoinCases = []liveJoinCase{{
+	name: "reading then forecast",
+	ops:  []liveOp{rd(1, 10, true, 100, 40), fc(1, 10, true, 90, 50)},
+	view: []liveSlot{{10, []float64{100, 40}, []float64{90, 50}}},
+	// |90−100|/100 = 10 %, |50−40|/40 = 25 %.
+	count: 2, mapeCount: 2, mae: 10, mape: 17.5,
+}, {
+	name:  "forecast then reading",
+	ops:   []liveOp{fc(1, 10, true, 90, 50), rd(1, 10, true, 100, 40)},
+	view:  []liveSlot{{10, []float64{100, 40}, []float64{90, 50}}},
+	count: 2, mapeCount: 2, mae: 10, mape: 17.5,
+}, {
+	name: "unpaired halves are not scored",
+	ops:  []liveOp{fc(1, 11, true, 90, 50), rd(1, 10, true, 100, 40)},
+	view: []liveSlot{{10, []float64{100, 40}, nil}, {11, nil, []float64{90, 50}}},
+	mae:  math.NaN(), mape: math.NaN(),
+}, {
+	name: "first reading and forecast kept, pair scored once",
+	ops: []liveOp{rd(1, 10, true, 100, 40), rd(1, 10, false, 1, 1), fc(1, 10, true, 90, 50),
+		fc(1, 10, false, 2, 2), rd(1, 10, false, 100, 40)},
+	view:  []liveSlot{{10, []float64{100, 40}, []float64{90, 50}}},
+	count: 2, mapeCount: 2, mae: 10, mape: 17.5,
+}, {
+	name:  "a missing value completed after the pair was scored",
+	ops:   []liveOp{rd(1, 10, true, 0, 40), fc(1, 10, true, 90, 50), rd(1, 10, true, 100, 0)},
+	view:  []liveSlot{{10, []float64{100, 40}, []float64{90, 50}}},
+	count: 2, mapeCount: 2, mae: 10, mape: 17.5,
+}, {
+	name:  "a missing value completed before the forecast",
+	ops:   []liveOp{rd(1, 10, true, 0, 40), rd(1, 10, true, 100, 40), fc(1, 10, true, 90, 50)},
+	view:  []liveSlot{{10, []float64{100, 40}, []float64{90, 50}}},
+	count: 2, mapeCount: 2, mae: 10, mape: 17.5,
+}, {
+	name:  "a completion that conflicts is not kept",
+	ops:   []liveOp{rd(1, 10, true, 0, 40), fc(1, 10, true, 90, 50), rd(1, 10, false, 100, 41)},
+	view:  []liveSlot{{10, []float64{0, 40}, []float64{90, 50}}},
+	count: 1, mapeCount: 1, mae: 10, mape: 25,
+}, {
+	name:  "joined by sensor",
+	ops:   []liveOp{rd(1, 10, true, 100, 40), fc(2, 10, true, 90, 50), rd(2, 10, true, 50, 50)},
+	view:  []liveSlot{{10, []float64{100, 40}, nil}},
+	count: 0, mae: math.NaN(), mape: math.NaN(),
+}, {
+	name: "missing reading left out, low reading out of MAPE only",
+	// 0 is a missing reading: out of every metric; 0.5 < floor 1:
+	// in MAE, not in MAPE.
+	floor: 1,
+	ops:   []liveOp{rd(1, 10, true, 0, 0.5), fc(1, 10, true, 7, 1.5), fc(1, 11, true, 110, 30), rd(1, 11, true, 100, 40)},
+	view:  []liveSlot{{10, []float64{0, 0.5}, []float64{7, 1.5}}, {11, []float64{100, 40}, []float64{110, 30}}},
+	// MAE over |1.5−0.5|, 10, 10; MAPE over 10 %, 25 %.
+	count: 3, mapeCount: 2, mae: 7, mape: 17.5,
+}, {
+	name:  "ring wrap-around",
+	slots: 3,
+	// Slots 4 and 7 share a ring position: the forecast of 4 is
+	// evicted by the reading of 7, never scored against it.
+	ops: []liveOp{fc(1, 4, true, 1, 1), rd(1, 5, true, 10, 10), rd(1, 6, true, 10, 10), rd(1, 8, true, 10, 10),
+		rd(1, 9, true, 10, 10), fc(1, 9, true, 11, 11),
+		fc(1, 6, false, 1, 1), rd(1, 4, false, 1, 1), // older than the ring
+		rd(1, 7, true, 20, 20), fc(1, 7, true, 22, 22)},
+	view:  []liveSlot{{7, []float64{20, 20}, []float64{22, 22}}, {8, []float64{10, 10}, nil}, {9, []float64{10, 10}, []float64{11, 11}}},
+	count: 4, mapeCount: 4, mae: 1.5, mape: 10, dropped: 2,
+}, {
+	name:  "read back from the log, older than the ring: not dropped",
+	slots: 3,
+	ops: []liveOp{back(rd(1, 9, true, 10, 10)), back(fc(1, 9, true, 11, 11)),
+		back(fc(1, 6, false, 1, 1)), back(rd(1, 4, false, 1, 1)), back(rd(1, 8, true, 10, 10)),
+		back(rd(-1, 8, false, 1, 1)), // unknown sensor: dropped
+		rd(1, 5, false, 1, 1)},       // live: dropped
+	view:  []liveSlot{{8, []float64{10, 10}, nil}, {9, []float64{10, 10}, []float64{11, 11}}},
+	count: 2, mapeCount: 2, mae: 1, mape: 10, dropped: 2,
+}, {
+	name: "unknown sensor, wrong channels, off grid",
+	ops: []liveOp{rd(-1, 10, false, 1, 1), fc(5, 10, false, 1, 1), rd(1, 10, false, 1), fc(1, 10, false, 1, 2, 3),
+		{sensor: 1, slot: -1, values: []float64{1, 1}}},
+	view: []liveSlot{}, mae: math.NaN(), mape: math.NaN(), dropped: 5,
+}}
+
+// recordOps records ops in l in order, each as a reading or a forecast,
+// live or read back from the log, checking whether it was taken.
+func recordOps(t *testing.T, l *Live, ops []liveOp) {
+	t.Helper()
+	for i, op := range ops {
+		ts := op.slot * testStep
+		if op.slot < 0 {
+			ts = testStep / 2 // off the grid
+		}
+		var got bool
+		switch {
+		case op.backfill && op.forecast:
+			got = l.backfill(op.sensor, ts, op.values, liveForecast)
+		case op.backfill:
+			got = l.backfill(op.sensor, ts, op.values, liveReading)
+		case op.forecast:
+			got = l.Forecast(op.sensor, ts, op.values)
+		default:
+			got = l.Reading(op.sensor, ts, op.values)
+		}
+		if got != op.want {
+			t.Errorf("op %d %+v: recorded %v, want %v", i, op, got, op.want)
+		}
+	}
+}
+
+// checkLiveJoin checks what l shows and scores of sensor 1 against tc.
+func checkLiveJoin(t *testing.T, l *Live, tc liveJoinCase) {
+	t.Helper()
+	v, ok := l.Sensor(1)
+	if !ok {
+		t.Fatal("sensor 1 unknown")
+	}
+	var view []liveSlot
+	for _, s := range v.Slots {
+		if s.TS%testStep != 0 {
+			t.Fatalf("slot ts %d off the grid", s.TS)
+		}
+		view = append(view, liveSlot{s.TS / testStep, s.Reading, s.Forecast})
+	}
+	if fmt.Sprint(view) != fmt.Sprint(tc.view) || len(v.Slots) != len(tc.view) {
+		t.Errorf("view %v, want %v", view, tc.view)
+	}
+	m, _ := l.Metrics(1)
+	if fmt.Sprint(m) != fmt.Sprint(v.Metrics) {
+		t.Errorf("Metrics %+v, Sensor(1).Metrics %+v", m, v.Metrics)
+	}
+	if m.Count != tc.count || m.MAPECount != tc.mapeCount || !sameFloat(m.MAE, tc.mae) || !sameFloat(m.MAPE, tc.mape) {
+		t.Errorf("metrics %+v, want count %d, MAPE count %d, MAE %g, MAPE %g", m, tc.count, tc.mapeCount, tc.mae, tc.mape)
+	}
+	if d := l.Dropped(); d != uint64(tc.dropped) {
+		t.Errorf("Dropped %d, want %d", d, tc.dropped)
 	}
 }
 

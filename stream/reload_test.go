@@ -276,15 +276,28 @@ func TestServiceReloadMidStream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	C := s.Channels
+	checkReloadedForecasts(t, got, first, second, from, mid, to, T, s.Nodes, s.Channels)
+	if svc.Counters().Reloads.Load() != 1 || svc.Counters().ReloadFailures.Load() != 1 {
+		t.Errorf("reloads %d, failures %d; want 1 and 1", svc.Counters().Reloads.Load(), svc.Counters().ReloadFailures.Load())
+	}
+	t.Logf("%d forecasts: slots up to %d of the first model, after it of the second", len(got), mid)
+}
+
+// checkReloadedForecasts checks the forecasts got by (sensor, slot), of
+// nodes sensors and C channels, that TestServiceReloadMidStream streamed
+// for the slots from+T … to: those up to mid the first model's, equal to
+// its offline forecasts first, the later ones the second's; and that the
+// two models' forecasts differ somewhere.
+func checkReloadedForecasts(t *testing.T, got map[[2]int64]Forecast, first, second []float64, from, mid, to, T, nodes, C int) {
+	t.Helper()
 	differ := 0
 	for slot := from + T; slot <= to; slot++ {
 		want, version := first, "first"
 		if slot > mid {
 			want, version = second, "second"
 		}
-		row := (slot - T - from) * s.Nodes * C
-		for z := 0; z < s.Nodes; z++ {
+		row := (slot - T - from) * nodes * C
+		for z := 0; z < nodes; z++ {
 			f := got[[2]int64{int64(z), int64(slot)}]
 			if f.Model != version {
 				t.Fatalf("sensor %d slot %d: forecast of model %q, want %q", z, slot, f.Model, version)
@@ -302,10 +315,6 @@ func TestServiceReloadMidStream(t *testing.T) {
 	if differ == 0 {
 		t.Fatal("the two models forecast alike: the test cannot tell them apart")
 	}
-	if svc.Counters().Reloads.Load() != 1 || svc.Counters().ReloadFailures.Load() != 1 {
-		t.Errorf("reloads %d, failures %d; want 1 and 1", svc.Counters().Reloads.Load(), svc.Counters().ReloadFailures.Load())
-	}
-	t.Logf("%d forecasts: slots up to %d of the first model, after it of the second", len(got), mid)
 }
 
 // TestReloadEndpoint checks POST /-/reload: absent without

@@ -149,6 +149,25 @@ func TestLivePartScope(t *testing.T) {
 		}
 	}
 	// The Prometheus sums of the part are its totals.
+	checkPartPrometheus(t, l, part, perChannel[:], sum.Channels)
+	// Without a scope there is no part.
+	plain, err := NewLive(LiveConfig{Nodes: 1, Channels: 1, StepMs: testStep})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain.Forecast(0, testStep, []float64{1})
+	if s := plain.Summary(); s.Part != nil || s.Sensors[0].PartMetrics != nil {
+		t.Errorf("no scope, yet part %+v and sensor part metrics %+v", s.Part, s.Sensors[0].PartMetrics)
+	}
+	if _, ok := plain.PartOverall(); ok {
+		t.Error("no scope, yet PartOverall reports one")
+	}
+}
+
+// checkPartPrometheus checks that l's Prometheus sums of the part are
+// its totals, part's, and by channel (named channels) perChannel's.
+func checkPartPrometheus(t *testing.T, l *Live, part evaluation.Accumulator, perChannel []evaluation.Accumulator, channels []string) {
+	t.Helper()
 	var prom strings.Builder
 	if err := l.WritePrometheus(&prom); err != nil {
 		t.Fatal(err)
@@ -174,21 +193,9 @@ func TestLivePartScope(t *testing.T) {
 	}
 	sums(func(m string) string { return fmt.Sprintf("sdgnn_stream_live_%s_total{scope=\"part\"}", m) }, part.Totals())
 	// And by channel: the part's of each, named as the view names them.
-	for c := range C {
+	for c := range perChannel {
 		sums(func(m string) string {
-			return fmt.Sprintf("sdgnn_stream_live_channel_%s_total{scope=\"part\",channel=%q}", m, sum.Channels[c])
+			return fmt.Sprintf("sdgnn_stream_live_channel_%s_total{scope=\"part\",channel=%q}", m, channels[c])
 		}, perChannel[c].Totals())
-	}
-	// Without a scope there is no part.
-	plain, err := NewLive(LiveConfig{Nodes: 1, Channels: 1, StepMs: testStep})
-	if err != nil {
-		t.Fatal(err)
-	}
-	plain.Forecast(0, testStep, []float64{1})
-	if s := plain.Summary(); s.Part != nil || s.Sensors[0].PartMetrics != nil {
-		t.Errorf("no scope, yet part %+v and sensor part metrics %+v", s.Part, s.Sensors[0].PartMetrics)
-	}
-	if _, ok := plain.PartOverall(); ok {
-		t.Error("no scope, yet PartOverall reports one")
 	}
 }

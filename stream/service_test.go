@@ -77,26 +77,7 @@ func TestEndToEndMatchesOffline(t *testing.T) {
 	want := (to - (from + T) + 1) * s.Nodes
 	r := kafka.NewReader(kafka.ReaderConfig{Brokers: []string{emb.Addr}, GroupID: "e2e-check", Topic: "forecasts", StartOffset: kafka.FirstOffset, MaxWait: 50 * time.Millisecond})
 	defer r.Close()
-	got := map[[2]int64]Forecast{}
-	for len(got) < want {
-		m, err := r.ReadMessage(ctx)
-		if err != nil {
-			t.Fatalf("after %d of %d forecasts: %v", len(got), want, err)
-		}
-		f, err := DecodeForecast(m.Value)
-		if err != nil {
-			t.Fatal(err)
-		}
-		slot := (f.TS - start.UnixMilli()) / stepMs
-		if slot < int64(from+T) {
-			continue // window not yet full
-		}
-		key := [2]int64{int64(f.Sensor), slot}
-		if _, dup := got[key]; dup {
-			t.Fatalf("sensor %d slot %d forecast twice", f.Sensor, slot)
-		}
-		got[key] = f
-	}
+	got := collectForecasts(ctx, t, r, want, from+T, start, stepMs)
 	// The part's offline metrics; the live view has them once it has
 	// scored as many values (every reading of the part has arrived).
 	partPred, partTruth, err := sdgnn.Predict(context.Background(), b, set, part, 64)
@@ -124,11 +105,57 @@ func TestEndToEndMatchesOffline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	on, off := compareOffline(t, got, offline, truth, from, to, T, s.Nodes, s.Channels)
+	if math.Abs(on.MAPE-off.MAPE) > 1e-9 || on.Count != off.Count {
+		t.Fatalf("streamed MAPE %g (n=%d), offline %g (n=%d)", on.MAPE, on.Count, off.MAPE, off.Count)
+	}
+	if livePart.Count != wantPart.Count || livePart.MAPECount != wantPart.MAPECount || math.Abs(livePart.MAE-wantPart.MAE) > 1e-9 ||
+		math.Abs(livePart.MAPE-wantPart.MAPE) > 1e-9 || math.Abs(livePart.RMSE-wantPart.RMSE) > 1e-9 {
+		t.Fatalf("live part metrics %+v, offline %+v", livePart, wantPart)
+	}
+	if all := svc.Live().Overall(); wantPart.Count == 0 || all.Count <= wantPart.Count {
+		t.Fatalf("the part scored %d values of %d: the test needs some, not all", wantPart.Count, all.Count)
+	}
+	t.Logf("%d forecasts equal offline inference; MAPE %.4f%% over %d readings; the part's %.4f%% over %d", len(got), on.MAPE, on.Count, livePart.MAPE, livePart.Count)
+}
+
+// collectForecasts reads forecasts from r until it holds want of them
+// for slots first and later (of a replay from start, slots stepMs long),
+// by (sensor, slot), failing the test on a slot forecast twice.
+func collectForecasts(ctx context.Context, t *testing.T, r *kafka.Reader, want, first int, start time.Time, stepMs int64) map[[2]int64]Forecast {
+	t.Helper()
+	got := map[[2]int64]Forecast{}
+	for len(got) < want {
+		m, err := r.ReadMessage(ctx)
+		if err != nil {
+			t.Fatalf("after %d of %d forecasts: %v", len(got), want, err)
+		}
+		f, err := DecodeForecast(m.Value)
+		if err != nil {
+			t.Fatal(err)
+		}
+		slot := (f.TS - start.UnixMilli()) / stepMs
+		if slot < int64(first) {
+			continue // window not yet full
+		}
+		key := [2]int64{int64(f.Sensor), slot}
+		if _, dup := got[key]; dup {
+			t.Fatalf("sensor %d slot %d forecast twice", f.Sensor, slot)
+		}
+		got[key] = f
+	}
+	return got
+}
+
+// compareOffline checks the streamed forecasts got of the slots from+T …
+// to, of nodes sensors and C channels, against the offline ones (with
+// their truths), and returns the metrics of both.
+func compareOffline(t *testing.T, got map[[2]int64]Forecast, offline, truth []float64, from, to, T, nodes, C int) (evaluation.Metrics, evaluation.Metrics) {
+	t.Helper()
 	var onAcc, offAcc evaluation.Accumulator
-	C := s.Channels
 	for slot := from + T; slot <= to; slot++ {
-		row := (slot - T - from) * s.Nodes * C
-		for z := 0; z < s.Nodes; z++ {
+		row := (slot - T - from) * nodes * C
+		for z := 0; z < nodes; z++ {
 			f, ok := got[[2]int64{int64(z), int64(slot)}]
 			if !ok {
 				t.Fatalf("no forecast for sensor %d slot %d", z, slot)
@@ -147,18 +174,7 @@ func TestEndToEndMatchesOffline(t *testing.T) {
 			}
 		}
 	}
-	on, off := onAcc.Metrics(), offAcc.Metrics()
-	if math.Abs(on.MAPE-off.MAPE) > 1e-9 || on.Count != off.Count {
-		t.Fatalf("streamed MAPE %g (n=%d), offline %g (n=%d)", on.MAPE, on.Count, off.MAPE, off.Count)
-	}
-	if livePart.Count != wantPart.Count || livePart.MAPECount != wantPart.MAPECount || math.Abs(livePart.MAE-wantPart.MAE) > 1e-9 ||
-		math.Abs(livePart.MAPE-wantPart.MAPE) > 1e-9 || math.Abs(livePart.RMSE-wantPart.RMSE) > 1e-9 {
-		t.Fatalf("live part metrics %+v, offline %+v", livePart, wantPart)
-	}
-	if all := svc.Live().Overall(); wantPart.Count == 0 || all.Count <= wantPart.Count {
-		t.Fatalf("the part scored %d values of %d: the test needs some, not all", wantPart.Count, all.Count)
-	}
-	t.Logf("%d forecasts equal offline inference; MAPE %.4f%% over %d readings; the part's %.4f%% over %d", len(got), on.MAPE, on.Count, livePart.MAPE, livePart.Count)
+	return onAcc.Metrics(), offAcc.Metrics()
 }
 
 func TestHistogramQuantile(t *testing.T) {
