@@ -16,9 +16,9 @@ import (
 // fetcher (startFetcher), then one batch after another (consumeLoop.round:
 // fetch, hold, apply, emit, hand to a flush that writes, saves and
 // commits it while the next batch is fetched). What a step starts is
-// stopped by a deferred call, so that at shutdown the last batch is
-// committed before the fetcher, the probe, the clients and the HTTP
-// server stop, in that order.
+// stopped by a deferred call, in the reverse order: at shutdown the
+// fetcher stops, the last batch handed over is committed (finishLast),
+// then the probe, the Kafka clients and the HTTP server stop.
 func (s *Service) Run(ctx context.Context) error {
 	s.setRunning(true)
 	defer s.setRunning(false)
