@@ -40,44 +40,49 @@ import (
 // MaxHeld readings are held, all are released (and Overflows counts it):
 // exactness gives way to memory.
 //
-// A partition caught up, or not fetched from since a restart, may yet
-// have readings of the slots others are being applied at: a burst written
-// to every partition at once (a file published unpaced) reaches the
-// consumer partition by partition, and applied as it comes, the first
-// partition's share could run past the history that the others' need.
-// So when a reading comes more than Slack slots ahead of the newest slot
-// applied (SetBase gives it at start, from the state), while another
-// partition stands more than Slack before it and none counts as catching
-// up (which would hold it back already), nothing beyond
-// that newest slot plus Slack is released for Hold after, or until every
-// partition has had a message fetched since: the others' shares of the
-// burst are fetched meanwhile, and then released together with it (the
-// caller applies them in slot order), the partitions still catching up
-// holding the others back as above. Live readings, a slot after the
-// last, never wait. A partition that let a hold run out without a message
-// counts as silent (its sensors gone, or the topic grown partitions no
-// one writes to), and later bursts do not wait for it, until it has a
-// message fetched again: else every burst would wait its full Hold.
+// A partition that was caught up when last fetched from (or has not been
+// fetched from since the aligner started) may yet get readings of the
+// slots the others are being applied at: a producer writes the
+// partitions' shares of a burst (a file published unpaced) one partition
+// at a time, and a consumer fetches them one partition at a time too, a
+// fetch that timed out waiting seconds for kafka-go to reconnect. So every
+// partition holds the others to Slack after its position: the newest slot
+// fetched from it, or, not fetched from yet, the newest slot applied
+// before the aligner started (SetBase) or else the oldest slot added. A
+// partition holding readings back so is lagging; one that is not catching
+// up and has lagged for Hold is checked: the caller asks the broker
+// (Quiet, Unknown) whether it has records this consumer has not fetched
+// (Stable, Backlog). If it has, it counts as catching up; if it has none,
+// it is silent (its sensors gone, or the topic grown partitions no one
+// writes to) and holds nobody back until it has a message fetched within
+// Slack of the newest slot applied. Without an answer it is taken for
+// silent after SilentAfter. Live readings, a slot after the last, never
+// wait.
 //
 // An Aligner is not safe for concurrent use.
 type Aligner struct {
 	Slack       int64
 	Idle        time.Duration
 	BacklogWait time.Duration // see Backlog; at least Idle
-	Hold        time.Duration // see SetBase; 0: no reading waits for a burst
+	// Hold is how long a partition not catching up may hold the others
+	// back before it is checked; 0: such partitions hold nobody back.
+	Hold time.Duration
+	// SilentAfter is how long a lagging partition holds the others
+	// back without an answer from the broker before it is taken for
+	// silent; at least Hold.
+	SilentAfter time.Duration
 	MaxHeld     int
 
 	Overflows uint64
 
-	started   time.Time
-	parts     map[int]*partQueue
-	order     []int // partitions, ascending
-	held      int
-	applied   int64     // newest slot released (or given by SetBase), noSlot if none
-	low       int64     // before any: the oldest slot added, noSlot if none
-	gate      int64     // while a burst is held: the newest slot released until gateUntil
-	gateFrom  time.Time // when the burst's first reading came
-	gateUntil time.Time // when the burst's hold ends; zero: none
+	started  time.Time
+	parts    map[int]*partQueue
+	order    []int // partitions, ascending
+	held     int
+	applied  int64 // newest slot released (or given by SetBase), noSlot if none
+	base     int64 // given by SetBase, noSlot if none
+	low      int64 // the oldest slot added, noSlot if none
+	silenced []int // partitions found silent since Silenced was last called
 }
 
 // Held is a fetched message with its reading's slot (OK false: not
@@ -115,16 +120,17 @@ type partQueue struct {
 	frontier int64 // largest slot fetched, noSlot if none
 	seen     bool
 	backlog  int8      // before the first message: 0 not known, 1 records to read, −1 none
-	silent   bool      // let a burst's hold run out without a message, none fetched since
+	silent   bool      // found without records while lagging; see Aligner
 	behind   bool      // messages were left after the last one fetched
 	next     int64     // the offset after the last one fetched
 	at       time.Time // when the last one was fetched
+	lagSince time.Time // since when it holds readings back, not catching up; zero: it does not
 }
 
 // NewAligner returns an aligner for the given partitions (those of the
 // readings topic, all assigned to this consumer), started at now.
 func NewAligner(partitions []int, slack int64, idle time.Duration, maxHeld int, now time.Time) *Aligner {
-	a := &Aligner{Slack: max(slack, 0), Idle: idle, MaxHeld: maxHeld, started: now, parts: map[int]*partQueue{}, applied: noSlot, low: noSlot}
+	a := &Aligner{Slack: max(slack, 0), Idle: idle, MaxHeld: maxHeld, started: now, parts: map[int]*partQueue{}, applied: noSlot, base: noSlot, low: noSlot}
 	for _, p := range partitions {
 		a.queue(p)
 	}
@@ -151,64 +157,91 @@ func (a *Aligner) Add(h Held) {
 		clear(q.items[n:])
 		q.items, q.head = q.items[:n], 0
 	}
-	if h.OK && a.Hold > 0 && a.gateUntil.IsZero() {
-		ref := a.applied
-		if ref == noSlot { // nothing applied yet: the oldest reading stands in
-			if a.low == noSlot || h.Slot < a.low {
-				a.low = h.Slot
-			}
-			ref = a.low
-		}
-		// Another partition still catching up holds this one back as
-		// above (a backlog read from every partition): no hold is needed.
-		if h.Slot > satAdd(ref, a.Slack) && a.mayFollow(h.Msg.Partition, satSub(h.Slot, a.Slack), ref) {
-			a.gate, a.gateFrom, a.gateUntil = satAdd(ref, a.Slack), h.Arrived, h.Arrived.Add(a.Hold)
-		}
+	if h.OK && (a.low == noSlot || h.Slot < a.low) {
+		a.low = h.Slot
 	}
 	q.items = append(q.items, h)
-	q.seen, q.silent = true, false
+	q.seen = true
 	q.behind = h.Msg.HighWaterMark > h.Msg.Offset+1
 	q.next, q.at = h.Msg.Offset+1, h.Arrived
-	if h.OK {
-		q.frontier = max(q.frontier, h.Slot)
+	if h.OK && h.Slot > q.frontier {
+		q.frontier = h.Slot
+		q.lagSince = time.Time{} // it moves: lagging, if still, counts from the next Release
+	}
+	// A silent partition counts again once it is within Slack of what
+	// was applied: its readings further behind are late whatever waits.
+	if q.silent && (q.behind || a.applied == noSlot || satAdd(q.frontier, a.Slack) >= a.applied) {
+		q.silent = false
 	}
 	a.held++
 }
 
 // Unknown appends to dst, in ascending order, the partitions of which no
-// message has been fetched and whose backlog is not known (see Backlog).
-func (a *Aligner) Unknown(dst []int) []int {
+// message has been fetched and whose backlog is not known (see Backlog),
+// or which have held readings back for Hold at now (see Aligner).
+func (a *Aligner) Unknown(now time.Time, dst []int) []int {
 	for _, p := range a.order {
-		if q := a.parts[p]; !q.seen && q.backlog == 0 {
+		if q := a.parts[p]; !q.seen && (q.backlog == 0 || a.due(q, now)) {
 			dst = append(dst, p)
 		}
 	}
 	return dst
 }
 
+// due reports whether q, lagging and not known to be catching up, has
+// held readings back for Hold at now, and should be checked.
+func (a *Aligner) due(q *partQueue, now time.Time) bool {
+	return !q.silent && !q.lagSince.IsZero() && now.Sub(q.lagSince) >= a.Hold
+}
+
 // Backlog tells the aligner that partition p, of which no message has been
-// fetched yet, has n records to read from where this consumer starts (its
-// group's committed offset, or the first offset) to its last stable
-// offset. With n > 0 it holds the others back until its first message, up
-// to BacklogWait after the aligner started; with n == 0 it holds nobody
-// back until a message says otherwise. It reports whether p was unknown.
-func (a *Aligner) Backlog(p int, n int64) bool {
+// fetched yet, had, when asked, n records to read from where this consumer
+// starts (its group's committed offset, or the first offset) to its last
+// stable offset. With n > 0 it holds the others back until its first
+// message (all of them up to BacklogWait after the aligner started); with
+// n == 0 it holds nobody back within Idle, and, lagging since Hold before
+// asked, it is silent (see Aligner). It reports whether p's backlog was
+// unknown.
+func (a *Aligner) Backlog(p int, n int64, asked time.Time) bool {
 	q := a.parts[p]
-	if q == nil || q.seen || q.backlog != 0 {
+	if q == nil || q.seen {
 		return false
 	}
+	unknown := q.backlog == 0
 	q.backlog = -1
 	if n > 0 {
 		q.backlog = 1
+		q.lagSince = time.Time{}
+	} else if a.checked(q, asked) {
+		a.silence(p, q)
 	}
-	return true
+	return unknown
+}
+
+// checked reports whether an answer asked at asked tells q's state after
+// it had lagged for Hold.
+func (a *Aligner) checked(q *partQueue, asked time.Time) bool {
+	return !q.silent && !q.lagSince.IsZero() && asked.Sub(q.lagSince) >= a.Hold
+}
+
+func (a *Aligner) silence(p int, q *partQueue) {
+	q.silent, q.lagSince = true, time.Time{}
+	a.silenced = append(a.silenced, p)
+}
+
+// Silenced appends to dst the partitions found silent since its last call
+// (see Aligner), for the caller to log, and forgets them.
+func (a *Aligner) Silenced(dst []int) []int {
+	dst = append(dst, a.silenced...)
+	a.silenced = a.silenced[:0]
+	return dst
 }
 
 // SetBase tells the aligner the newest slot applied before its readings
 // (the state's, restored or rebuilt; noSlot: none): a reading more than
 // Slack after it begins a burst's hold (see Aligner).
 func (a *Aligner) SetBase(slot int64) {
-	a.applied, a.low = slot, noSlot
+	a.applied, a.base = slot, slot
 }
 
 // Restart counts Idle and BacklogWait again from now and forgets the
@@ -221,49 +254,64 @@ func (a *Aligner) Restart(now time.Time) {
 		if !q.seen {
 			q.backlog = 0
 		}
+		q.silent, q.lagSince = false, time.Time{}
 	}
 }
 
-// Quiet appends to dst, in ascending order, the partitions counted as
-// catching up whose last message was fetched more than after before now:
-// either slow to fetch or stopped at an open transaction (see Stable).
+// Quiet appends to dst, in ascending order, the partitions fetched from
+// that are counted as catching up and whose last message was fetched more
+// than after before now (either slow to fetch or stopped at an open
+// transaction), and those that have held readings back for Hold without
+// counting as catching up: the partitions whose last stable offsets the
+// caller should ask the broker for (see Stable).
 func (a *Aligner) Quiet(now time.Time, after time.Duration, dst []int) []int {
 	for _, p := range a.order {
-		if q := a.parts[p]; q.seen && q.behind && now.Sub(q.at) > after {
+		if q := a.parts[p]; q.seen && (q.behind && now.Sub(q.at) > after || !q.behind && a.due(q, now)) {
 			dst = append(dst, p)
 		}
 	}
 	return dst
 }
 
-// Stable tells the aligner that partition p's last stable offset is lso:
-// read committed, nothing at or past it can be fetched before the
-// transactions open there end. If every message before lso was fetched,
-// the partition is caught up, until its next message says otherwise. It
-// reports whether p was counted as catching up and no longer is.
-func (a *Aligner) Stable(p int, lso int64) bool {
+// Stable tells the aligner that partition p's last stable offset was lso
+// when asked: read committed, nothing at or past it can be fetched before
+// the transactions open there end. If every message before lso was
+// fetched, the partition is caught up, until its next message says
+// otherwise, and, lagging since Hold before asked, silent (see Aligner);
+// if not, it counts as catching up. It reports whether p was counted as
+// catching up and no longer is (stopped at an open transaction).
+func (a *Aligner) Stable(p int, lso int64, asked time.Time) bool {
 	q := a.parts[p]
-	if q == nil || !q.seen || !q.behind || q.next < lso {
+	switch {
+	case q == nil || !q.seen:
 		return false
+	case q.next < lso: // records left to fetch: catching up
+		q.behind, q.lagSince = true, time.Time{}
+		return false
+	case q.behind:
+		q.behind = false
+		return true
+	case a.checked(q, asked):
+		a.silence(p, q)
 	}
-	q.behind = false
-	return true
+	return false
 }
 
 // Len returns the number of readings held.
 func (a *Aligner) Len() int { return a.held }
 
 // Limit returns the newest slot that may be released now: Slack after the
-// frontier of the slowest partition catching up, math.MaxInt64 if none is.
+// position of the slowest partition that holds the others back (see
+// Aligner), math.MaxInt64 if none does.
 func (a *Aligner) Limit(now time.Time) int64 {
 	w := int64(math.MaxInt64)
 	for _, q := range a.parts {
 		switch {
-		case q.seen && q.behind:
-			w = min(w, q.frontier)
 		case !q.seen && q.backlog >= 0 && now.Sub(a.started) < a.Idle,
 			!q.seen && q.backlog > 0 && now.Sub(a.started) < a.BacklogWait:
 			return noSlot // wait for every partition's first fetch
+		case a.holds(q):
+			w = min(w, a.position(q))
 		}
 	}
 	if w == math.MaxInt64 || w == noSlot {
@@ -272,66 +320,49 @@ func (a *Aligner) Limit(now time.Time) int64 {
 	return satAdd(w, a.Slack)
 }
 
-// mayFollow reports whether a reading of partition p at slot from+Slack
-// may run past readings of another partition still to come: none of the
-// others counts as catching up (which holds p back already), and one of
-// them stands before from, by its newest slot fetched or, not fetched
-// from, by ref (the newest slot applied). Silent partitions do not count.
-func (a *Aligner) mayFollow(p int, from, ref int64) bool {
-	before := false
-	for i, q := range a.parts {
-		if i == p || q.silent {
-			continue
-		}
-		if q.seen && q.behind {
-			return false
-		}
-		f := ref
-		if q.seen && q.frontier != noSlot {
-			f = q.frontier
-		}
-		before = before || f < from
+// holds reports whether q holds the others back to Slack after its
+// position: catching up, or not found silent (see Aligner).
+func (a *Aligner) holds(q *partQueue) bool {
+	switch {
+	case q.seen && q.behind:
+		return true
+	case q.silent || a.Hold <= 0:
+		return false
+	case !q.seen && q.backlog > 0:
+		return false // past BacklogWait (Limit holds everything before)
 	}
-	return before
+	return a.position(q) != noSlot
 }
 
-// allFetchedSince reports whether every partition has had a message
-// fetched at t or after, or one past the gate already: then each one's
-// share of a burst that began at t is on its way (held, or counted as
-// catching up), and the hold has done its work. A backlog read from every
-// partition ends its holds so at once. Silent partitions do not count.
-func (a *Aligner) allFetchedSince(t time.Time) bool {
-	for _, q := range a.parts {
-		if !q.silent && a.lags(q, t) {
-			return false
-		}
+// Position returns the newest slot partition p is known to have reached
+// (see Aligner), noSlot if none.
+func (a *Aligner) Position(p int) int64 {
+	if q := a.parts[p]; q != nil {
+		return a.position(q)
 	}
-	return true
+	return noSlot
 }
 
-// lags reports whether q has had no message fetched at t or after, nor
-// one past the gate.
-func (a *Aligner) lags(q *partQueue, t time.Time) bool {
-	return !q.seen || q.at.Before(t) && q.frontier <= a.gate
+// position returns the newest slot q is known to have reached: the newest
+// fetched from it, or, nothing fetched, the newest applied before the
+// aligner started or else the oldest slot added.
+func (a *Aligner) position(q *partQueue) int64 {
+	switch {
+	case q.seen && q.frontier != noSlot:
+		return q.frontier
+	case q.seen:
+		return noSlot // only undecodable messages so far
+	case a.base != noSlot:
+		return a.base
+	}
+	return a.low
 }
 
 // Release appends to dst, partition by partition in fetch order, the held
 // messages that may be applied now, and removes them.
 func (a *Aligner) Release(now time.Time, dst []Held) []Held {
+	a.expire(now)
 	limit := a.Limit(now)
-	if !a.gateUntil.IsZero() {
-		switch all := a.allFetchedSince(a.gateFrom); {
-		case now.Before(a.gateUntil) && !all:
-			limit = min(limit, a.gate)
-		case !all: // the hold ran out: those still without a message are silent
-			for _, q := range a.parts {
-				q.silent = q.silent || a.lags(q, a.gateFrom)
-			}
-			fallthrough
-		default:
-			a.gateUntil = time.Time{} // the burst's hold is over
-		}
-	}
 	if a.MaxHeld > 0 && a.held > a.MaxHeld {
 		limit = math.MaxInt64
 		a.Overflows++
@@ -358,5 +389,41 @@ func (a *Aligner) Release(now time.Time, dst []Held) []Held {
 			q.head = 0
 		}
 	}
+	a.lagging(now)
 	return dst
+}
+
+// expire takes for silent the partitions that have lagged for SilentAfter
+// (at least Hold) without an answer from the broker.
+func (a *Aligner) expire(now time.Time) {
+	after := max(a.SilentAfter, a.Hold)
+	for _, p := range a.order {
+		if q := a.parts[p]; !q.silent && !q.lagSince.IsZero() && now.Sub(q.lagSince) >= after {
+			a.silence(p, q)
+		}
+	}
+}
+
+// lagging marks, from now, the partitions that hold back readings still
+// held and are not catching up, and unmarks the others. From now, not
+// from when the readings held came: a consumer slow to come round (a
+// loaded machine) would otherwise find a partition lagging for longer
+// than SilentAfter the moment it first looks, and take it for silent
+// without asking the broker.
+func (a *Aligner) lagging(now time.Time) {
+	waiting := int64(noSlot) // the newest slot held, or more (a partition's readings out of slot order)
+	for _, q := range a.parts {
+		if q.head < len(q.items) {
+			waiting = max(waiting, q.frontier)
+		}
+	}
+	for _, q := range a.parts {
+		lags := waiting != noSlot && !(q.seen && q.behind) && a.holds(q) && satAdd(a.position(q), a.Slack) < waiting
+		switch {
+		case !lags:
+			q.lagSince = time.Time{}
+		case q.lagSince.IsZero():
+			q.lagSince = now
+		}
+	}
 }

@@ -99,7 +99,7 @@ func TestAlignerStable(t *testing.T) {
 		{2, 0, 0},  // unknown partition
 		{0, 5, 13}, // stopped at the transaction: the rest of partition 1 goes
 	} {
-		if changed := a.Stable(tc.p, tc.lso); changed != (tc.released > 0) {
+		if changed := a.Stable(tc.p, tc.lso, now); changed != (tc.released > 0) {
 			t.Errorf("Stable(%d, %d) = %v", tc.p, tc.lso, changed)
 		}
 		if got := a.Release(now, nil); len(got) != tc.released {
@@ -144,21 +144,21 @@ func TestAlignerBacklog(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			a := NewAligner([]int{0, 1}, 2, time.Second, 100, t0)
 			a.BacklogWait = 30 * time.Second
-			if got := a.Unknown(nil); !slices.Equal(got, []int{0, 1}) {
+			if got := a.Unknown(t0, nil); !slices.Equal(got, []int{0, 1}) {
 				t.Fatalf("unknown %v, want [0 1]", got)
 			}
 			if tc.backlog >= 0 {
-				if !a.Backlog(1, tc.backlog) {
+				if !a.Backlog(1, tc.backlog, t0) {
 					t.Fatal("Backlog of an unknown partition reported false")
 				}
-				if a.Backlog(1, 3) {
+				if a.Backlog(1, tc.backlog, t0) {
 					t.Fatal("a second Backlog reported true")
 				}
 			}
 			for i := int64(0); i < 5; i++ { // partition 0 all fetched: caught up
 				a.Add(Held{Msg: msg(0, i, 5), Slot: 10 + i, OK: true, Arrived: t0})
 			}
-			if got := a.Unknown(nil); (tc.backlog < 0) != slices.Equal(got, []int{1}) || tc.backlog >= 0 && len(got) != 0 {
+			if got := a.Unknown(t0, nil); (tc.backlog < 0) != slices.Equal(got, []int{1}) || tc.backlog >= 0 && len(got) != 0 {
 				t.Fatalf("unknown %v after partition 0's messages", got)
 			}
 			if got := a.Release(t0.Add(tc.at), nil); len(got) != tc.want {
@@ -169,7 +169,7 @@ func TestAlignerBacklog(t *testing.T) {
 	// A first message makes the backlog moot: partition 1 is then held to
 	// its frontier like any other.
 	a := NewAligner([]int{0, 1}, 2, time.Second, 100, t0)
-	a.Backlog(1, 7)
+	a.Backlog(1, 7, t0)
 	a.Add(Held{Msg: msg(1, 0, 7), Slot: 10, OK: true, Arrived: t0})
 	for i := int64(0); i < 5; i++ {
 		a.Add(Held{Msg: msg(0, i, 5), Slot: 10 + i, OK: true, Arrived: t0})
@@ -177,7 +177,7 @@ func TestAlignerBacklog(t *testing.T) {
 	if got := a.Release(t0.Add(2*time.Second), nil); len(got) != 1+3 {
 		t.Fatalf("released %d, want 4 (partition 1's slot 10, partition 0 up to slot 12)", len(got))
 	}
-	if a.Backlog(1, 7) {
+	if a.Backlog(1, 7, t0) {
 		t.Fatal("Backlog of a partition already fetched from reported true")
 	}
 
@@ -185,13 +185,13 @@ func TestAlignerBacklog(t *testing.T) {
 	// counts the waits again and forgets what was learnt of partition 1.
 	b := NewAligner([]int{0, 1}, 2, time.Second, 100, t0)
 	b.BacklogWait = 30 * time.Second
-	b.Backlog(1, 0) // empty when asked at start
+	b.Backlog(1, 0, t0) // empty when asked at start
 	later := t0.Add(time.Hour)
 	b.Restart(later)
-	if got := b.Unknown(nil); !slices.Equal(got, []int{0, 1}) {
+	if got := b.Unknown(t0, nil); !slices.Equal(got, []int{0, 1}) {
 		t.Fatalf("unknown %v after Restart, want [0 1]", got)
 	}
-	b.Backlog(1, 9) // it has records now
+	b.Backlog(1, 9, t0) // it has records now
 	for i := int64(0); i < 5; i++ {
 		b.Add(Held{Msg: msg(0, i, 5), Slot: 10 + i, OK: true, Arrived: later})
 	}
@@ -260,8 +260,8 @@ func TestAlignerHoldsBurst(t *testing.T) {
 			a.SetBase(tc.base)
 			// Both partitions known and caught up: nobody holds back by
 			// the rule of partitions catching up.
-			a.Backlog(0, 0)
-			a.Backlog(1, 0)
+			a.Backlog(0, 0, t0)
+			a.Backlog(1, 0, t0)
 			at := t0.Add(5 * time.Second)
 			burst := func(p int, arrived time.Time) {
 				for i, s := 0, tc.from; s <= 60; i, s = i+1, s+1 {
@@ -296,13 +296,16 @@ func TestAlignerHoldsBurst(t *testing.T) {
 			q := NewAligner([]int{0, 1}, slack, time.Second, 1<<20, t0)
 			q.Hold = time.Second
 			q.SetBase(tc.base)
-			q.Backlog(0, 0)
-			q.Backlog(1, 0)
+			q.Backlog(0, 0, t0)
+			q.Backlog(1, 0, t0)
 			for i, s := 0, tc.from; s <= 60; i, s = i+1, s+1 {
 				q.Add(Held{Msg: Record{Partition: 0, Offset: int64(i), HighWaterMark: int64(i + 1)}, Slot: s, OK: true, Arrived: at})
 			}
-			if got := q.Release(at.Add(900*time.Millisecond), nil); newest(got) != ref+slack {
-				t.Fatalf("partition 1 silent, before Hold: released up to %d, want %d", newest(got), ref+slack)
+			if got := q.Release(at, nil); newest(got) != ref+slack {
+				t.Fatalf("partition 1 silent: released up to %d at once, want %d", newest(got), ref+slack)
+			}
+			if got := q.Release(at.Add(900*time.Millisecond), nil); len(got) != 0 {
+				t.Fatalf("partition 1 silent, before Hold: released up to %d, want nothing more", newest(got))
 			}
 			if got := q.Release(at.Add(time.Second), nil); newest(got) != 60 || q.Len() != 0 {
 				t.Fatalf("partition 1 silent, after Hold: released up to %d, %d held; want all", newest(got), q.Len())
@@ -317,15 +320,17 @@ func TestAlignerHoldsBurst(t *testing.T) {
 }
 
 // A partition that lets a burst's hold run out without a message is
-// silent: later bursts do not wait for it, until it has a message again.
+// silent: later bursts do not wait for it, nor while its readings come
+// more than Slack behind what was applied (they are late whatever waits),
+// until it catches up.
 func TestAlignerSilentPartition(t *testing.T) {
 	t0 := time.Unix(1_700_000_000, 0)
 	const slack = 18
 	a := NewAligner([]int{0, 1}, slack, time.Second, 1<<20, t0)
 	a.Hold = time.Second
 	a.SetBase(5)
-	a.Backlog(0, 0)
-	a.Backlog(1, 0)
+	a.Backlog(0, 0, t0)
+	a.Backlog(1, 0, t0)
 	off := map[int]int64{}
 	burst := func(p int, from, to int64, arrived time.Time) {
 		for s := from; s <= to; s++ {
@@ -348,11 +353,14 @@ func TestAlignerSilentPartition(t *testing.T) {
 		release  time.Duration // when to release, after t0
 		want     int64         // newest slot released
 	}{
-		{"first burst, partition 1 silent: held", 0, 6, 60, 5 * time.Second, 5*time.Second + 900*time.Millisecond, 5 + slack},
-		{"first burst: the hold runs out", 0, 61, 60, 5 * time.Second, 6 * time.Second, 60},
+		{"first burst, partition 1 silent: held", 0, 6, 60, 5 * time.Second, 5*time.Second + 10*time.Millisecond, 5 + slack},
+		{"first burst: the hold runs out", 0, 61, 60, 5 * time.Second, 6*time.Second + 10*time.Millisecond, 60},
 		{"second burst: partition 1 silent, no hold", 0, 61, 120, 10 * time.Second, 10*time.Second + 10*time.Millisecond, 120},
 		{"partition 1 speaks again, late", 1, 60, 60, 11 * time.Second, 11 * time.Second, 60},
-		{"third burst: held for partition 1 again", 0, 121, 180, 12 * time.Second, 12*time.Second + 10*time.Millisecond, 120 + slack},
+		{"third burst: partition 1, far behind what was applied, is not waited for", 0, 121, 180, 12 * time.Second, 12*time.Second + 10*time.Millisecond, 180},
+		{"partition 1 catches up", 1, 61, 170, 13 * time.Second, 13 * time.Second, 170},
+		{"fourth burst: held for partition 1 again", 0, 181, 240, 14 * time.Second, 14*time.Second + 10*time.Millisecond, 170 + slack},
+		{"fourth burst: the hold runs out", 0, 241, 240, 14 * time.Second, 15*time.Second + 10*time.Millisecond, 240},
 	} {
 		if step.from <= step.to {
 			burst(step.p, step.from, step.to, t0.Add(step.at))
@@ -360,5 +368,65 @@ func TestAlignerSilentPartition(t *testing.T) {
 		if got := newest(a.Release(t0.Add(step.release), nil)); got != step.want {
 			t.Fatalf("%s: released up to slot %d, want %d", step.name, got, step.want)
 		}
+	}
+}
+
+// TestAlignerLaggingPartitionChecked holds partition 0's readings for
+// partition 1, caught up when last fetched but 60 slots behind: a
+// producer may yet write, or the consumer yet fetch, its share of those
+// slots. After Hold, Quiet names it for the broker to be asked; with
+// records left to fetch it counts as catching up and holds the others
+// back for as long as it takes; with none it is silent and holds nobody
+// back; without an answer it is taken for silent after SilentAfter.
+func TestAlignerLaggingPartitionChecked(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	const slack = 18
+	for _, tc := range []struct {
+		name   string
+		lso    int64 // partition 1's last stable offset when asked; -1: no answer
+		at     time.Duration
+		newest int64 // newest slot released by at
+	}{
+		{"within Hold", -1, 900 * time.Millisecond, 40 + slack},
+		{"records left: catching up", 100, 20 * time.Second, 40 + slack},
+		{"none left: silent", 41, 1600 * time.Millisecond, 100},
+		{"no answer, before SilentAfter", -1, 9 * time.Second, 40 + slack},
+		{"no answer, after SilentAfter", -1, 10 * time.Second, 100},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := NewAligner([]int{0, 1}, slack, time.Second, 1<<20, t0)
+			a.Hold, a.SilentAfter = time.Second, 10*time.Second
+			at := t0.Add(5 * time.Second)
+			for s := int64(0); s <= 100; s++ { // each caught up when fetched
+				a.Add(Held{Msg: Record{Partition: 0, Offset: s, HighWaterMark: s + 1}, Slot: s, OK: true, Arrived: at})
+				if s <= 40 {
+					a.Add(Held{Msg: Record{Partition: 1, Offset: s, HighWaterMark: s + 1}, Slot: s, OK: true, Arrived: at})
+				}
+			}
+			newest := int64(noSlot)
+			release := func(now time.Time) {
+				for _, h := range a.Release(now, nil) {
+					newest = max(newest, h.Slot)
+				}
+			}
+			release(at)
+			if newest != 40+slack {
+				t.Fatalf("released up to %d at once, want %d", newest, 40+slack)
+			}
+			asked := at.Add(1500 * time.Millisecond)
+			if got := a.Quiet(asked, time.Second, nil); !slices.Equal(got, []int{1}) {
+				t.Fatalf("quiet %v after Hold, want [1]", got)
+			}
+			if tc.lso >= 0 && tc.at > 1500*time.Millisecond {
+				a.Stable(1, tc.lso, asked)
+			}
+			release(at.Add(tc.at))
+			if newest != tc.newest {
+				t.Fatalf("released up to %d, want %d", newest, tc.newest)
+			}
+			if silent := a.Silenced(nil); (tc.newest == 100) != slices.Equal(silent, []int{1}) {
+				t.Errorf("silenced %v", silent)
+			}
+		})
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 )
@@ -116,6 +117,7 @@ func (c *consumeLoop) reading(h *Held) (*Reading, error) {
 func (s *Service) emitDue(fb *forecastBatch) error {
 	now := s.cfg.Now()
 	nonFinite := s.counters.NonFinite.Load()
+	defer s.logSkips()
 	defer func() {
 		if n := s.counters.NonFinite.Load() - nonFinite; n > 0 {
 			if ok, held := s.markerLog.allow("non-finite", time.Now()); ok {
@@ -138,4 +140,37 @@ func (s *Service) emitDue(fb *forecastBatch) error {
 			return nil
 		}
 	}
+}
+
+// logSkips warns of the forecast slots the emitter has skipped since it
+// was last called, naming the sensors and the slots (once a second at
+// most, counting the lines held back), and stamps the time for
+// sdgnn_stream_forecast_slots_skipped_last_timestamp_seconds.
+func (s *Service) logSkips() {
+	s.skips = s.emitter.Skips(s.skips[:0])
+	if len(s.skips) == 0 {
+		return
+	}
+	now := time.Now()
+	s.counters.SkippedAtMs.Store(now.UnixMilli())
+	ok, held := s.markerLog.allow("skip", now)
+	if !ok {
+		return
+	}
+	var (
+		slots    int64
+		from, to = int64(math.MaxInt64), int64(math.MinInt64)
+		sensors  []int
+	)
+	for _, k := range s.skips {
+		slots += k.To - k.From + 1
+		from, to = min(from, k.From), max(to, k.To)
+		sensors = append(sensors, k.Sensor)
+	}
+	slices.Sort(sensors)
+	sensors = slices.Compact(sensors)
+	step := s.cfg.StepMs
+	s.cfg.Log.Warn().Int64("slots", slots).Ints("sensors", sensors).
+		Time("from", time.UnixMilli(from*step).UTC()).Time("to", time.UnixMilli(to*step).UTC()).Int("suppressed", held).
+		Msg("forecast slots skipped: an input ran more than -history slots ahead of these sensors' windows (sdgnn_stream_forecast_slots_skipped_total)")
 }

@@ -38,6 +38,7 @@ type consumeLoop struct {
 	fetchWarned  time.Time
 	fetchFailing bool
 	quiet        []int     // partitions quiet while catching up
+	silenced     []int     // partitions found silent (Aligner.Silenced)
 	stableAsked  time.Time // when their last stable offsets were last asked
 	unknown      []int     // partitions not fetched from, their backlogs unknown
 	backlogAsked time.Time // when their backlogs were last asked
@@ -161,7 +162,7 @@ func (c *consumeLoop) gather(ctx context.Context) (got int, fetchErr error) {
 func (c *consumeLoop) askBrokers(ctx context.Context) {
 	s := c.s
 	if time.Since(c.backlogAsked) > time.Second {
-		if c.unknown = c.align.Unknown(c.unknown[:0]); len(c.unknown) > 0 {
+		if c.unknown = c.align.Unknown(time.Now(), c.unknown[:0]); len(c.unknown) > 0 {
 			c.backlogAsked = time.Now()
 			s.backlogs(ctx, c.client, c.unknown, c.align)
 		}
@@ -175,12 +176,18 @@ func (c *consumeLoop) askBrokers(ctx context.Context) {
 }
 
 // release takes from the Aligner into c.held the readings it lets go
-// now, warning when it let go of all because it held too many.
+// now, warning when it let go of all because it held too many, and
+// logging the partitions it found silent.
 func (c *consumeLoop) release() {
 	overflows := c.align.Overflows
 	c.held = c.align.Release(time.Now(), c.held)
+	log := c.s.cfg.Log
 	if c.align.Overflows != overflows {
-		c.s.cfg.Log.Warn().Int("released", len(c.held)).Msg("more readings held for slower partitions than allowed: released all")
+		log.Warn().Int("released", len(c.held)).Msg("more readings held for slower partitions than allowed: released all")
+	}
+	for _, p := range c.align.Silenced(c.silenced[:0]) {
+		log.Info().Int("partition", p).Int64("slot", c.align.Position(p)).Dur("hold", c.align.Hold).
+			Msg("partition silent: nothing to fetch past its slot while later readings wait; the others are not held for it until it catches up")
 	}
 }
 
@@ -259,6 +266,7 @@ func (s *Service) stable(ctx context.Context, client *kafka.Client, ps []int, al
 	}
 	lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
+	asked := time.Now()
 	resp, err := client.ListOffsets(lctx, req)
 	if err == nil {
 		for _, po := range resp.Topics[topic] {
@@ -266,7 +274,7 @@ func (s *Service) stable(ctx context.Context, client *kafka.Client, ps []int, al
 				err = fmt.Errorf("partition %d: %w", po.Partition, po.Error)
 				continue
 			}
-			if align.Stable(po.Partition, po.LastOffset) {
+			if align.Stable(po.Partition, po.LastOffset, asked) {
 				s.cfg.Log.Info().Int("partition", po.Partition).Int64("offset", po.LastOffset).
 					Msg("partition stops at a transaction still open: the others are not held for it")
 			}
@@ -290,9 +298,10 @@ func (s *Service) backlogs(ctx context.Context, client *kafka.Client, ps []int, 
 	topic := s.cfg.ReadingsTopic
 	lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
+	asked := time.Now()
 	lag, err := groupLag(lctx, client, s.cfg.GroupID, topic, ps)
 	for p, n := range lag {
-		align.Backlog(p, n)
+		align.Backlog(p, n, asked)
 	}
 	if err != nil && ctx.Err() == nil {
 		if ok, held := s.markerLog.allow("backlog", time.Now()); ok {

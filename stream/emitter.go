@@ -66,6 +66,37 @@ type Emitter struct {
 	mz  []int
 	mts []int64
 	fc  []Forecast
+
+	skips []Skip // since Skips last took them, at most maxSkips
+}
+
+// Skip is a run of a node's forecast slots never emitted because an input
+// ran more than the State's history ahead (see Emitter): slots From to To,
+// both included.
+type Skip struct {
+	Sensor   int
+	From, To int64 // slot indices (ts/step)
+}
+
+// maxSkips bounds the skips an Emitter keeps for Skips: the counter
+// (Counters.Skipped) counts them all.
+const maxSkips = 1024
+
+// Skips appends to dst the runs of skipped slots recorded since its last
+// call (the first maxSkips of them) and forgets them, for the caller to
+// say which sensors lost which forecasts.
+func (e *Emitter) Skips(dst []Skip) []Skip {
+	dst = append(dst, e.skips...)
+	e.skips = e.skips[:0]
+	return dst
+}
+
+// skipped counts and records node z's slots from to to as skipped.
+func (e *Emitter) skipped(z int, from, to int64) {
+	e.st.Counters.Skipped.Add(uint64(to - from + 1))
+	if len(e.skips) < maxSkips {
+		e.skips = append(e.skips, Skip{Sensor: z, From: from, To: to})
+	}
 }
 
 type deadline struct {
@@ -433,15 +464,14 @@ func msDuration(d int64) time.Duration {
 func (e *Emitter) advance(z int, t, ms int64) {
 	st := e.st
 	nd := &st.nodes[z]
-	cnt := st.Counters
 	switch last := nd.lastEmitted; {
 	case last != noSlot && t > last+1:
-		cnt.Skipped.Add(uint64(t - last - 1))
+		e.skipped(z, last+1, t-1)
 	case last == noSlot:
 		// The first forecast: the slots after the first one all inputs
 		// have were lost if the inputs ran apart before it.
 		if _, _, _, first, ok := st.horizon(z); ok && t > first+1 {
-			cnt.Skipped.Add(uint64(t - first - 1))
+			e.skipped(z, first+1, t-1)
 		}
 	}
 	nd.lastEmitted = t

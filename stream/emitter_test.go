@@ -465,6 +465,19 @@ func TestEmitterCatchUp(t *testing.T) {
 				}
 			}
 		}
+		// Skips names each slot counted as skipped, none emitted.
+		var named uint64
+		for _, k := range em.Skips(nil) {
+			for slot := k.From; slot <= k.To; slot++ {
+				if _, ok := got[[2]int64{int64(k.Sensor), slot}]; ok {
+					t.Fatalf("node %d slot %d: named skipped, and emitted", k.Sensor, slot)
+				}
+			}
+			named += uint64(k.To - k.From + 1)
+		}
+		if sk := st.Counters.Skipped.Load(); named != sk {
+			t.Fatalf("Skips names %d slots, %d counted", named, sk)
+		}
 		return got, st
 	}
 	want, _ := run(0, rs)

@@ -29,6 +29,10 @@ type Counters struct {
 	Rejected                                               [len(Reasons)]atomic.Uint64
 	Internal                                               atomic.Uint64 // refusals that are not RejectErrors
 	Emitted, Stale, Skipped                                atomic.Uint64
+	// SkippedAtMs is when (Unix ms, wall clock) the Service last found
+	// forecast slots skipped (Emitter.Skips), 0 if never: an alert can
+	// ask how recent.
+	SkippedAtMs atomic.Int64
 	// Partial counts forecasts emitted with some input window holding
 	// slots without a reading (Input.Gaps > 0).
 	Partial atomic.Uint64
@@ -185,6 +189,8 @@ func (c *Counters) WritePrometheus(w io.Writer) error {
 	counter("forecasts_stale_total", "Forecasts emitted at the deadline with lagging inputs.", c.Stale.Load())
 	counter("forecasts_partial_total", "Forecasts emitted with some input window holding slots without a reading (before the sensor's first reading, skipped, or all values 0).", c.Partial.Load())
 	counter("forecast_slots_skipped_total", "Forecast slots never emitted because an input ran more than the history ahead.", c.Skipped.Load())
+	fmt.Fprintf(bw, "# HELP %sforecast_slots_skipped_last_timestamp_seconds When a forecast slot was last skipped (Unix seconds; 0: never).\n# TYPE %sforecast_slots_skipped_last_timestamp_seconds gauge\n%sforecast_slots_skipped_last_timestamp_seconds %g\n",
+		metricPrefix, metricPrefix, metricPrefix, float64(c.SkippedAtMs.Load())/1000)
 	counter("forecasts_non_finite_total", "Forecast slots passed by because the model's forecast was NaN or infinite.", c.NonFinite.Load())
 	counter("model_reloads_total", "Models replaced while serving (Service.Reload, SIGHUP).", c.Reloads.Load())
 	counter("model_reload_failures_total", "Model reloads refused (unreadable or incompatible bundle); the model served was kept.", c.ReloadFailures.Load())

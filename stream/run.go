@@ -191,6 +191,7 @@ func (s *Service) newAligner(parts []int) *Aligner {
 	// the other partitions' shares (see Aligner): from the state restored,
 	// and from the windows rebuilt once this service holds the partitions.
 	align.Hold = s.cfg.BurstHold
+	align.SilentAfter = 10 * time.Second
 	align.SetBase(newest)
 	return align
 }

@@ -184,6 +184,7 @@ type Service struct {
 	bundle  *sdgnn.Bundle
 	state   *State
 	emitter *Emitter
+	skips   []Skip // logSkips' scratch
 	valid   Validator
 	live    *Live
 
