@@ -552,8 +552,12 @@ func distil(ctx context.Context, cfg Config, p *snapshot.Prepared, gruGCN *teach
 		return nil, fmt.Errorf("sdgnn: %w", err)
 	}
 	graph := p.GraphFingerprint()
+	bounds, err := p.Bounds()
+	if err != nil {
+		return nil, err
+	}
 	meta := sdgnn.BundleMeta{Dataset: cfg.Dataset, Nodes: set.Nodes, Channels: p.Dataset.Info.Channels, Window: set.Window,
-		Hidden: cfg.Hidden, Norm: set.Norm, Split: p.Split, Graph: &graph, Config: sc}
+		Hidden: cfg.Hidden, Norm: set.Norm, Split: p.Split, Graph: &graph, Bounds: bounds, Config: sc}
 	var path string
 	if cfg.ModelDir != "" {
 		path = BundlePath(cfg.ModelDir, cfg.Dataset, p, seed)

@@ -35,11 +35,15 @@ type BundleMeta struct {
 	// teacher read it (snapshot.Prepared.GraphFingerprint): Θ's node ids
 	// name roads of that graph only. nil in bundles written before it was
 	// kept.
-	Graph   *pems.GraphFingerprint `json:"graph,omitempty"`
-	Config  Config                 `json:"config"`
-	Rounds  []Round                `json:"rounds,omitempty"`
-	Version string                 `json:"version,omitempty"` // model version reported with forecasts; DigestVersion's where none is given
-	Created string                 `json:"created,omitempty"`
+	Graph *pems.GraphFingerprint `json:"graph,omitempty"`
+	// Bounds are the plausible ranges of the channels' readings, fitted
+	// on the training readings (snapshot.FitBounds): a forecaster refuses
+	// readings outside them. nil in bundles written before they were kept.
+	Bounds  []snapshot.Bounds `json:"bounds,omitempty"`
+	Config  Config            `json:"config"`
+	Rounds  []Round           `json:"rounds,omitempty"`
+	Version string            `json:"version,omitempty"` // model version reported with forecasts; DigestVersion's where none is given
+	Created string            `json:"created,omitempty"`
 }
 
 // Bundle is everything a per-node forecast needs: the teacher's GRU, the
@@ -357,6 +361,14 @@ func NewBundle(meta BundleMeta, g *gru.GRU, phi *nn.MLP, theta *Theta, dec *nn.M
 	}
 	if len(meta.Channels) != 0 && len(meta.Channels) != C {
 		return nil, fmt.Errorf("new bundle: %d channel names for the normaliser's %d channels", len(meta.Channels), C)
+	}
+	if len(meta.Bounds) != 0 && len(meta.Bounds) != C {
+		return nil, fmt.Errorf("new bundle: %d plausible ranges for the normaliser's %d channels", len(meta.Bounds), C)
+	}
+	for c, bd := range meta.Bounds {
+		if !(bd.Lo <= bd.Hi) {
+			return nil, fmt.Errorf("new bundle: channel %d's plausible range %v is empty", c, bd)
+		}
 	}
 	in, H := meta.Norm.Inputs(), meta.Hidden
 	if g == nil {

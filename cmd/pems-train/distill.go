@@ -211,8 +211,12 @@ func (f distillFlags) save(saved *teacher.Saved, p *snapshot.Prepared, res *sdgn
 	// above), else the data directory's, which the candidates and targets
 	// came from.
 	graph := p.GraphFingerprint()
+	bounds, err := p.Bounds()
+	if err != nil {
+		return nil, err
+	}
 	meta := sdgnn.BundleMeta{Dataset: m.Dataset, Nodes: p.Set.Nodes, Channels: m.Channels, Window: m.Config.Window,
-		Hidden: m.Config.Hidden, Norm: m.Norm, Split: m.Split, Teacher: *f.tpath, Graph: &graph, Config: *f.cfg, Rounds: res.Rounds,
+		Hidden: m.Config.Hidden, Norm: m.Norm, Split: m.Split, Teacher: *f.tpath, Graph: &graph, Bounds: bounds, Config: *f.cfg, Rounds: res.Rounds,
 		Version: *f.version, Created: time.Now().UTC().Format(time.RFC3339)}
 	b, err := sdgnn.NewBundle(meta, saved.Model.GRU, res.Student.Phi, res.Student.Theta, res.Decoder)
 	if err != nil {
