@@ -76,7 +76,10 @@ func (c *consumeLoop) applyOne(j *flushJob, h *Held, aborted map[[2]int64]bool, 
 	rd, err := c.reading(h)
 	if err == nil {
 		var res ApplyResult
-		if res, err = s.state.Apply(*rd); err == nil {
+		if res, err = s.state.Apply(*rd); err == nil && res.Kind == Late {
+			err = s.state.TooOld(res) // dead-lettered, for whoever looks for it
+		}
+		if err == nil {
 			if res.Changed() { // it may make forecasts due
 				j.arrived = append(j.arrived, h.Arrived)
 			}

@@ -30,9 +30,10 @@ const (
 	ReasonChannels      = "channels"       // number of values differs from the model's channels
 	ReasonNonFinite     = "non_finite"     // a value is NaN, ±Inf, null or overflows float64
 	ReasonOffGrid       = "off_grid"       // ts is not the start of a slot
-	ReasonTooOld        = "too_old"        // ts older than the accepted age
-	ReasonTooNew        = "too_new"        // ts later than the accepted clock skew
+	ReasonTooOld        = "too_old"        // ts older than the accepted age, or than the sensor's window holds
+	ReasonTooNew        = "too_new"        // ts later than the accepted clock skew, or far ahead of the stream
 	ReasonKeyMismatch   = "key_mismatch"   // message key is not the sensor id
+	ReasonOutOfRange    = "out_of_range"   // a value outside its channel's plausible range
 )
 
 // Reasons lists every reason code in a fixed order, so that metrics can
@@ -40,6 +41,7 @@ const (
 var Reasons = [...]string{
 	ReasonMalformed, ReasonVersion, ReasonUnknownSensor, ReasonChannels,
 	ReasonNonFinite, ReasonOffGrid, ReasonTooOld, ReasonTooNew, ReasonKeyMismatch,
+	ReasonOutOfRange,
 }
 
 // RejectError says why a reading was refused. Reason is one of the Reason

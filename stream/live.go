@@ -82,6 +82,7 @@ type Live struct {
 	channel   []evaluation.Accumulator // c: over all sensors
 	total     evaluation.Accumulator
 	dropped   uint64 // records refused as invalid or older than the ring
+	unscored  uint64 // finite pairs too far apart to score (see score)
 
 	part        *PartScope               // nil: no part scored apart
 	partAcc     []evaluation.Accumulator // n, when part is set
@@ -230,6 +231,14 @@ func (l *Live) record(z int, ts int64, values []float64, kind uint8, backfill bo
 // score adds the pair of sensor z's forecast p and reading truth of
 // channel ch at slot to the accumulators.
 func (l *Live) score(z int, slot int64, ch int, p, truth float64) {
+	if d := p - truth; math.IsInf(d*d, 0) && !math.IsInf(p, 0) {
+		// A finite pair too far apart to square (a reading of 1e300
+		// let in with the plausible ranges off): scored, every sum would
+		// be infinite until a restart. The counts of non-finite
+		// forecasts stay the accumulators' own.
+		l.unscored++
+		return
+	}
 	l.acc[z].Add(p, truth)
 	l.channel[ch].Add(p, truth)
 	l.total.Add(p, truth)
@@ -343,7 +352,7 @@ func (l *Live) WritePrometheus(w io.Writer) error {
 			chans[1][ch] = l.partChannel[ch].Totals()
 		}
 	}
-	dropped := l.dropped
+	dropped, unscored := l.dropped, l.unscored
 	l.mu.RUnlock()
 	bw := bufio.NewWriter(w)
 	scopeNames := [...]string{"all", "part"}
@@ -370,6 +379,8 @@ func (l *Live) WritePrometheus(w io.Writer) error {
 	family("live_invalid_values_total", "Forecast values that were not finite, against a reading.", func(t evaluation.Totals) string { return strconv.Itoa(t.Invalid) })
 	fmt.Fprintf(bw, "# HELP %slive_dropped_total Live-view records refused as invalid or older than the slots kept.\n# TYPE %slive_dropped_total counter\n%slive_dropped_total %d\n",
 		metricPrefix, metricPrefix, metricPrefix, dropped)
+	fmt.Fprintf(bw, "# HELP %slive_unscored_total Forecast and reading pairs too far apart to square in float64 (values beyond any sensor's, let in with the plausible ranges off), left out of the sums.\n# TYPE %slive_unscored_total counter\n%slive_unscored_total %d\n",
+		metricPrefix, metricPrefix, metricPrefix, unscored)
 	if err := bw.Flush(); err != nil {
 		return fmt.Errorf("write live metrics: %w", err)
 	}

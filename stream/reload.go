@@ -120,6 +120,9 @@ func compatible(old, b *sdgnn.Bundle) error {
 func (s *Service) replaceState(b *sdgnn.Bundle, snapshot []byte) error {
 	st, err := NewStateHistory(b, s.cfg.StepMs, s.state.History())
 	if err == nil {
+		err = guardState(st, b, s.cfg)
+	}
+	if err == nil {
 		err = st.Restore(snapshot)
 	}
 	if err != nil {

@@ -175,6 +175,12 @@ func (s *Service) logConsuming() {
 	if cfg.Security.ClearPassword() {
 		cfg.Log.Warn().Msg("SASL PLAIN without TLS: the password crosses the network in clear; add -tls")
 	}
+	s.loop <- struct{}{} // s.state is read under s.loop: a reload may replace it
+	unbounded := s.state.Bounds() == nil
+	<-s.loop
+	if unbounded && !cfg.NoValueRanges {
+		cfg.Log.Info().Str("model", s.Bundle().Meta.Version).Msg("the bundle carries no plausible ranges (distilled before they were kept): readings are only checked to be finite; distil it again or set -value-range")
+	}
 }
 
 // newAligner returns the Aligner of the readings partitions parts, based

@@ -13,6 +13,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/pemsforecast/sdgnn/sdgnn"
+	"github.com/pemsforecast/sdgnn/snapshot"
 )
 
 // Config configures a Service. Fields left zero take defaults: the
@@ -32,6 +33,20 @@ type Config struct {
 	Lateness       time.Duration // how long after a slot ends a forecast waits for missing inputs
 	MaxAgeSlots    int64         // readings older than this many slots before now are rejected (0: no limit)
 	MaxFutureSlots int64         // readings this many slots after now are rejected (0: no limit)
+	// MaxAheadSlots is how many slots after the newest slot a tenth of
+	// the sensors have reached a reading may be stamped; later ones are
+	// rejected (too_new), so that a sensor's clock gone wrong cannot
+	// silence it (see State.SetMaxAhead). It judges a reading against the
+	// stream, not the machine's clock, and so protects a replay of old
+	// data too. 0 means the state's ring (window and History); negative:
+	// no limit.
+	MaxAheadSlots int64
+	// ValueRanges overrides the plausible ranges of the bundle's channels
+	// (sdgnn.BundleMeta.Bounds), by channel name or index, "*" for every
+	// channel: a reading with a value outside its channel's range is
+	// rejected (out_of_range). NoValueRanges turns the check off.
+	ValueRanges   map[string]snapshot.Bounds
+	NoValueRanges bool
 	// Now is the clock of the forecast deadlines and of the checks above;
 	// it is called from more than one goroutine. Nil: time.Now.
 	Now func() time.Time
@@ -241,6 +256,9 @@ func NewService(b *sdgnn.Bundle, cfg Config) (*Service, error) {
 	st, err := NewStateHistory(b, cfg.StepMs, cfg.History)
 	if err != nil {
 		return nil, err
+	}
+	if err := guardState(st, b, cfg); err != nil {
+		return nil, fmt.Errorf("stream service: %w", err)
 	}
 	var seen os.FileInfo // the state file as read, before reading it
 	if cfg.StateFile != "" {

@@ -214,7 +214,7 @@ func TestServiceDeadLettersBadInput(t *testing.T) {
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	slot := now.UnixMilli()
 	svc, err := NewService(b, Config{Brokers: []string{emb.Addr}, StepMs: stepMs, Lateness: time.Hour, MaxAgeSlots: 100, MaxFutureSlots: 2,
-		Now: func() time.Time { return now }, Log: zerolog.Nop()})
+		ValueRanges: map[string]snapshot.Bounds{"*": {Lo: 0, Hi: 1000}}, Now: func() time.Time { return now }, Log: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,6 +237,7 @@ func TestServiceDeadLettersBadInput(t *testing.T) {
 		{ReasonTooOld, valid(1, slot-1000*stepMs)},
 		{ReasonTooNew, valid(1, slot+10*stepMs)},
 		{ReasonKeyMismatch, kafka.Message{Key: []byte("2"), Value: valid(1, slot).Value}},
+		{ReasonOutOfRange, kafka.Message{Key: []byte("1"), Value: []byte(fmt.Sprintf(`{"v":1,"sensor":1,"ts":%d,"values":[1e6,2]}`, slot))}},
 	}
 	var msgs []kafka.Message
 	var want int

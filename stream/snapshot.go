@@ -166,6 +166,7 @@ func (s *State) Restore(data []byte) error {
 			}
 		}
 	}
+	s.resetMark()
 	return nil
 }
 

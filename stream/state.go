@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 
 	"github.com/pemsforecast/sdgnn/internal/english"
 	"github.com/pemsforecast/sdgnn/sdgnn"
+	"github.com/pemsforecast/sdgnn/snapshot"
 )
 
 // ErrNoData is returned (wrapped) by State.Forecast when no receptive node
@@ -210,6 +212,9 @@ type State struct {
 	mend  []int64
 	memb  []float64
 	mwant [][2]int
+
+	wm     watermark         // see SetMaxAhead
+	bounds []snapshot.Bounds // see SetBounds
 }
 
 // NewState returns an empty state for forecasting with b on a grid of
@@ -248,7 +253,7 @@ func NewStateHistory(b *sdgnn.Bundle, stepMs int64, history int) (*State, error)
 	}
 	r := t + history
 	s := &State{b: b, n: n, t: t, c: c, d: d, r: r, stepMs: stepMs,
-		nodes: make([]node, n), deps: make([][]int, n), window: make([]float64, t*c), Counters: new(Counters)}
+		nodes: make([]node, n), deps: make([][]int, n), window: make([]float64, t*c), Counters: new(Counters), bounds: b.Meta.Bounds}
 	slots := make([]int64, n*r)
 	vals := make([]float64, n*r*c)
 	embAt := make([]int64, n*r)
@@ -275,6 +280,57 @@ func NewStateHistory(b *sdgnn.Bundle, stepMs int64, history int) (*State, error)
 	s.embs = make([][]float64, maxR)
 	return s, nil
 }
+
+// SetBounds makes Apply refuse (out_of_range) a reading with a value
+// outside its channel's bounds[c] (0, a missing reading, is always
+// accepted); nil accepts every finite value. A new state takes its
+// bundle's (Meta.Bounds, fitted on the training readings).
+func (s *State) SetBounds(bounds []snapshot.Bounds) error {
+	if bounds != nil && len(bounds) != s.c {
+		return fmt.Errorf("plausible ranges: %d for %d channels", len(bounds), s.c)
+	}
+	s.bounds = bounds
+	return nil
+}
+
+// channelName returns channel c's name in the bundle, or its index.
+func (s *State) channelName(c int) string {
+	if c < len(s.b.Meta.Channels) {
+		return s.b.Meta.Channels[c]
+	}
+	return strconv.Itoa(c)
+}
+
+// Bounds returns the plausible ranges Apply checks (see SetBounds), nil
+// if none; the slice is the state's own.
+func (s *State) Bounds() []snapshot.Bounds { return s.bounds }
+
+// TooOld returns the error a Late result of Apply stands for: the
+// reading's slot lies before every slot its sensor's window and history
+// hold, for a caller that dead-letters late readings (too_old) rather than
+// only counting them.
+func (s *State) TooOld(res ApplyResult) error {
+	nd := &s.nodes[res.Sensor]
+	return reject(ReasonTooOld, "ts %d is older than sensor %d holds: its newest slot is %d and it keeps %d slots back (window and -history)",
+		res.TS, res.Sensor, nd.newest*s.stepMs, s.r)
+}
+
+// SetMaxAhead makes Apply refuse (too_new) a reading stamped more than
+// slots slots after the newest slot that a tenth of the sensors (at least
+// two) have reached, counting the readings refused: a sensor's clock gone
+// wrong cannot move its window past the stream's, nor its real readings
+// become late, while a jump of the whole stream is followed once that
+// many sensors have claimed it (their first readings of it refused). 0
+// (the default) turns the check off. A Restore keeps it and starts the
+// mark again from the nodes' newest slots.
+func (s *State) SetMaxAhead(slots int64) {
+	s.wm.reset(s.n, slots, func(z int) int64 { return s.nodes[z].newest })
+}
+
+// MaxAhead returns SetMaxAhead's slots, 0 when off.
+func (s *State) MaxAhead() int64 { return s.wm.ahead }
+
+func (s *State) resetMark() { s.SetMaxAhead(s.wm.ahead) }
 
 // History returns the number of slots kept beyond the window.
 func (s *State) History() int { return s.r - s.t }
@@ -360,6 +416,12 @@ func (s *State) Apply(r Reading) (ApplyResult, error) {
 		if math.IsNaN(x) || math.IsInf(x, 0) {
 			return res, reject(ReasonNonFinite, "value %d is %g", i, x)
 		}
+		if s.bounds != nil && !s.bounds[i].Holds(x) {
+			if x != 0 && math.Abs(x) < 0x1p-1022 {
+				return res, reject(ReasonOutOfRange, "values[%d] is %g, a subnormal number no sensor of channel %s reads (-value-range)", i, x, s.channelName(i))
+			}
+			return res, reject(ReasonOutOfRange, "values[%d] is %g, outside the plausible range %v of channel %s (-value-range)", i, x, s.bounds[i], s.channelName(i))
+		}
 	}
 	if r.TS%s.stepMs != 0 {
 		return res, reject(ReasonOffGrid, "ts %d is not a multiple of the %d ms slot", r.TS, s.stepMs)
@@ -367,6 +429,10 @@ func (s *State) Apply(r Reading) (ApplyResult, error) {
 	slot := r.TS / s.stepMs
 	if slot == noSlot {
 		return res, reject(ReasonTooOld, "ts %d", r.TS)
+	}
+	if !s.wm.admit(r.Sensor, slot) {
+		return res, reject(ReasonTooNew, "ts %d is %d slots after %d, the newest slot %d sensors have reached (at most %d: -max-ahead)",
+			r.TS, slot-s.wm.mark, s.wm.mark*s.stepMs, s.wm.quorum, s.wm.ahead)
 	}
 	nd := &s.nodes[r.Sensor]
 	cnt := s.Counters
