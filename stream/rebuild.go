@@ -3,7 +3,9 @@ package stream
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"slices"
+	"time"
 
 	"github.com/segmentio/kafka-go"
 )
@@ -63,6 +65,28 @@ type rebuilt struct {
 	Sensors    int // sensors whose last emitted slot was found
 	Moved      int // sensors whose last emitted slot moved up (found, or inferred)
 	Inferred   int // sensors whose last emitted slot the replayed readings moved up
+	// Untrusted counts the forecasts read back for a slot that the
+	// readings held could not have produced (see State.Emittable), left
+	// out; Forged names the first few as "sensor@time".
+	Untrusted int
+	Forged    []string
+}
+
+// maxForgedNamed bounds rebuilt.Forged.
+const maxForgedNamed = 10
+
+// Emittable reports whether a forecast of sensor z for the slot starting
+// at ts (Unix ms) can have come from the readings the state holds: z is a
+// node, ts is on the grid, and some receptive node of z has reached the
+// slot before (a forecast is made once an input has, at the latest at its
+// deadline). A forecast found beyond that, in the forecasts topic, was
+// not this model's from these readings.
+func (s *State) Emittable(z int, ts int64) bool {
+	if z < 0 || z >= s.n || ts%s.stepMs != 0 || ts/s.stepMs == noSlot {
+		return false
+	}
+	newest, _, _, _, ok := s.horizon(z)
+	return ok && ts/s.stepMs <= satAdd(newest, 1)
 }
 
 // rebuild reads the log back as this service begins to hold the readings
@@ -196,7 +220,20 @@ func (s *Service) readForecasts(ctx context.Context, client *kafka.Client, t *ka
 			// and more fields, which the reading decoder skips: much
 			// cheaper than DecodeForecast's encoding/json, which took
 			// most of a rebuild's time (TestForecastDecodesAsReading).
-			if DecodeReadingInto(&f, key, value) != nil || !s.state.MarkEmitted(f.Sensor, f.TS) {
+			if DecodeReadingInto(&f, key, value) != nil {
+				return
+			}
+			if !s.state.Emittable(f.Sensor, f.TS) {
+				// Beyond what the readings held could have produced:
+				// another writer's (forged, or from other data); trusted,
+				// it would silence the sensor until its readings reach it.
+				out.Untrusted++
+				if len(out.Forged) < maxForgedNamed {
+					out.Forged = append(out.Forged, fmt.Sprintf("%d@%s", f.Sensor, time.UnixMilli(f.TS).UTC().Format(time.RFC3339)))
+				}
+				return
+			}
+			if !s.state.MarkEmitted(f.Sensor, f.TS) {
 				return
 			}
 			out.Forecasts++

@@ -656,6 +656,10 @@ func TestRebuildLeavesOutForeignForecasts(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	emb := testBroker(ctx, t, 1, "readings", "forecasts", "readings-dead-letter")
+	// Readings up to slot 9, applied and committed: forecasts of slot 10
+	// can have come from them.
+	writeReadings(ctx, t, emb.Addr, streamOf(rampSeries(10, n, C), 10, n, C, 0))
+	commitAll(ctx, t, emb.Addr, "sdgnn-forecaster", "readings", 1)
 	good := Forecast{Sensor: 1, TS: 10 * testStep, Values: []float64{1.5}, Model: "m"}
 	w := &kafka.Writer{Addr: kafka.TCP(emb.Addr), Topic: "forecasts", RequiredAcks: kafka.RequireAll}
 	err := w.WriteMessages(ctx,
@@ -681,6 +685,95 @@ func TestRebuildLeavesOutForeignForecasts(t *testing.T) {
 	svc.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/forecast/3", nil))
 	if rec.Code != http.StatusNotFound {
 		t.Errorf("GET /forecast/3: %d %q, want 404", rec.Code, rec.Body.String())
+	}
+}
+
+// TestRebuildDistrustsForgedForecasts writes to the forecasts topic, beside
+// the forecasts of the readings committed (up to slot 9), one forecast of
+// sensor 2 a hundred slots ahead, as anyone who may write to the topic
+// can. Trusted by the rebuild of a service restarted without a state
+// file, it made slot 109 sensor 2's last emitted one: the sensor got no
+// forecast until its readings reached it, and /forecast/2 served the
+// forged value. The rebuild now leaves out a forecast of a slot that no
+// reading held could have made due, says so, and sensor 2's next forecast
+// is due as its inputs of slot 10 come.
+func TestRebuildDistrustsForgedForecasts(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a broker")
+	}
+	const n, T, C, d = 4, 3, 1, 4
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	emb := testBroker(ctx, t, 1, "readings", "forecasts", "readings-dead-letter")
+	data := rampSeries(11, n, C)
+	writeReadings(ctx, t, emb.Addr, streamOf(data[:10*n*C], 10, n, C, 0))
+	commitAll(ctx, t, emb.Addr, "sdgnn-forecaster", "readings", 1)
+	var msgs []kafka.Message
+	for z := range n {
+		f := Forecast{Sensor: z, TS: 10 * testStep, Values: []float64{1.5}, Model: "m"}
+		msgs = append(msgs, kafka.Message{Key: []byte(strconv.Itoa(z)), Value: EncodeForecast(nil, &f)})
+	}
+	forged := Forecast{Sensor: 2, TS: 109 * testStep, Values: []float64{-999}, Model: "m"}
+	msgs = append(msgs, kafka.Message{Key: []byte("2"), Value: EncodeForecast(nil, &forged)})
+	w := &kafka.Writer{Addr: kafka.TCP(emb.Addr), Topic: "forecasts", RequiredAcks: kafka.RequireAll}
+	err := w.WriteMessages(ctx, msgs...)
+	w.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logged bytes.Buffer
+	svc, err := NewService(testBundle(t, n, T, C, d, 1), Config{Brokers: []string{emb.Addr}, StepMs: testStep, Log: zerolog.New(&logged)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc.rebuildLogged(ctx, nil)
+	if !strings.Contains(logged.String(), `"forecasts":1,"first":["2@`) {
+		t.Errorf("log lacks the forecast left out:\n%s", logged.String())
+	}
+	for z := range n {
+		if got := svc.state.nodes[z].lastEmitted; got != 10 {
+			t.Errorf("sensor %d: last emitted slot %d after the rebuild, want 10", z, got)
+		}
+	}
+	rec := httptest.NewRecorder()
+	svc.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/forecast/2", nil))
+	if f, err := DecodeForecast(rec.Body.Bytes()); err != nil || f.TS != 10*testStep {
+		t.Errorf("GET /forecast/2: %d %s, want the forecast of slot 10", rec.Code, rec.Body.String())
+	}
+	// Slot 10's readings make every sensor's slot-11 forecast due, sensor 2's too.
+	now := time.Now()
+	for _, r := range streamOf(data[10*n*C:], 1, n, C, 10) {
+		res, err := svc.state.Apply(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		svc.emitter.OnApply(res, now)
+	}
+	if due := slices.Sorted(slices.Values(svc.emitter.Due(now))); !slices.Equal(due, []int{0, 1, 2, 3}) {
+		t.Errorf("due after slot 10's readings: %v, want every sensor", due)
+	}
+}
+
+// rampSeries returns steps×n×C readings, none missing.
+func rampSeries(steps, n, C int) []float64 {
+	data := make([]float64, steps*n*C)
+	for i := range data {
+		data[i] = 40 + float64(i%17)
+	}
+	return data
+}
+
+// writeReadings writes rs to the readings topic, keyed by sensor.
+func writeReadings(ctx context.Context, t *testing.T, addr string, rs []Reading) {
+	t.Helper()
+	var msgs []kafka.Message
+	for _, r := range rs {
+		msgs = append(msgs, kafka.Message{Key: []byte(strconv.Itoa(r.Sensor)), Value: EncodeReading(nil, &r)})
+	}
+	w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: "readings", Balancer: &kafka.Hash{}, RequiredAcks: kafka.RequireAll}
+	defer w.Close()
+	if err := w.WriteMessages(ctx, msgs...); err != nil {
+		t.Fatal(err)
 	}
 }
 

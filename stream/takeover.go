@@ -82,6 +82,10 @@ func (s *Service) rebuildLogged(ctx context.Context, t *kafka.Transport) {
 	}
 	s.counters.Rebuilds.Add(1)
 	s.counters.Rebuilt.Add(uint64(r.Applied))
+	if r.Untrusted > 0 {
+		s.cfg.Log.Warn().Int("forecasts", r.Untrusted).Strs("first", r.Forged).
+			Msg("forecasts in the forecasts topic for slots the readings read back cannot have produced: not taken as emitted (another writer? see the topics' ACLs)")
+	}
 	s.cfg.Log.Info().Int("partitions", r.Partitions).Int("readings", r.Readings).Int("applied", r.Applied).
 		Int("forecasts", r.Forecasts).Int("sensors_emitted", r.Sensors).Int("sensors_moved", r.Moved).Int("sensors_inferred", r.Inferred).Stringer("took", time.Since(start).Round(time.Microsecond)).
 		Msg("rebuilt from the log: readings before the committed offsets applied, last forecasts found")
