@@ -258,8 +258,13 @@ func (s *Service) latestOf(ids []int) [][]byte {
 
 // serveLive serves GET /live: the live view's page.
 func (s *Service) serveLive(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.Header().Set("Cache-Control", "no-cache")
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("Content-Security-Policy", liveCSP)
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "no-referrer")
 	w.Write(livePage)
 }
 
@@ -365,7 +370,12 @@ func (s *Service) serveHTTP() (*http.Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("http listen %s: %w", cfg.HTTPAddr, err)
 	}
-	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: httpReadHeaderTimeout, ReadTimeout: httpReadTimeout,
+	limit := cfg.HTTPMaxConcurrent
+	if limit <= 0 {
+		limit = DefaultHTTPMaxConcurrent()
+	}
+	api := limitAPI(s.Handler(), limit, func() { s.counters.HTTPBusy.Add(1) })
+	srv := &http.Server{Handler: api, ReadHeaderTimeout: httpReadHeaderTimeout, ReadTimeout: httpReadTimeout,
 		WriteTimeout: httpWriteTimeout, IdleTimeout: httpIdleTimeout, ErrorLog: httpErrorLog(cfg.Log)}
 	if cfg.HTTPTLS != nil {
 		// ServeTLS, not Serve on a TLS listener: it also offers HTTP/2,

@@ -29,6 +29,9 @@ type Counters struct {
 	Rejected                                               [len(Reasons)]atomic.Uint64
 	Internal                                               atomic.Uint64 // refusals that are not RejectErrors
 	Emitted, Stale, Skipped                                atomic.Uint64
+	// HTTPBusy counts API requests answered 503 because more were being
+	// served at once than Config.HTTPMaxConcurrent allows.
+	HTTPBusy atomic.Uint64
 	// SkippedAtMs is when (Unix ms, wall clock) the Service last found
 	// forecast slots skipped (Emitter.Skips), 0 if never: an alert can
 	// ask how recent.
@@ -191,6 +194,7 @@ func (c *Counters) WritePrometheus(w io.Writer) error {
 	counter("forecast_slots_skipped_total", "Forecast slots never emitted because an input ran more than the history ahead.", c.Skipped.Load())
 	fmt.Fprintf(bw, "# HELP %sforecast_slots_skipped_last_timestamp_seconds When a forecast slot was last skipped (Unix seconds; 0: never).\n# TYPE %sforecast_slots_skipped_last_timestamp_seconds gauge\n%sforecast_slots_skipped_last_timestamp_seconds %g\n",
 		metricPrefix, metricPrefix, metricPrefix, float64(c.SkippedAtMs.Load())/1000)
+	counter("http_busy_total", "API requests answered 503 Service Unavailable: more were served at once than -http-max-concurrent allows, for a second.", c.HTTPBusy.Load())
 	counter("forecasts_non_finite_total", "Forecast slots passed by because the model's forecast was NaN or infinite.", c.NonFinite.Load())
 	counter("model_reloads_total", "Models replaced while serving (Service.Reload, SIGHUP).", c.Reloads.Load())
 	counter("model_reload_failures_total", "Model reloads refused (unreadable or incompatible bundle); the model served was kept.", c.ReloadFailures.Load())

@@ -92,7 +92,13 @@ type Config struct {
 	// Its GetCertificate may return another certificate from one
 	// handshake to the next (a certificate rotated without a restart).
 	HTTPTLS *tls.Config
-	Log     zerolog.Logger
+	// HTTPMaxConcurrent is how many API requests HTTPAddr serves at once
+	// (the others wait up to a second, then get 503 and Retry-After), so
+	// that a flood of requests cannot take the cores the forecasts need;
+	// health, readiness, metrics and reload are not held. 0 means
+	// DefaultHTTPMaxConcurrent.
+	HTTPMaxConcurrent int
+	Log               zerolog.Logger
 	// ReadyMaxLag fails the readiness check (/readyz) while the group is
 	// more than this many readings behind, catching up on a backlog: from
 	// its committed offsets to the last stable offsets, as the brokers
