@@ -3,6 +3,7 @@ package stream
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -33,12 +34,46 @@ var embeddedRetentionEvery = 5 * time.Minute
 // broker of a service that runs for weeks would otherwise keep every
 // reading and forecast in memory.
 func StartEmbedded(port int, dataDir string) (*Embedded, error) {
-	opts := []kfake.Opt{kfake.NumBrokers(1), kfake.Ports(port), kfake.DefaultNumPartitions(4), kfake.AllowAutoTopicCreation()}
-	if dataDir != "" {
-		if err := os.MkdirAll(dataDir, 0o755); err != nil {
+	return StartEmbeddedConfig(EmbeddedConfig{Port: port, DataDir: dataDir})
+}
+
+// EmbeddedConfig configures an embedded broker (StartEmbeddedConfig).
+type EmbeddedConfig struct {
+	Port    int    // 0: any free port
+	DataDir string // where its log persists; empty: memory only
+	// Users, when any, are the only clients the broker serves: every
+	// connection must authenticate with SASL as one of them, so that on a
+	// host shared with others only who knows a password can read the
+	// forecasts or write readings (and forecasts) to the topics. The
+	// broker is reached in plaintext all the same: over loopback only.
+	Users []EmbeddedUser
+}
+
+// EmbeddedUser is a client the embedded broker accepts: Mechanism is
+// PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (see SASLMechanisms).
+type EmbeddedUser struct {
+	Mechanism, Name, Password string
+}
+
+// StartEmbeddedConfig starts the embedded broker as cfg says (see
+// StartEmbedded).
+func StartEmbeddedConfig(cfg EmbeddedConfig) (*Embedded, error) {
+	opts := []kfake.Opt{kfake.NumBrokers(1), kfake.Ports(cfg.Port), kfake.DefaultNumPartitions(4), kfake.AllowAutoTopicCreation()}
+	if cfg.DataDir != "" {
+		if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 			return nil, fmt.Errorf("embedded broker data dir: %w", err)
 		}
-		opts = append(opts, kfake.DataDir(dataDir))
+		opts = append(opts, kfake.DataDir(cfg.DataDir))
+	}
+	if len(cfg.Users) > 0 {
+		opts = append(opts, kfake.EnableSASL())
+		for _, u := range cfg.Users {
+			m := strings.ToUpper(u.Mechanism)
+			if !slices.Contains(SASLMechanisms, m) || u.Name == "" {
+				return nil, fmt.Errorf("start embedded broker: user %q of mechanism %q: want a name and one of %s", u.Name, u.Mechanism, strings.Join(SASLMechanisms, ", "))
+			}
+			opts = append(opts, kfake.Superuser(m, u.Name, u.Password))
+		}
 	}
 	c, err := kfake.NewCluster(opts...)
 	if err != nil {

@@ -55,3 +55,49 @@ func TestEmbeddedRetention(t *testing.T) {
 		t.Errorf("offsets %d to %d after retention, want 50 to 100: the messages of 8 days ago dropped, the recent ones kept", first, last)
 	}
 }
+
+// TestEmbeddedSASL starts the embedded broker with one SCRAM-SHA-512 user:
+// a client that authenticates as that user creates topics and writes, one
+// without SASL or with another password is refused, so that on a host
+// shared with others only who knows the password reaches the topics.
+func TestEmbeddedSASL(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a broker")
+	}
+	emb, err := StartEmbeddedConfig(EmbeddedConfig{Users: []EmbeddedUser{{Mechanism: "scram-sha-512", Name: "forecaster", Password: "s3cret"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer emb.Close()
+	forgetBrokers()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	brokers := []string{emb.Addr}
+	security := func(password string) Security {
+		m, err := NewSASL("SCRAM-SHA-512", "forecaster", password)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return Security{SASL: m}
+	}
+	if err := (Security{}).EnsureTopics(ctx, brokers, 1, "readings"); err == nil {
+		t.Error("a client without SASL created a topic")
+	}
+	if err := security("wrong").EnsureTopics(ctx, brokers, 1, "readings"); err == nil {
+		t.Error("a client with another password created a topic")
+	}
+	sec := security("s3cret")
+	if err := sec.EnsureTopics(ctx, brokers, 1, "readings"); err != nil {
+		t.Fatalf("the user: %v", err)
+	}
+	tr := sec.Transport()
+	defer closeTransport(tr)
+	w := &kafka.Writer{Addr: kafka.TCP(emb.Addr), Topic: "readings", Transport: roundTripper(tr), RequiredAcks: kafka.RequireAll}
+	defer w.Close()
+	if err := w.WriteMessages(ctx, kafka.Message{Key: []byte("1"), Value: []byte("v")}); err != nil {
+		t.Fatalf("the user writes: %v", err)
+	}
+	if _, err := StartEmbeddedConfig(EmbeddedConfig{Users: []EmbeddedUser{{Mechanism: "GSSAPI", Name: "x"}}}); err == nil {
+		t.Error("a user of an unknown mechanism was taken")
+	}
+}
