@@ -49,22 +49,41 @@ func waitBrokers(ctx context.Context, brokers []string, sec stream.Security, wai
 }
 
 // security returns how to reach -brokers (see securityFlags); the
-// embedded broker speaks plaintext only, so the flags need -brokers.
+// embedded broker speaks plaintext, and SASL with -sasl: it then accepts
+// that user only (see connect).
 func (b brokerFlags) security() (stream.Security, error) {
 	sec, _, err := b.credentials()
 	return sec, err
 }
 
 // credentials is security, with the credentials serve reads again on a
-// reload (nil with the embedded broker).
+// reload (nil with the embedded broker, whose user is fixed at its start).
 func (b brokerFlags) credentials() (stream.Security, *kafkaCreds, error) {
 	if *b.brokers == "" {
+		if b.embeddedSASL() {
+			sec, _, err := b.sec.credentials()
+			return sec, nil, err
+		}
 		if b.sec.given(b.fs) {
-			return stream.Security{}, nil, usagef("-tls and -sasl flags need -brokers: the embedded broker speaks plaintext")
+			return stream.Security{}, nil, usagef("-tls flags need -brokers: the embedded broker speaks plaintext (with -sasl, SASL too)")
 		}
 		return stream.Security{}, nil, nil
 	}
 	return b.sec.credentials()
+}
+
+// embeddedSASL reports whether the embedded broker is to require SASL:
+// no -brokers, -sasl given, and no TLS flag.
+func (b brokerFlags) embeddedSASL() bool {
+	if *b.brokers != "" || *b.sec.mechanism == "" {
+		return false
+	}
+	for _, name := range []string{"tls", "tls-ca", "tls-cert", "tls-key", "tls-server-name"} {
+		if flagSet(b.fs, name) {
+			return false
+		}
+	}
+	return true
 }
 
 // check refuses flag values out of range and embedded-broker flags given
@@ -97,11 +116,19 @@ func (b brokerFlags) connect(log zerolog.Logger) ([]string, func(), error) {
 	if *b.brokers != "" {
 		return strings.Split(*b.brokers, ","), func() {}, nil
 	}
-	emb, err := stream.StartEmbedded(*b.port, *b.brokerData)
+	cfg := stream.EmbeddedConfig{Port: *b.port, DataDir: *b.brokerData}
+	if b.embeddedSASL() {
+		password, err := b.sec.password()
+		if err != nil {
+			return nil, nil, err
+		}
+		cfg.Users = []stream.EmbeddedUser{{Mechanism: *b.sec.mechanism, Name: *b.sec.user, Password: password}}
+	}
+	emb, err := stream.StartEmbeddedConfig(cfg)
 	if err != nil {
 		return nil, nil, err
 	}
-	log.Info().Str("addr", emb.Addr).Str("data", *b.brokerData).Msg("embedded Kafka-protocol broker started")
+	log.Info().Str("addr", emb.Addr).Str("data", *b.brokerData).Bool("sasl", len(cfg.Users) > 0).Msg("embedded Kafka-protocol broker started")
 	return []string{emb.Addr}, emb.Close, nil
 }
 

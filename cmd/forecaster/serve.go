@@ -7,9 +7,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -100,6 +103,7 @@ type serveFlags struct {
 	model      *string
 	httpAddr   *string
 	maxLag     *int64
+	httpMax    *int
 	httpReload *bool
 	tokenFile  *string
 	https      httpsFlags
@@ -108,6 +112,8 @@ type serveFlags struct {
 	rebuild    *bool
 	lateness   *time.Duration
 	maxFuture  *time.Duration
+	maxAhead   *time.Duration
+	valueRange *string
 	group      *string
 	history    *int
 	jsonLogs   *bool
@@ -123,6 +129,7 @@ func addServeFlags(fs *flag.FlagSet) serveFlags {
 		bf:       addBrokerFlags(fs),
 		model:    fs.String("model", "", "SDGNN bundle written by pems-train distill (required); SIGHUP reads it again and serves it if it fits"),
 		httpAddr: fs.String("http", "127.0.0.1:8080", "address of /metrics, /healthz, /readyz, /forecast/{sensor}, /forecasts and the live view /live; empty: none"),
+		httpMax:  fs.Int("http-max-concurrent", 0, "API requests -http serves at once (forecasts, the live view's); more wait up to a second, then get 503 and Retry-After, so that however many clients poll the forecasts keep their cores; /healthz, /readyz, /metrics and /-/reload are not held; 0: half the cores, at least 1"),
 		maxLag:   fs.Int64("ready-max-lag", 0, "/readyz fails while the consumer is more than this many readings behind (0: no limit); it also fails while no broker answers or no batch is committed"),
 		// Off by default, as Prometheus's --web.enable-lifecycle: whoever
 		// reaches -http could otherwise make the service reread its model.
@@ -134,8 +141,10 @@ func addServeFlags(fs *flag.FlagSet) serveFlags {
 		rebuild:    fs.Bool("rebuild", true, "on taking the partitions (at start, or from a member that left), read the windows back from the readings topic and what was emitted from the forecasts topic, so that forecasts start from whole windows and none is emitted twice, even without -state"),
 		lateness:   fs.Duration("lateness", 2*time.Minute, "how long after a slot ends a forecast waits for missing inputs"),
 		maxFuture:  fs.Duration("max-future", 0, "dead-letter (too_new) readings stamped more than this after the current slot of this machine's clock, so that a reading from a clock gone wrong cannot move its sensor's window ahead, leaving its later readings late; 0: off (a rebuild then infers what was emitted, see -rebuild)"),
+		maxAhead:   fs.Duration("max-ahead", 0, "dead-letter (too_new) readings stamped more than this after the newest slot a tenth of the sensors have reached together, judged against the stream, not the machine's clock, so that one sensor's clock gone wrong cannot silence it, even in a replay of old data; a jump of the whole stream is followed once that many sensors have made it; 0: the window and -history (3 h at 5-minute slots); negative: off"),
+		valueRange: fs.String("value-range", "", "plausible values of the readings, dead-lettered (out_of_range) outside them: LO:HI for every channel, or CHANNEL=LO:HI,... by the model's channel names (the others keep the model's); empty: the model's, fitted on its training readings with a margin; off: any finite value"),
 		group:      fs.String("group", "sdgnn-forecaster", "consumer group; a second serve in the group is a hot standby that takes every partition when the first leaves (whole windows at the hand-over: see -rebuild)"),
-		history:    fs.Int("history", stream.DefaultHistory, "slots of readings kept beyond the window, so that inputs up to this far apart (catching up) still give exact forecasts; each slot of each sensor takes 16 bytes and 8 a channel and a hidden unit, up to 8 GiB in all"),
+		history:    fs.Int("history", stream.DefaultHistory, "slots of readings kept beyond the window, so that inputs up to this far apart (catching up) still give exact forecasts; each slot of each sensor takes 36 bytes and 8 a channel and a hidden unit, up to 8 GiB in all"),
 		jsonLogs:   fs.Bool("log-json", false, "JSON log lines"),
 		// For a replay of the model's own data (forecaster publish -model).
 		scorePart: fs.String("score-part", "", "train, val or test: for a replay of the model's data (forecaster publish -model), the live view also scores that part of the model's split on its own; reads the data"),
@@ -180,6 +189,9 @@ func (f serveFlags) check() error {
 
 // checkService is check for the flags of the service's own settings.
 func (f serveFlags) checkService() error {
+	if *f.httpMax < 0 {
+		return usagef("-http-max-concurrent %d: want 0 (half the cores) or more", *f.httpMax)
+	}
 	if *f.maxLag < 0 {
 		return usagef("-ready-max-lag %d: want 0 (no limit) or more readings", *f.maxLag)
 	}
@@ -196,6 +208,9 @@ func (f serveFlags) checkService() error {
 	}
 	if *f.maxFuture < 0 {
 		return usagef("-max-future %v: want 0 (off) or more", *f.maxFuture)
+	}
+	if _, _, err := parseValueRange(*f.valueRange); err != nil {
+		return usagef("-value-range %q: %v", *f.valueRange, err)
 	}
 	if strings.TrimSpace(*f.group) == "" {
 		return usagef("-group is empty: want a consumer group name")
@@ -239,6 +254,12 @@ func (f serveFlags) loadModel() (*sdgnn.Bundle, int64, error) {
 	if err != nil {
 		return nil, 0, err
 	}
+	ranges, _, _ := parseValueRange(*f.valueRange) // checked
+	for name := range ranges {
+		if i, err := strconv.Atoi(name); name != "*" && !slices.Contains(b.Meta.Channels, name) && (err != nil || i < 0 || i >= len(b.Meta.Norm.Mean)) {
+			return nil, 0, usagef("-value-range: %s has no channel %q: its channels are %s", *f.model, name, strings.Join(b.Meta.Channels, ", "))
+		}
+	}
 	return b, step, nil
 }
 
@@ -261,8 +282,13 @@ func (f serveFlags) scope(b *sdgnn.Bundle, log zerolog.Logger) (*stream.PartScop
 
 // config is the service's configuration the flags give.
 func (f serveFlags) config(brokers []string, sec stream.Security, step int64, httpTLS *tls.Config, log zerolog.Logger, scope *stream.PartScope) stream.Config {
+	ranges, off, _ := parseValueRange(*f.valueRange) // checked
+	ahead := futureSlots(*f.maxAhead, step)
+	if *f.maxAhead < 0 {
+		ahead = -1
+	}
 	return stream.Config{Brokers: brokers, Security: sec, GroupID: *f.group, StepMs: step, Lateness: *f.lateness, MaxFutureSlots: futureSlots(*f.maxFuture, step),
-		History: *f.history, StateFile: *f.state, NoRebuild: !*f.rebuild, HTTPAddr: *f.httpAddr, HTTPTLS: httpTLS, ReadyMaxLag: *f.maxLag, Log: log, LivePart: scope,
+		MaxAheadSlots: ahead, ValueRanges: ranges, NoValueRanges: off, History: *f.history, StateFile: *f.state, NoRebuild: !*f.rebuild, HTTPAddr: *f.httpAddr, HTTPTLS: httpTLS, HTTPMaxConcurrent: *f.httpMax, ReadyMaxLag: *f.maxLag, Log: log, LivePart: scope,
 		WaitBrokers: *f.bf.wait}
 }
 
@@ -304,4 +330,42 @@ func writableDir(path string) error {
 	name := f.Name()
 	f.Close()
 	return os.Remove(name)
+}
+
+// parseValueRange reads -value-range: "" (the model's ranges: nil),
+// "off", "LO:HI" (every channel, as "*") or "CHANNEL=LO:HI,...".
+func parseValueRange(v string) (ranges map[string]snapshot.Bounds, off bool, err error) {
+	switch v = strings.TrimSpace(v); v {
+	case "":
+		return nil, false, nil
+	case "off":
+		return nil, true, nil
+	}
+	ranges = map[string]snapshot.Bounds{}
+	for _, item := range strings.Split(v, ",") {
+		name, span, named := strings.Cut(strings.TrimSpace(item), "=")
+		if !named {
+			name, span = "*", name
+		}
+		if name = strings.TrimSpace(name); name == "" {
+			return nil, false, fmt.Errorf("%q: no channel before =", item)
+		}
+		lo, hi, ok := strings.Cut(span, ":")
+		b, errLo := strconv.ParseFloat(strings.TrimSpace(lo), 64)
+		h, errHi := strconv.ParseFloat(strings.TrimSpace(hi), 64)
+		switch {
+		case !ok || errLo != nil || errHi != nil:
+			return nil, false, fmt.Errorf("%q: want LO:HI, two numbers", item)
+		case math.IsNaN(b) || math.IsNaN(h) || b > h:
+			return nil, false, fmt.Errorf("%q: the range is empty", item)
+		}
+		if _, dup := ranges[name]; dup {
+			return nil, false, fmt.Errorf("%s given twice", name)
+		}
+		ranges[name] = snapshot.Bounds{Lo: b, Hi: h}
+	}
+	if _, all := ranges["*"]; all && len(ranges) > 1 {
+		return nil, false, errors.New("LO:HI for every channel and CHANNEL=LO:HI together")
+	}
+	return ranges, false, nil
 }
