@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"testing"
 	"time"
+
+	"github.com/pemsforecast/sdgnn/snapshot"
 )
 
 // Benchmark sizes as the shipped PeMS04 models: window 12, 3 channels,
@@ -137,20 +139,37 @@ func BenchmarkForecastSlots(b *testing.B) {
 // ring bookkeeping only, as embeddings are computed when a forecast needs
 // them (in batches, see BenchmarkPipeline and the bench package).
 func BenchmarkApplyReading(b *testing.B) {
-	st := benchState(b)
-	r := Reading{Values: []float64{120, 0.05, 64}}
-	slot := int64(5_000_000 + benchT)
-	z := 0
-	b.ReportAllocs()
-	for b.Loop() {
-		r.Sensor, r.TS = z, slot*testStep
-		if _, err := st.Apply(r); err != nil {
-			b.Fatal(err)
+	// plain: no checks beyond the reading's form (State's default);
+	// guarded: the service's, a stream mark of the ring's slots and the
+	// channels' plausible ranges.
+	for _, guarded := range []bool{false, true} {
+		name := "plain"
+		if guarded {
+			name = "guarded"
 		}
-		z++
-		if z == benchN {
-			z, slot = 0, slot+1
-		}
+		b.Run(name, func(b *testing.B) {
+			st := benchState(b)
+			if guarded {
+				st.SetMaxAhead(int64(st.r))
+				if err := st.SetBounds([]snapshot.Bounds{{Lo: 0, Hi: 3000}, {Lo: 0, Hi: 1.5}, {Lo: 0, Hi: 120}}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			r := Reading{Values: []float64{120, 0.05, 64}}
+			slot := int64(5_000_000 + benchT)
+			z := 0
+			b.ReportAllocs()
+			for b.Loop() {
+				r.Sensor, r.TS = z, slot*testStep
+				if _, err := st.Apply(r); err != nil {
+					b.Fatal(err)
+				}
+				z++
+				if z == benchN {
+					z, slot = 0, slot+1
+				}
+			}
+		})
 	}
 }
 
