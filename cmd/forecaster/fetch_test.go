@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"net/http/httptest"
 	"os"
@@ -47,7 +46,7 @@ func TestDemoFetchesData(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	var stdout, stderr bytes.Buffer
+	var stdout, stderr lockedBuffer // the service's goroutine logs too
 	err := cmdDemo(ctx, []string{"-model", bundlePath, "-http", "127.0.0.1:0", "-steps", "24", "-speedup", "0"}, &stdout, &stderr)
 	if err != nil || ctx.Err() != nil {
 		t.Fatalf("demo: %v (%v)\nstderr:\n%s", err, ctx.Err(), stderr.String())
