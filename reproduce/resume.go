@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 
 	"github.com/pemsforecast/sdgnn/checkpoint"
+	"github.com/pemsforecast/sdgnn/datasets/pems"
 	"github.com/pemsforecast/sdgnn/evaluation"
 	"github.com/pemsforecast/sdgnn/sdgnn"
 	"github.com/pemsforecast/sdgnn/snapshot"
@@ -218,6 +219,9 @@ func resumeBundle(path string, m *teacher.Model, sc sdgnn.Config, p *snapshot.Pr
 		return nil, fmt.Errorf("resume %s: distilled with %+v on split %+v, this run needs %+v on %+v (remove it to distil again)", path, b.Meta.Config, b.Meta.Split, sc, p.Split)
 	}
 	if err := p.CheckGraph(b.Meta.Graph); err != nil {
+		return nil, fmt.Errorf("resume %s: %w (remove it to distil again)", path, err)
+	}
+	if err := pems.CompareSensorIDs(b.Meta.SensorIDs, p.Dataset.SensorIDs); err != nil {
 		return nil, fmt.Errorf("resume %s: %w (remove it to distil again)", path, err)
 	}
 	bp, tp := b.GRU.Params(), m.GRU.Params()
