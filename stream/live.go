@@ -21,7 +21,12 @@ import (
 const DefaultLiveSlots = 48
 
 // livePage is the operations page served at /live: plain HTML and a little
-// JavaScript that polls /api/sensors, without external resources.
+// JavaScript that polls /api/sensors, without external resources. For a
+// model whose sensors have locations it draws them on a map (SVG, no
+// tiles), coloured by running MAPE, a click showing a sensor. Its script
+// and style are inline and its handlers set from the script (none in
+// attributes): a Content-Security-Policy must allow the inline script
+// and style, by hash or 'unsafe-inline'.
 //
 //go:embed live.html
 var livePage []byte
