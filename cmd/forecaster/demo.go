@@ -179,7 +179,7 @@ func runDemo(ctx context.Context, svc *stream.Service, plan replayPlan, scope *s
 	svcDone := make(chan error, 1)
 	go func() { svcDone <- svc.Run(runCtx) }()
 
-	live := newScorer(floor, plan.stepMs, scope)
+	live := newScorer(floor, plan.stepMs, scope, plan.sensors)
 	go live.consume(runCtx, brokers, sec, "forecasts", true)
 	go live.consume(runCtx, brokers, sec, "readings", false)
 
