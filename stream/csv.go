@@ -236,7 +236,7 @@ func (c *CSVReader) sensor(s string) (int, error) {
 	if c.sensors.HasIDs() {
 		z, ok := c.sensors.Index(s)
 		if !ok {
-			return 0, fmt.Errorf("%q is not one of the model's %s", s, c.sensors.Describe())
+			return 0, fmt.Errorf("%q is not one of the %s", s, c.sensors.Describe())
 		}
 		return z, nil
 	}
