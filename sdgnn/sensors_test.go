@@ -87,3 +87,31 @@ func TestBundleSensors(t *testing.T) {
 		})
 	}
 }
+
+// TestOldBundleNamesByIndex loads a bundle and its teacher committed under
+// results/, written before bundles recorded their sensors: they load
+// without IDs or locations, and the bundle's sensors are named by index.
+func TestOldBundleNamesByIndex(t *testing.T) {
+	dir := filepath.Join("..", "results", "sz-taxi-paper-windows", "first-step-scaling", "models")
+	b, err := LoadBundle(filepath.Join(dir, "sz-taxi-sdgnn-paper-windows-seed1.sdgnn"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := checkpoint.ReadFile(filepath.Join(dir, "sz-taxi-sdgnn-paper-windows-seed1.sdgnn"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(f.Meta, []byte("sensor_ids")) || b.Meta.SensorIDs != nil || b.Meta.Locations != nil {
+		t.Fatalf("a bundle written before IDs were kept has IDs %q, locations %v", b.Meta.SensorIDs, b.Meta.Locations)
+	}
+	names, err := b.SensorNames()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if names.HasIDs() || names.Name(155) != "155" || names.Len() != b.Meta.Nodes {
+		t.Errorf("names: %s, sensor 155 %q", names.Describe(), names.Name(155))
+	}
+	if z, ok := names.Index("12"); !ok || z != 12 {
+		t.Errorf("Index(12) = %d, %v", z, ok)
+	}
+}

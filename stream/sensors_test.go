@@ -4,8 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -331,5 +334,51 @@ func TestRebuildCountsStrangers(t *testing.T) {
 	}
 	if info, _ := svc.State().Node(3); !info.Emitted || info.LastEmitted != 11*testStep {
 		t.Errorf("sensor 7a: %+v, want its forecast of slot 11 marked", info)
+	}
+}
+
+// TestOldBundleStreamsByIndex serves a bundle committed under results/,
+// written before bundles recorded sensor IDs, as before: readings keyed
+// and named by index are taken, a sensor named by a string is malformed,
+// and its forecasts name their sensor and inputs by index, numbers.
+func TestOldBundleStreamsByIndex(t *testing.T) {
+	b, err := sdgnn.LoadBundle(filepath.Join("..", "results", "sz-taxi-paper-windows", "first-step-scaling", "models", "sz-taxi-sdgnn-paper-windows-seed1.sdgnn"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	step := b.Meta.Norm.Time.StepMs
+	st, err := NewState(b, step)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := st.Names()
+	if names.HasIDs() {
+		t.Fatalf("an old bundle names its sensors %s", names.Describe())
+	}
+	z := 12
+	ks, _ := b.Receptive(z)
+	t0 := b.Meta.Norm.Time.OriginMs
+	var r Reading
+	for k := range b.Meta.Window {
+		for _, s := range ks {
+			msg := fmt.Sprintf(`{"v":1,"sensor":%d,"ts":%d,"values":[%d]}`, s, t0+int64(k)*step, 30+k)
+			if err := DecodeReadingFor(&r, []byte(strconv.Itoa(s)), []byte(msg), names); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := st.Apply(r); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := DecodeReadingFor(&r, nil, []byte(`{"v":1,"sensor":"12","ts":0,"values":[1]}`), names); ReasonOf(err) != ReasonMalformed {
+		t.Errorf("a sensor named by a string: %v, want malformed", err)
+	}
+	var f Forecast
+	if err := st.Forecast(z, &f); err != nil {
+		t.Fatal(err)
+	}
+	msg := string(EncodeForecast(nil, &f))
+	if f.ID != "" || !strings.Contains(msg, `{"v":1,"sensor":12,`) || !strings.Contains(msg, fmt.Sprintf(`"inputs":[{"sensor":%d,`, ks[0])) {
+		t.Errorf("forecast %s", msg)
 	}
 }
