@@ -53,7 +53,7 @@ func TestDecodeReadingFor(t *testing.T) {
 		{"ID as a number", ids, "767541", `{"v":1,"sensor":767541,"ts":0,"values":[60]}`, 1, "", ""},
 		{"ID without a key", ids, "", `{"v":1,"sensor":"7a","ts":0,"values":[60]}`, 3, "", ""},
 		{"ID with an escape", ids, "7a", `{"v":1,"sensor":"\u0037a","ts":0,"values":[60]}`, 3, "", ""},
-		{"unknown ID", ids, "999999", `{"v":1,"sensor":"999999","ts":0,"values":[60]}`, 0, ReasonUnknownSensor, `sensor "999999" is not one of the 4 sensor IDs (773869, 767541, …)`},
+		{"unknown ID", ids, "999999", `{"v":1,"sensor":"999999","ts":0,"values":[60]}`, 0, ReasonUnknownSensor, `sensor "999999" is not one of the model's 4 sensor IDs (773869, 767541, …)`},
 		{"unknown numeric ID", ids, "", `{"v":1,"sensor":999999,"ts":0,"values":[60]}`, 0, ReasonUnknownSensor, `sensor "999999" is not one`},
 		{"index where there are IDs", ids, "1", `{"v":1,"sensor":1,"ts":0,"values":[60]}`, 0, ReasonUnknownSensor, `sensor "1" is not one`},
 		{"negative ID", ids, "", `{"v":1,"sensor":-773869,"ts":0,"values":[60]}`, 0, ReasonUnknownSensor, `"-773869"`},
