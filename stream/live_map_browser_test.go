@@ -4,7 +4,6 @@ package stream
 
 import (
 	"context"
-	"io"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -159,10 +158,7 @@ setTimeout(function () { document.body.dataset.url = window.location.search; }, 
 </script>
 </body>`, 1)
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /harness", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		io.WriteString(w, page)
-	})
+	mux.HandleFunc("GET /harness", serveHarness(page))
 	mux.Handle("/", svc.Handler())
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
