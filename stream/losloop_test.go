@@ -25,9 +25,13 @@ import (
 // keyed by the detector IDs its field system uses (773869, …), through
 // the embedded broker into the service: every forecast comes keyed and
 // named by the same IDs, its inputs too, and equals the offline batched
-// inference to 1e-9; a reading of an ID the model does not have, and one
-// keyed by index, are dead-lettered as unknown_sensor, naming the value,
-// their key and value kept; and the HTTP API takes and gives the IDs.
+// inference to 1e-9, under the plausible ranges fitted on the training
+// readings (none of the real readings refused); a reading of an ID the
+// model does not have, and one keyed by index, are dead-lettered as
+// unknown_sensor, naming the value, and readings of its IDs that are
+// implausible as out_of_range and too_old, the latter naming the sensor
+// by ID, their keys and values kept; and the HTTP API takes and gives the
+// IDs.
 func TestEndToEndByDetectorID(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a broker")
@@ -38,6 +42,12 @@ func TestEndToEndByDetectorID(t *testing.T) {
 	s := ds.Series
 	b := testBundle(t, s.Nodes, T, s.Channels, d, 5)
 	b.Meta.Norm, b.Meta.SensorIDs, b.Meta.Locations = set.Norm, ds.SensorIDs, ds.Locations
+	fit, fitNodes, fitSteps := split.FitData(s.Data, s.Nodes, s.Channels, T)
+	bounds, err := snapshot.FitBounds(fit, fitNodes, s.Channels, fitSteps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Meta.Bounds = bounds
 	names, err := b.SensorNames()
 	if err != nil {
 		t.Fatal(err)
@@ -64,6 +74,9 @@ func TestEndToEndByDetectorID(t *testing.T) {
 	bad := []kafka.Message{
 		{Key: []byte("999999"), Value: []byte(`{"v":1,"sensor":"999999","ts":` + strconv.FormatInt(ts, 10) + `,"values":[60]}`)},
 		{Key: []byte("3"), Value: []byte(`{"v":1,"sensor":3,"ts":` + strconv.FormatInt(ts, 10) + `,"values":[60]}`)},
+		// After the real readings of their sensors, in their partitions.
+		{Key: []byte(ds.SensorIDs[5]), Value: []byte(`{"v":1,"sensor":"` + ds.SensorIDs[5] + `","ts":` + strconv.FormatInt(ts, 10) + `,"values":[1e6]}`)},
+		{Key: []byte(ds.SensorIDs[6]), Value: []byte(`{"v":1,"sensor":"` + ds.SensorIDs[6] + `","ts":0,"values":[60]}`)},
 	}
 	w := &kafka.Writer{Addr: kafka.TCP(emb.Addr), Topic: "readings", Balancer: &kafka.Hash{}, RequiredAcks: kafka.RequireAll}
 	if err := w.WriteMessages(ctx, bad...); err != nil {
@@ -86,20 +99,34 @@ func TestEndToEndByDetectorID(t *testing.T) {
 	if math.Abs(on.MAE-off.MAE) > 1e-9 || on.Count != off.Count {
 		t.Fatalf("streamed MAE %g (n=%d), offline %g (n=%d)", on.MAE, on.Count, off.MAE, off.Count)
 	}
-	// On two partitions: in either order.
-	detail := map[string]string{"999999": `sensor "999999" is not one of the model's 207 sensor IDs (773869, 767541, …)`, "3": `sensor "3" is not one`}
-	for _, l := range letters {
-		sent := bad[0]
-		if string(l.Key) == string(bad[1].Key) {
-			sent = bad[1]
-		}
-		if l.Reason != ReasonUnknownSensor || string(l.Key) != string(sent.Key) || string(l.Value) != string(sent.Value) || !strings.Contains(l.Detail, detail[string(l.Key)]) {
-			t.Errorf("dead letter %q: %s (%s), want unknown_sensor naming the sensor, with the message as sent (%s)", l.Key, l.Reason, l.Detail, sent.Value)
-		}
-		delete(detail, string(l.Key))
+	// On several partitions: in any order.
+	type letter struct{ reason, detail string }
+	wantLetters := map[string]letter{
+		"999999":        {ReasonUnknownSensor, `sensor "999999" is not one of the model's 207 sensor IDs (773869, 767541, …)`},
+		"3":             {ReasonUnknownSensor, `sensor "3" is not one`},
+		ds.SensorIDs[5]: {ReasonOutOfRange, "values[0] is 1e+06, outside the plausible range"},
+		ds.SensorIDs[6]: {ReasonTooOld, "ts 0 is older than sensor " + ds.SensorIDs[6] + " holds"},
 	}
-	if len(detail) > 0 {
-		t.Errorf("no dead letter of %v", detail)
+	sent := map[string]string{}
+	for _, m := range bad {
+		sent[string(m.Key)] = string(m.Value)
+	}
+	for _, l := range letters {
+		w, ok := wantLetters[string(l.Key)]
+		if !ok || l.Reason != w.reason || string(l.Value) != sent[string(l.Key)] || !strings.Contains(l.Detail, w.detail) {
+			t.Errorf("dead letter %q: %s (%s) of %s, want %s (%s) with the message as sent (%s)", l.Key, l.Reason, l.Detail, l.Value, w.reason, w.detail, sent[string(l.Key)])
+		}
+		delete(wantLetters, string(l.Key))
+	}
+	if len(wantLetters) > 0 {
+		t.Errorf("no dead letter of %v", wantLetters)
+	}
+	var rejected uint64
+	for i := range svc.Counters().Rejected {
+		rejected += svc.Counters().Rejected[i].Load()
+	}
+	if rejected != uint64(len(bad)) {
+		t.Errorf("%d readings rejected, want the %d sent to be (no real reading refused)", rejected, len(bad))
 	}
 	checkHTTPByID(t, svc, ds)
 	t.Logf("%d forecasts keyed by detector ID equal offline inference; MAE %.4f mph over %d readings", len(got), on.MAE, on.Count)

@@ -313,6 +313,11 @@ func TestRebuildCountsStrangers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Readings up to slot 10, keyed by ID, applied and committed: the
+	// model's own forecast of slot 11 can have come from them (a rebuild
+	// distrusts one that cannot: TestRebuildDistrustsForgedForecasts).
+	writeReadingsFor(ctx, t, emb.Addr, streamOf(rampSeries(11, 4, 1), 11, 4, 1, 0), svc.names)
+	commitAll(ctx, t, emb.Addr, "sdgnn-forecaster", "readings", 1)
 	var msgs []kafka.Message
 	for z := range 3 { // by index, as a model without IDs wrote them
 		f := Forecast{Sensor: z, TS: 10 * testStep, Values: []float64{1}, Model: "old"}
@@ -329,8 +334,8 @@ func TestRebuildCountsStrangers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Strangers != 3 || r.Forecasts != 1 || r.Sensors != 1 {
-		t.Errorf("rebuilt %+v, want 3 strangers and the model's own forecast", r)
+	if r.Strangers != 3 || r.Forecasts != 1 || r.Sensors != 1 || r.Untrusted != 0 || r.Readings != 44 {
+		t.Errorf("rebuilt %+v, want 44 readings, 3 strangers and the model's own forecast", r)
 	}
 	if info, _ := svc.State().Node(3); !info.Emitted || info.LastEmitted != 11*testStep {
 		t.Errorf("sensor 7a: %+v, want its forecast of slot 11 marked", info)

@@ -314,11 +314,11 @@ func (s *State) Bounds() []snapshot.Bounds { return s.bounds }
 // TooOld returns the error a Late result of Apply stands for: the
 // reading's slot lies before every slot its sensor's window and history
 // hold, for a caller that dead-letters late readings (too_old) rather than
-// only counting them.
+// only counting them. It names the sensor as readings do: by ID, or index.
 func (s *State) TooOld(res ApplyResult) error {
 	nd := &s.nodes[res.Sensor]
-	return reject(ReasonTooOld, "ts %d is older than sensor %d holds: its newest slot is %d and it keeps %d slots back (window and -history)",
-		res.TS, res.Sensor, nd.newest*s.stepMs, s.r)
+	return reject(ReasonTooOld, "ts %d is older than sensor %s holds: its newest slot is %d and it keeps %d slots back (window and -history)",
+		res.TS, s.names.Name(res.Sensor), nd.newest*s.stepMs, s.r)
 }
 
 // SetMaxAhead makes Apply refuse (too_new) a reading stamped more than
