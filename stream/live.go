@@ -24,9 +24,9 @@ const DefaultLiveSlots = 48
 // JavaScript that polls /api/sensors, without external resources. For a
 // model whose sensors have locations it draws them on a map (SVG, no
 // tiles), coloured by running MAPE, a click showing a sensor. Its script
-// and style are inline and its handlers set from the script (none in
-// attributes): a Content-Security-Policy must allow the inline script
-// and style, by hash or 'unsafe-inline'.
+// and style are inline and its handlers and styles set from the script
+// (none in attributes), so that it runs under liveCSP, which allows the
+// inline script and style by hash only.
 //
 //go:embed live.html
 var livePage []byte
