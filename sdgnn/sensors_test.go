@@ -88,9 +88,10 @@ func TestBundleSensors(t *testing.T) {
 	}
 }
 
-// TestOldBundleNamesByIndex loads a bundle and its teacher committed under
-// results/, written before bundles recorded their sensors: they load
-// without IDs or locations, and the bundle's sensors are named by index.
+// TestOldBundleNamesByIndex loads a bundle committed under results/,
+// written before bundles recorded their sensors: it loads without IDs or
+// locations, and its sensors are named by index (its teacher:
+// teacher.TestOldModelFileWithoutSensors).
 func TestOldBundleNamesByIndex(t *testing.T) {
 	dir := filepath.Join("..", "results", "sz-taxi-paper-windows", "first-step-scaling", "models")
 	b, err := LoadBundle(filepath.Join(dir, "sz-taxi-sdgnn-paper-windows-seed1.sdgnn"))

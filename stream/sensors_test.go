@@ -1,11 +1,13 @@
 package stream
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -385,5 +387,50 @@ func TestOldBundleStreamsByIndex(t *testing.T) {
 	msg := string(EncodeForecast(nil, &f))
 	if f.ID != "" || !strings.Contains(msg, `{"v":1,"sensor":12,`) || !strings.Contains(msg, fmt.Sprintf(`"inputs":[{"sensor":%d,`, ks[0])) {
 		t.Errorf("forecast %s", msg)
+	}
+}
+
+// TestStateFileBeforeIDs restores a state file written by the service
+// before sensor IDs were kept (testdata/state-before-ids.snap: the state
+// of testBundle(4, 3, 1, 2, 1) after the readings below, written at
+// 05aee5a) into the state of the same model with IDs: the file holds
+// sensors by index, as it still does, so it restores to the state that
+// applying those readings now gives, bit for bit, and forecasts named by
+// ID come of it.
+func TestStateFileBeforeIDs(t *testing.T) {
+	old, err := os.ReadFile(filepath.Join("testdata", "state-before-ids.snap"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ids := range [][]string{nil, {"773869", "767541", "767542", "717447"}} {
+		b := testBundle(t, 4, 3, 1, 2, 1)
+		b.Meta.SensorIDs = ids
+		restored, err := NewState(b, testStep)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := restored.Restore(old); err != nil {
+			t.Fatalf("ids %v: %v", ids, err)
+		}
+		applied, err := NewState(b, testStep)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustApply(t, applied, streamOf(testSeries(8, 4, 1, 3), 8, 4, 1, 0))
+		if !bytes.Equal(restored.Snapshot(), applied.Snapshot()) || !bytes.Equal(restored.Snapshot(), old) {
+			t.Errorf("ids %v: the state restored from the old file differs from the readings' state, or writes another file", ids)
+		}
+		for z := range 4 {
+			var got, want Forecast
+			if err := restored.Forecast(z, &got); err != nil {
+				t.Fatal(err)
+			}
+			if err := applied.Forecast(z, &want); err != nil {
+				t.Fatal(err)
+			}
+			if !forecastEqual(got, want) || got.Name() != restored.Names().Name(z) || (ids != nil && got.ID != ids[z]) {
+				t.Errorf("ids %v, sensor %d: restored forecast %+v, applied %+v", ids, z, got, want)
+			}
+		}
 	}
 }

@@ -64,3 +64,25 @@ func TestModelFileSensors(t *testing.T) {
 		})
 	}
 }
+
+// TestOldModelFileWithoutSensors loads a teacher committed under results/,
+// written before model files recorded their sensors: it loads, without
+// IDs or locations (its sensors named by index), and its header has
+// neither key.
+func TestOldModelFileWithoutSensors(t *testing.T) {
+	path := filepath.Join("..", "results", "sz-taxi-paper-windows", "first-step-scaling", "models", "sz-taxi-gru-gcn-paper-windows-seed1.model")
+	s, err := LoadModel(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Meta.SensorIDs != nil || s.Meta.Locations != nil || s.Meta.Nodes != 156 {
+		t.Errorf("%s: %d nodes, IDs %q, locations %v; want SZ-taxi's 156 without either", path, s.Meta.Nodes, s.Meta.SensorIDs, s.Meta.Locations)
+	}
+	f, err := checkpoint.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(f.Meta, []byte(`"sensor_ids"`)) || bytes.Contains(f.Meta, []byte(`"locations"`)) {
+		t.Errorf("%s was written with sensor IDs or locations: not a file of before", path)
+	}
+}
