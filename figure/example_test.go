@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/vg"
 
 	"github.com/pemsforecast/sdgnn/figure"
@@ -68,4 +69,34 @@ func ExampleReceptiveField() {
 	// Output:
 	// receptive field of sensor 17
 	// PNG header "\x89PNG"
+}
+
+// Where a model errs, on the ground: three of Los-loop's detectors at
+// their coordinates, coloured by their test MAE, and the first one's
+// receptive set, lines as wide as θ.
+func ExampleSensorMap() {
+	sites := []figure.Site{
+		{Name: "773869", Lat: 34.15497, Lon: -118.31829, Value: 2.41},
+		{Name: "767541", Lat: 34.11621, Lon: -118.23799, Value: 3.87},
+		{Name: "717447", Lat: 34.07248, Lon: -118.26772, Value: 2.95},
+	}
+	p, err := figure.SensorMap("test MAE per sensor", "MAE (mph)", sites)
+	if err != nil {
+		log.Fatal(err)
+	}
+	r, err := figure.ReceptiveMap("receptive set of sensor 773869", sites, 0, []figure.Spoke{{Site: 0, Theta: 0.6}, {Site: 2, Theta: 0.25}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, p := range []*plot.Plot{p, r} {
+		b, err := figure.PNG(p, 6*vg.Inch, 5*vg.Inch)
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Printf("%s: PNG header %q\n", p.Title.Text, b[:4])
+	}
+
+	// Output:
+	// test MAE per sensor: PNG header "\x89PNG"
+	// receptive set of sensor 773869: PNG header "\x89PNG"
 }

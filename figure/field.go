@@ -22,6 +22,17 @@ type Field struct {
 	Hop    map[int]int     // node → hop distance from Center (0 for Center) for every node of its k-hop neighbourhood
 	Edges  [][2]int        // road-graph edges among those nodes (either direction; duplicates allowed)
 	Theta  map[int]float64 // SDGNN's selected receptive nodes and their θ weights; may contain nodes not in Hop (drawn on an outer "beyond k hops" ring)
+	// Names, when set, names the nodes (by index) in the title and the
+	// labels: the sensors' IDs; nil names them by index.
+	Names []string
+}
+
+// name returns node n's name: Names[n], or n in decimal.
+func (f *Field) name(n int) string {
+	if n >= 0 && n < len(f.Names) {
+		return f.Names[n]
+	}
+	return strconv.Itoa(n)
 }
 
 // Sizes of the receptive-field drawing.
@@ -40,7 +51,7 @@ const (
 // which keeps edges short and reduces crossings; ties are broken by node
 // id. Edges are thin grey lines, unselected nodes small grey circles and
 // selected nodes filled circles with area proportional to θ (relative to
-// the largest θ) labelled "id (θ=0.31)". The axes are hidden. Rings are
+// the largest θ) labelled "id (θ=0.31)", by Names where given. The axes are hidden. Rings are
 // drawn in data coordinates, so they are circles when the figure is saved
 // square and ellipses otherwise.
 //
@@ -49,7 +60,7 @@ const (
 // negative θ, a Center missing from Hop or not at hop 0, and any other node
 // at a hop below 1 are errors.
 func ReceptiveField(f Field) (*plot.Plot, error) {
-	name := "figure: receptive field of sensor " + strconv.Itoa(f.Center)
+	name := "figure: receptive field of sensor " + f.name(f.Center)
 	if len(f.Hop) == 0 {
 		return nil, fmt.Errorf("%s: empty neighbourhood", name)
 	}
@@ -97,7 +108,7 @@ func ReceptiveField(f Field) (*plot.Plot, error) {
 	}
 
 	p := plot.New()
-	p.Title.Text = "receptive field of sensor " + strconv.Itoa(f.Center)
+	p.Title.Text = "receptive field of sensor " + f.name(f.Center)
 	p.HideAxes()
 
 	// Legend entries, added last in reading order.
@@ -175,7 +186,7 @@ func ReceptiveField(f Field) (*plot.Plot, error) {
 		for i, n := range selected {
 			lab := plotter.XYLabels{
 				XYs:    plotter.XYs{xys[i]},
-				Labels: []string{fmt.Sprintf("%d (θ=%.2g)", n, f.Theta[n])},
+				Labels: []string{fmt.Sprintf("%s (θ=%.2g)", f.name(n), f.Theta[n])},
 			}
 			l, err := addLabels(p, lab, color.Black, vg.Point{X: radii[i] + 2})
 			if err != nil {
@@ -195,7 +206,7 @@ func ReceptiveField(f Field) (*plot.Plot, error) {
 	ctr.Radius = vg.Points(centerRadius)
 	p.Add(ctr)
 
-	p.Legend.Add("sensor "+strconv.Itoa(f.Center), ctr)
+	p.Legend.Add("sensor "+f.name(f.Center), ctr)
 	if legend.sel != nil {
 		p.Legend.Add("selected (area proportional to θ)", legend.sel)
 	}

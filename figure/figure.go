@@ -2,7 +2,7 @@
 // gonum.org/v1/plot.
 //
 // Every function takes plain data (curves, points, samples, a receptive
-// field) and returns a *plot.Plot that the caller may adjust further,
+// field, sensors at their coordinates) and returns a *plot.Plot that the caller may adjust further,
 // save with Save or embed with PNG. The package knows nothing about
 // models or file formats other than the image output.
 //

@@ -196,6 +196,14 @@ type Document struct {
 	// Scored are the sensors scored, for a split by nodes; absent: all.
 	Scored   []int    `json:"scored_nodes,omitempty"`
 	Channels []string `json:"channel_names"`
+	// SensorIDs name the sensors in node order, as the bundle (or its
+	// data) does: Los-loop's detector IDs; absent where there are none,
+	// the sensors then named by index. The tables, figures and files name
+	// sensors by them.
+	SensorIDs []string `json:"sensor_ids,omitempty"`
+	// Locations are the sensors' coordinates in node order, where the
+	// bundle (or its data) gives them: the maps are drawn from them.
+	Locations []pems.Location `json:"locations,omitempty"`
 	// Units are the units of the channels' readings, in which MAE and RMSE
 	// are; absent when not known (a dataset of one's own).
 	Units     []string `json:"channel_units,omitempty"`
@@ -308,6 +316,9 @@ func Build(ctx context.Context, in Input) (*Document, error) {
 		Channels: channelNames(b.Meta.Channels, set.Channels), MAPEFloor: in.MAPEFloor, Bundle: in.BundlePath,
 		Created: time.Now().UTC().Format(time.RFC3339)}
 	d.Units = pems.ChannelUnits(b.Meta.Dataset, d.Channels)
+	if d.SensorIDs, d.Locations, err = sensorsOf(p, b); err != nil {
+		return nil, fmt.Errorf("report: bundle %s: %w", in.BundlePath, err)
+	}
 	for _, sn := range in.part().Snapshots() {
 		d.snaps = append(d.snaps, int64(sn))
 	}

@@ -24,7 +24,8 @@ import (
 // (snapshot, node) with the target's series step, the observed values and,
 // per model, the prediction and its error.
 //
-// Columns, in order: snapshot int64, step int64, node int32, then for each
+// Columns, in order: snapshot int64, step int64, node int32, sensor utf8
+// (the sensor's ID; only where the sensors have IDs), then for each
 // channel c true_<c> float64, then for each model m and channel c
 // pred_<m>_<c> and err_<m>_<c> (prediction − truth; null where the truth is
 // a missing reading, 0). Model names are lower-cased with non-alphanumerics
@@ -34,6 +35,9 @@ import (
 type Predictions struct {
 	Snapshot, Step []int64
 	Node           []int32
+	// Sensor is each row's sensor's ID, from the sensor column; nil where
+	// the file has none (sensors without IDs).
+	Sensor []string
 	// Columns holds every float column by name; err_ columns hold NaN for
 	// null.
 	Columns map[string][]float64
@@ -61,6 +65,9 @@ func (d *Document) schema() *arrow.Schema {
 		{Name: "snapshot", Type: arrow.PrimitiveTypes.Int64},
 		{Name: "step", Type: arrow.PrimitiveTypes.Int64},
 		{Name: "node", Type: arrow.PrimitiveTypes.Int32},
+	}
+	if d.SensorIDs != nil {
+		fields = append(fields, arrow.Field{Name: "sensor", Type: arrow.BinaryTypes.String})
 	}
 	unit := make([]arrow.Metadata, len(d.Channels))
 	for c := range d.Channels {
@@ -90,6 +97,10 @@ func (d *Document) records(batch int, each func(arrow.Record) error) error {
 	defer b.Release()
 	n, c := d.Nodes, len(d.Channels)
 	rows := d.Snapshots * n
+	first := 3 // the first channel's column
+	if d.SensorIDs != nil {
+		first = 4
+	}
 	for lo := 0; lo < rows; lo += batch {
 		hi := min(lo+batch, rows)
 		for r := lo; r < hi; r++ {
@@ -97,10 +108,13 @@ func (d *Document) records(batch int, each func(arrow.Record) error) error {
 			b.Field(0).(*array.Int64Builder).Append(d.snaps[s])
 			b.Field(1).(*array.Int64Builder).Append(d.snaps[s] + int64(d.window))
 			b.Field(2).(*array.Int32Builder).Append(int32(r % n))
-			for ch := 0; ch < c; ch++ {
-				b.Field(3 + ch).(*array.Float64Builder).Append(d.truth[r*c+ch])
+			if d.SensorIDs != nil {
+				b.Field(3).(*array.StringBuilder).Append(d.SensorIDs[r%n])
 			}
-			col := 3 + c
+			for ch := 0; ch < c; ch++ {
+				b.Field(first + ch).(*array.Float64Builder).Append(d.truth[r*c+ch])
+			}
+			col := first + c
 			for _, m := range d.Models {
 				for ch := 0; ch < c; ch++ {
 					p, y := m.pred[r*c+ch], d.truth[r*c+ch]
@@ -206,7 +220,14 @@ func ReadPredictions(path string) (p *Predictions, err error) {
 		return nil, fmt.Errorf("read predictions %s: want columns snapshot, step, node first, have %v", path, sc)
 	}
 	p = &Predictions{Columns: map[string][]float64{}}
-	for i := 3; i < sc.NumFields(); i++ {
+	first := 3 // the first float column
+	if sc.NumFields() > 3 && sc.Field(3).Name == "sensor" {
+		if sc.Field(3).Type.ID() != arrow.STRING {
+			return nil, fmt.Errorf("read predictions %s: column sensor is %s, want utf8", path, sc.Field(3).Type)
+		}
+		first = 4
+	}
+	for i := first; i < sc.NumFields(); i++ {
 		if sc.Field(i).Type.ID() != arrow.FLOAT64 {
 			return nil, fmt.Errorf("read predictions %s: column %q is %s, want float64", path, sc.Field(i).Name, sc.Field(i).Type)
 		}
@@ -230,8 +251,14 @@ func ReadPredictions(path string) (p *Predictions, err error) {
 		p.Snapshot = append(p.Snapshot, s.Int64Values()...)
 		p.Step = append(p.Step, st.Int64Values()...)
 		p.Node = append(p.Node, nd.Int32Values()...)
+		if first == 4 {
+			ids := rec.Column(3).(*array.String)
+			for j := 0; j < ids.Len(); j++ {
+				p.Sensor = append(p.Sensor, ids.Value(j))
+			}
+		}
 		for i, name := range p.Names {
-			col := rec.Column(3 + i).(*array.Float64)
+			col := rec.Column(first + i).(*array.Float64)
 			for j := 0; j < col.Len(); j++ {
 				v := col.Value(j)
 				if col.IsNull(j) {

@@ -261,10 +261,10 @@ func (d *Document) drawFigures(dir string) error {
 	}
 
 	// Receptive field of a sensor.
-	err = add("receptive-field", fmt.Sprintf("Receptive field of sensor %d", d.Field.Sensor),
-		fmt.Sprintf("Sensor %d in the centre, its %d-hop neighbourhood on rings by hop distance, road edges in grey; SDGNN's selected receptive nodes filled, area ∝ θ.", d.Field.Sensor, d.Field.Hops),
+	err = add("receptive-field", fmt.Sprintf("Receptive field of sensor %s", d.sensorName(d.Field.Sensor)),
+		fmt.Sprintf("Sensor %s in the centre, its %d-hop neighbourhood on rings by hop distance, road edges in grey; SDGNN's selected receptive nodes filled, area ∝ θ.", d.sensorName(d.Field.Sensor), d.Field.Hops),
 		fieldW, fieldH, func() (*plot.Plot, error) {
-			f := figure.Field{Center: d.Field.Sensor, Hop: map[int]int{}, Theta: map[int]float64{}}
+			f := figure.Field{Center: d.Field.Sensor, Hop: map[int]int{}, Theta: map[int]float64{}, Names: d.SensorIDs}
 			for v, h := range d.Field.Hop {
 				if h >= 0 && h <= d.Field.Hops {
 					f.Hop[v] = h
@@ -283,6 +283,9 @@ func (d *Document) drawFigures(dir string) error {
 			return figure.ReceptiveField(f)
 		}, "")
 	if err != nil {
+		return err
+	}
+	if err := d.mapFigures(add); err != nil {
 		return err
 	}
 
@@ -405,6 +408,13 @@ func (d *Document) text(b *strings.Builder, img func(Figure) string) {
 	if d.Scored != nil {
 		fmt.Fprintf(b, "The bundle's split divides sensors: every sensor is replayed, %d of the %d are scored (the %s part's).\n\n", len(d.Scored), d.Nodes, oneLine(d.Part))
 	}
+	if len(d.SensorIDs) > 1 {
+		mapped := ""
+		if len(d.Locations) == d.Nodes {
+			mapped = " and drawn at their coordinates"
+		}
+		fmt.Fprintf(b, "Sensors are named by their IDs (%s, %s, …)%s.\n\n", cell(d.SensorIDs[0]), cell(d.SensorIDs[1]), mapped)
+	}
 	if d.Command != "" {
 		fmt.Fprintf(b, "Command: `%s`\n\n", oneLine(d.Command))
 	}
@@ -479,7 +489,7 @@ func (d *Document) text(b *strings.Builder, img func(Figure) string) {
 			d.pooledNote(), sx/float64(total), sy/float64(total), total, better)
 	}
 	if f := d.Field; f != nil {
-		fmt.Fprintf(b, "\n### Receptive field of sensor %d\n\n| node | θ | hops from sensor %d |\n|---:|---:|---:|\n", f.Sensor, f.Sensor)
+		fmt.Fprintf(b, "\n### Receptive field of sensor %s\n\n| node | θ | hops from sensor %s |\n|---:|---:|---:|\n", cell(d.sensorName(f.Sensor)), cell(d.sensorName(f.Sensor)))
 		sel := slices.Clone(f.Selected)
 		slices.SortFunc(sel, func(a, b Selected) int {
 			switch {
@@ -491,7 +501,7 @@ func (d *Document) text(b *strings.Builder, img func(Figure) string) {
 			return a.Node - b.Node
 		})
 		for _, s := range sel {
-			fmt.Fprintf(b, "| %d | %.4f | %d |\n", s.Node, s.Theta, s.Hop)
+			fmt.Fprintf(b, "| %s | %.4f | %d |\n", cell(d.sensorName(s.Node)), s.Theta, s.Hop)
 		}
 		within := 0
 		for _, h := range f.Hop {

@@ -557,7 +557,7 @@ func distil(ctx context.Context, cfg Config, p *snapshot.Prepared, gruGCN *teach
 		return nil, err
 	}
 	meta := sdgnn.BundleMeta{Dataset: cfg.Dataset, Nodes: set.Nodes, Channels: p.Dataset.Info.Channels, Window: set.Window,
-		Hidden: cfg.Hidden, Norm: set.Norm, Split: p.Split, Graph: &graph, Bounds: bounds, Config: sc}
+		Hidden: cfg.Hidden, Norm: set.Norm, Split: p.Split, Graph: &graph, Bounds: bounds, Config: sc, SensorIDs: p.Dataset.SensorIDs, Locations: p.Dataset.Locations}
 	var path string
 	if cfg.ModelDir != "" {
 		path = BundlePath(cfg.ModelDir, cfg.Dataset, p, seed)
@@ -633,7 +633,8 @@ func trainOrLoad(ctx context.Context, cfg Config, p *snapshot.Prepared, kind str
 			return nil, err
 		}
 	}
-	meta := teacher.Meta{Norm: p.Set.Norm, Dataset: cfg.Dataset, Nodes: p.Set.Nodes, Channels: p.Dataset.Info.Channels, Split: p.Split, Train: tc}
+	meta := teacher.Meta{Norm: p.Set.Norm, Dataset: cfg.Dataset, Nodes: p.Set.Nodes, Channels: p.Dataset.Info.Channels, Split: p.Split, Train: tc,
+		SensorIDs: p.Dataset.SensorIDs, Locations: p.Dataset.Locations}
 	if mc.GCNLayers() > 0 { // a GRU reads no graph
 		g := p.GraphFingerprint()
 		meta.Graph = &g

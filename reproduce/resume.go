@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 
 	"github.com/pemsforecast/sdgnn/checkpoint"
+	"github.com/pemsforecast/sdgnn/datasets/pems"
 	"github.com/pemsforecast/sdgnn/evaluation"
 	"github.com/pemsforecast/sdgnn/sdgnn"
 	"github.com/pemsforecast/sdgnn/snapshot"
@@ -219,6 +220,11 @@ func resumeBundle(path string, m *teacher.Model, sc sdgnn.Config, p *snapshot.Pr
 	}
 	if err := p.CheckGraph(b.Meta.Graph); err != nil {
 		return nil, fmt.Errorf("resume %s: %w (remove it to distil again)", path, err)
+	}
+	if b.Meta.SensorIDs != nil { // a bundle that records none is not checked
+		if err := pems.CompareSensorIDs(b.Meta.SensorIDs, p.Dataset.SensorIDs); err != nil {
+			return nil, fmt.Errorf("resume %s: %w (remove it to distil again)", path, err)
+		}
 	}
 	bp, tp := b.GRU.Params(), m.GRU.Params()
 	for i := range tp {

@@ -44,6 +44,15 @@ type BundleMeta struct {
 	Rounds  []Round           `json:"rounds,omitempty"`
 	Version string            `json:"version,omitempty"` // model version reported with forecasts; DigestVersion's where none is given
 	Created string            `json:"created,omitempty"`
+
+	// SensorIDs and Locations are the sensors' IDs and coordinates in
+	// node order, as the data distilled on names and places them
+	// (pems.Dataset): the service takes readings keyed by these IDs and
+	// names its forecasts by them (pems.SensorNames). nil where the data
+	// has none (PeMS, SZ-taxi: sensors known by index) and in bundles
+	// written before they were kept.
+	SensorIDs []string        `json:"sensor_ids,omitempty"`
+	Locations []pems.Location `json:"locations,omitempty"`
 }
 
 // Bundle is everything a per-node forecast needs: the teacher's GRU, the
@@ -370,6 +379,9 @@ func NewBundle(meta BundleMeta, g *gru.GRU, phi *nn.MLP, theta *Theta, dec *nn.M
 			return nil, fmt.Errorf("new bundle: channel %d's plausible range %v is empty", c, bd)
 		}
 	}
+	if err := pems.CheckSensors(meta.Nodes, meta.SensorIDs, meta.Locations); err != nil {
+		return nil, fmt.Errorf("new bundle: %w", err)
+	}
 	in, H := meta.Norm.Inputs(), meta.Hidden
 	if g == nil {
 		return nil, fmt.Errorf("new bundle: no GRU")
@@ -423,6 +435,9 @@ func decodeBundle(f *checkpoint.File) (*Bundle, error) {
 		if err := g.Validate(meta.Nodes); err != nil {
 			return nil, fmt.Errorf("metadata: %w", err)
 		}
+	}
+	if err := pems.CheckSensors(meta.Nodes, meta.SensorIDs, meta.Locations); err != nil {
+		return nil, fmt.Errorf("metadata: %w", err)
 	}
 	in, H, P, D := meta.Norm.Inputs(), meta.Hidden, meta.Config.PhiHidden, decHidden(f, meta.Hidden)
 	if D < 1 {

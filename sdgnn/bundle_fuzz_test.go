@@ -81,6 +81,14 @@ func FuzzBundleMeta(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Add([]byte(file.Meta))
+	named := tinyBundle(f)
+	named.Meta.SensorIDs = []string{"773869", "767541", "767542", "717447"}
+	named.Meta.Locations = []pems.Location{{Lat: 34.15, Lon: -118.3}, {Lat: 34.1, Lon: -118.2}, {Lat: 34.2, Lon: -118.1}, {Lat: 34.0, Lon: -118.25}}
+	namedFile, _, err := named.file()
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add([]byte(namedFile.Meta))
 	f.Fuzz(func(t *testing.T, meta []byte) {
 		cf := *file
 		cf.Meta = meta
@@ -89,6 +97,10 @@ func FuzzBundleMeta(f *testing.F) {
 			return
 		}
 		checkUsable(t, b)
+		// Recorded IDs name every sensor, once each.
+		if _, err := b.SensorNames(); err != nil {
+			t.Fatalf("decoded bundle's sensors cannot be named: %v", err)
+		}
 	})
 }
 

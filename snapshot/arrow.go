@@ -61,6 +61,7 @@ const (
 //
 //	snapshot int64                                    snapshot index
 //	node     int32                                    node index
+//	sensor   utf8                                     the sensor's ID (only with SnapshotLabels.SensorIDs)
 //	x        fixed_size_list<float64>[Window*Inputs]   model inputs, step-major then input (channels, then calendar inputs if any)
 //	y        fixed_size_list<float64>[Channels]        raw target (original scale, 0 = missing)
 //
@@ -100,6 +101,10 @@ type SnapshotLabels struct {
 	// or test): the "dataset" and "split" metadata, as a predictions
 	// file has them.
 	Dataset, Part string
+	// SensorIDs are the sensors' IDs in node order, where the dataset
+	// has them (pems.Dataset.SensorIDs): a column sensor (utf8) after
+	// node names each row's sensor by its ID.
+	SensorIDs []string
 }
 
 // WriteSnapshotsLabelled is WriteSnapshotsOf writing l in the metadata;
@@ -148,21 +153,30 @@ func WriteSnapshotsLabelled(path string, s *Set, snapshots []int, l SnapshotLabe
 		keys, vals = append(keys, kv.key), append(vals, string(j))
 	}
 	keys, vals = withDatasetPart(keys, vals, l.Dataset, l.Part)
+	if err := checkSensorIDs(l.SensorIDs, s.Nodes); err != nil {
+		return fmt.Errorf("snapshot: write snapshots %s: %w", path, err)
+	}
 	md := arrow.NewMetadata(keys, vals)
-	schema := arrow.NewSchema([]arrow.Field{
+	fields := []arrow.Field{
 		{Name: colSnapshot, Type: arrow.PrimitiveTypes.Int64},
 		{Name: colNode, Type: arrow.PrimitiveTypes.Int32},
-		{Name: colX, Type: arrow.FixedSizeListOf(int32(xLen), arrow.PrimitiveTypes.Float64)},
-		{Name: colY, Type: arrow.FixedSizeListOf(int32(s.Channels), arrow.PrimitiveTypes.Float64)},
-	}, &md)
+	}
+	if l.SensorIDs != nil {
+		fields = append(fields, sensorField)
+	}
+	iX := len(fields)
+	fields = append(fields,
+		arrow.Field{Name: colX, Type: arrow.FixedSizeListOf(int32(xLen), arrow.PrimitiveTypes.Float64)},
+		arrow.Field{Name: colY, Type: arrow.FixedSizeListOf(int32(s.Channels), arrow.PrimitiveTypes.Float64)})
+	schema := arrow.NewSchema(fields, &md)
 
 	nodes, ch := s.Nodes, s.Channels
 	err = writeTable(path, schema, rows, func(b *array.RecordBuilder, lo, hi int) {
 		sb := b.Field(0).(*array.Int64Builder)
 		nb := b.Field(1).(*array.Int32Builder)
-		xb := b.Field(2).(*array.FixedSizeListBuilder)
+		xb := b.Field(iX).(*array.FixedSizeListBuilder)
 		xv := xb.ValueBuilder().(*array.Float64Builder)
-		yb := b.Field(3).(*array.FixedSizeListBuilder)
+		yb := b.Field(iX + 1).(*array.FixedSizeListBuilder)
 		yv := yb.ValueBuilder().(*array.Float64Builder)
 		xv.Reserve((hi - lo) * xLen)
 		yv.Reserve((hi - lo) * ch)
@@ -170,6 +184,9 @@ func WriteSnapshotsLabelled(path string, s *Set, snapshots []int, l SnapshotLabe
 			sn, i := snapshots[k/nodes], k%nodes
 			sb.Append(int64(sn))
 			nb.Append(int32(i))
+			if l.SensorIDs != nil {
+				b.Field(2).(*array.StringBuilder).Append(l.SensorIDs[i])
+			}
 			xb.Append(true)
 			for t := 0; t < s.Window; t++ {
 				off := ((sn+t)*nodes + i) * ch
@@ -201,6 +218,9 @@ type SnapshotTable struct {
 	// Snapshot and Node identify each row.
 	Snapshot []int64
 	Node     []int32
+	// Sensor names each row's sensor by its ID, from the sensor column;
+	// nil where the file has none.
+	Sensor []string
 	// X holds the model inputs, Rows()×(Window*Norm.Inputs()) row-major,
 	// step-major then input within a row: the normalised channels, then
 	// the calendar inputs where Norm has them.
@@ -217,8 +237,8 @@ func (t *SnapshotTable) Rows() int { return len(t.Snapshot) }
 // not a valid Arrow IPC file or lacks the expected columns or metadata.
 func ReadSnapshots(path string) (*SnapshotTable, error) {
 	var (
-		tab            SnapshotTable
-		iS, iN, iX, iY int
+		tab                 SnapshotTable
+		iS, iN, iX, iY, iID int
 	)
 	check := func(sc *arrow.Schema) error {
 		var err error
@@ -265,6 +285,9 @@ func ReadSnapshots(path string) (*SnapshotTable, error) {
 		if iN, err = column(sc, colNode, arrow.INT32); err != nil {
 			return err
 		}
+		if iID, err = optionalSensorColumn(sc); err != nil {
+			return err
+		}
 		// The list of a row's inputs has an int32 length: a window whose
 		// product with the inputs exceeds it (or wraps around, to match a
 		// short list) is not one this file was written with.
@@ -284,6 +307,9 @@ func ReadSnapshots(path string) (*SnapshotTable, error) {
 			return err
 		}
 		if tab.Node, err = appendInt32(tab.Node, rec, iN); err != nil {
+			return err
+		}
+		if tab.Sensor, err = appendSensors(tab.Sensor, rec, iID); err != nil {
 			return err
 		}
 		tab.X = appendFloatList(tab.X, rec.Column(iX).(*array.FixedSizeList))
@@ -308,6 +334,16 @@ func ReadSnapshots(path string) (*SnapshotTable, error) {
 // length of data does not match. The file is written atomically: on error,
 // a file at path is left as it was.
 func WriteEmbeddings(path, prefix string, snapshots []int, nodes, d int, data []float64) error {
+	return WriteEmbeddingsNamed(path, prefix, snapshots, nil, nodes, d, data)
+}
+
+// WriteEmbeddingsNamed is WriteEmbeddings for sensors with IDs (in node
+// order; nil: none): a column sensor (utf8) after node names each row's
+// sensor by its ID.
+func WriteEmbeddingsNamed(path, prefix string, snapshots []int, sensorIDs []string, nodes, d int, data []float64) error {
+	if err := checkSensorIDs(sensorIDs, nodes); err != nil {
+		return fmt.Errorf("snapshot: write embeddings %s: %w", path, err)
+	}
 	if nodes <= 0 || d <= 0 {
 		return fmt.Errorf("snapshot: write embeddings %s: non-positive size (nodes=%d d=%d)", path, nodes, d)
 	}
@@ -318,11 +354,15 @@ func WriteEmbeddings(path, prefix string, snapshots []int, nodes, d int, data []
 	if n, ok2 := mulSizes(rows, d); !ok || !ok2 || len(data) != n {
 		return fmt.Errorf("snapshot: write embeddings %s: data has %d values, want %d snapshots × %d nodes × %d dims", path, len(data), len(snapshots), nodes, d)
 	}
-	fields := make([]arrow.Field, 0, 2+d)
+	fields := make([]arrow.Field, 0, 3+d)
 	fields = append(fields,
 		arrow.Field{Name: colSnapshot, Type: arrow.PrimitiveTypes.Int64},
 		arrow.Field{Name: colNode, Type: arrow.PrimitiveTypes.Int32},
 	)
+	if sensorIDs != nil {
+		fields = append(fields, sensorField)
+	}
+	first := len(fields) // the first dimension's column
 	for j := 0; j < d; j++ {
 		fields = append(fields, arrow.Field{Name: prefix + strconv.Itoa(j), Type: arrow.PrimitiveTypes.Float64})
 	}
@@ -337,9 +377,12 @@ func WriteEmbeddings(path, prefix string, snapshots []int, nodes, d int, data []
 		for k := lo; k < hi; k++ {
 			sb.Append(int64(snapshots[k/nodes]))
 			nb.Append(int32(k % nodes))
+			if sensorIDs != nil {
+				b.Field(2).(*array.StringBuilder).Append(sensorIDs[k%nodes])
+			}
 		}
 		for j := 0; j < d; j++ {
-			fb := b.Field(2 + j).(*array.Float64Builder)
+			fb := b.Field(first + j).(*array.Float64Builder)
 			fb.Reserve(hi - lo)
 			for k := lo; k < hi; k++ {
 				fb.UnsafeAppend(data[k*d+j])
@@ -469,6 +512,9 @@ type PredictionTable struct {
 	Snapshot, Step []int64
 	// Node is the node index of each row.
 	Node []int32
+	// Sensor, if given, is the ID of each row's sensor (where the sensors
+	// have IDs: Los-loop's detectors): a column sensor (utf8) after node.
+	Sensor []string
 	// Pred and True are Rows()×len(Channels) row-major predictions and
 	// observed values; a true value of 0 means missing.
 	Pred, True []float64
@@ -500,8 +546,8 @@ func (p *PredictionTable) validate() error {
 		return fmt.Errorf("%d units for %d channels", len(p.Units), len(p.Channels))
 	}
 	rows := len(p.Snapshot)
-	if len(p.Step) != rows || len(p.Node) != rows {
-		return fmt.Errorf("column lengths differ: snapshot %d, step %d, node %d", rows, len(p.Step), len(p.Node))
+	if len(p.Step) != rows || len(p.Node) != rows || p.Sensor != nil && len(p.Sensor) != rows {
+		return fmt.Errorf("column lengths differ: snapshot %d, step %d, node %d, sensor %d", rows, len(p.Step), len(p.Node), len(p.Sensor))
 	}
 	n, ok := mulSizes(rows, len(p.Channels))
 	if !ok || len(p.Pred) != n || len(p.True) != n {
@@ -511,7 +557,8 @@ func (p *PredictionTable) validate() error {
 }
 
 // WritePredictions writes p to an Arrow IPC file at path with columns
-// snapshot int64, step int64, node int32 and then pred_<c>, true_<c>
+// snapshot int64, step int64, node int32, sensor utf8 (where p.Sensor is
+// given) and then pred_<c>, true_<c>
 // float64 for each channel c, so that errors can be analysed per node, step
 // and channel in a data frame. The channel order is also stored as JSON in
 // the "channels" metadata, and each channel's unit, where p.Units gives
@@ -531,6 +578,10 @@ func WritePredictions(path string, p *PredictionTable) error {
 		{Name: colStep, Type: arrow.PrimitiveTypes.Int64},
 		{Name: colNode, Type: arrow.PrimitiveTypes.Int32},
 	}
+	if p.Sensor != nil {
+		fields = append(fields, sensorField)
+	}
+	first := len(fields) // the first channel's columns
 	for i, c := range p.Channels {
 		var md arrow.Metadata
 		if len(p.Units) > 0 && p.Units[i] != "" {
@@ -559,9 +610,12 @@ func WritePredictions(path string, p *PredictionTable) error {
 		b.Field(0).(*array.Int64Builder).AppendValues(p.Snapshot[lo:hi], nil)
 		b.Field(1).(*array.Int64Builder).AppendValues(p.Step[lo:hi], nil)
 		b.Field(2).(*array.Int32Builder).AppendValues(p.Node[lo:hi], nil)
+		if p.Sensor != nil {
+			b.Field(3).(*array.StringBuilder).AppendValues(p.Sensor[lo:hi], nil)
+		}
 		for c := 0; c < ch; c++ {
-			pb := b.Field(3 + 2*c).(*array.Float64Builder)
-			tb := b.Field(4 + 2*c).(*array.Float64Builder)
+			pb := b.Field(first + 2*c).(*array.Float64Builder)
+			tb := b.Field(first + 1 + 2*c).(*array.Float64Builder)
 			pb.Reserve(hi - lo)
 			tb.Reserve(hi - lo)
 			for k := lo; k < hi; k++ {
@@ -576,7 +630,8 @@ func WritePredictions(path string, p *PredictionTable) error {
 	return nil
 }
 
-// ReadPredictions reads a file written by WritePredictions. The channels
+// ReadPredictions reads a file written by WritePredictions, its sensor
+// column, where it has one, into Sensor. The channels
 // come from the "channels" metadata or, if it is absent, from the pred_<c>
 // columns in schema order; each needs a matching true_<c> column. The
 // units come from the pred_<c> columns' "unit" metadata (nil where no
@@ -584,9 +639,9 @@ func WritePredictions(path string, p *PredictionTable) error {
 // metadata ("" where absent). Null values read as NaN.
 func ReadPredictions(path string) (*PredictionTable, error) {
 	var (
-		p            PredictionTable
-		iS, iT, iN   int
-		iPred, iTrue []int
+		p               PredictionTable
+		iS, iT, iN, iID int
+		iPred, iTrue    []int
 	)
 	check := func(sc *arrow.Schema) error {
 		var err error
@@ -597,6 +652,9 @@ func ReadPredictions(path string) (*PredictionTable, error) {
 			return err
 		}
 		if iN, err = column(sc, colNode, arrow.INT32); err != nil {
+			return err
+		}
+		if iID, err = optionalSensorColumn(sc); err != nil {
 			return err
 		}
 		if cj, err := metaString(sc, metaChannels); err == nil {
@@ -647,6 +705,9 @@ func ReadPredictions(path string) (*PredictionTable, error) {
 			return err
 		}
 		if p.Node, err = appendInt32(p.Node, rec, iN); err != nil {
+			return err
+		}
+		if p.Sensor, err = appendSensors(p.Sensor, rec, iID); err != nil {
 			return err
 		}
 		p.Pred = appendInterleaved(p.Pred, rec, iPred)

@@ -107,7 +107,7 @@ func (c *consumeLoop) reading(h *Held) (*Reading, error) {
 		return &h.Reading, valid.Check(h.Reading)
 	}
 	rd := &c.scratch
-	if err := DecodeReadingInto(rd, h.Msg.Key, h.Msg.Value); err != nil {
+	if err := DecodeReadingFor(rd, h.Msg.Key, h.Msg.Value, c.s.names); err != nil {
 		return rd, err
 	}
 	return rd, valid.Check(*rd)

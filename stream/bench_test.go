@@ -2,9 +2,11 @@ package stream
 
 import (
 	"encoding/json"
+	"strconv"
 	"testing"
 	"time"
 
+	"github.com/pemsforecast/sdgnn/datasets/pems"
 	"github.com/pemsforecast/sdgnn/snapshot"
 )
 
@@ -32,6 +34,28 @@ func BenchmarkDecodeReading(b *testing.B) {
 		b.SetBytes(int64(len(value)))
 		for b.Loop() {
 			if err := DecodeReadingInto(&r, key, value); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	// The same reading of a model whose sensors have IDs (Los-loop's),
+	// keyed and named by its ID: a map lookup more.
+	b.Run("handwritten-id", func(b *testing.B) {
+		ids := make([]string, benchN)
+		for i := range ids {
+			ids[i] = strconv.Itoa(700000 + 97*i)
+		}
+		names, err := pems.NewSensorNames(benchN, ids)
+		if err != nil {
+			b.Fatal(err)
+		}
+		key := []byte(ids[12])
+		value := []byte(`{"v":1,"sensor":"` + ids[12] + `","ts":1700000000000,"values":[123.0,0.05,64.2]}`)
+		var r Reading
+		b.ReportAllocs()
+		b.SetBytes(int64(len(value)))
+		for b.Loop() {
+			if err := DecodeReadingFor(&r, key, value, names); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -176,7 +200,28 @@ func BenchmarkApplyReading(b *testing.B) {
 // BenchmarkPipeline is one reading through decode, validation, apply,
 // emission and encoding of the forecasts it makes due, on average.
 func BenchmarkPipeline(b *testing.B) {
-	st := benchState(b)
+	benchPipeline(b, benchState(b))
+}
+
+// BenchmarkPipelineByID is BenchmarkPipeline for a model whose sensors
+// have IDs: readings keyed and named by ID, forecasts and their inputs
+// named so.
+func BenchmarkPipelineByID(b *testing.B) {
+	bd := testBundle6(b, benchN, benchT, benchC, benchD, 1)
+	bd.Meta.SensorIDs = make([]string, benchN)
+	for i := range bd.Meta.SensorIDs {
+		bd.Meta.SensorIDs[i] = strconv.Itoa(700000 + 97*i)
+	}
+	st, err := NewState(bd, testStep)
+	if err != nil {
+		b.Fatal(err)
+	}
+	mustApply(b, st, streamOf(testSeries(benchT, benchN, benchC, 2), benchT, benchN, benchC, 5_000_000))
+	benchPipeline(b, st)
+}
+
+func benchPipeline(b *testing.B, st *State) {
+	names := st.Names()
 	em := NewEmitter(st, time.Minute)
 	v := &Validator{Nodes: benchN, Channels: benchC, StepMs: testStep}
 	var r Reading
@@ -186,9 +231,9 @@ func BenchmarkPipeline(b *testing.B) {
 	z := 0
 	b.ReportAllocs()
 	for b.Loop() {
-		msg = EncodeReading(msg[:0], &Reading{Sensor: z, TS: slot * testStep, Values: []float64{120, 0.05, 64}})
-		key = appendInt(key[:0], z)
-		if err := DecodeReadingInto(&r, key, msg); err != nil {
+		msg = EncodeReadingFor(msg[:0], &Reading{Sensor: z, TS: slot * testStep, Values: []float64{120, 0.05, 64}}, names)
+		key = appendKey(key[:0], z, names.ID(z))
+		if err := DecodeReadingFor(&r, key, msg, names); err != nil {
 			b.Fatal(err)
 		}
 		if err := v.Check(r); err != nil {
@@ -211,11 +256,4 @@ func BenchmarkPipeline(b *testing.B) {
 			z, slot = 0, slot+1
 		}
 	}
-}
-
-func appendInt(dst []byte, n int) []byte {
-	if n >= 10 {
-		dst = appendInt(dst, n/10)
-	}
-	return append(dst, byte('0'+n%10))
 }

@@ -8,6 +8,8 @@ import (
 	"math"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/pemsforecast/sdgnn/datasets/pems"
 )
 
 // Version is the format version this package writes in the "v" field of
@@ -71,7 +73,9 @@ func ReasonOf(err error) string {
 
 // Reading is one sensor's values for one slot: Sensor is the node index,
 // TS the slot start in Unix milliseconds and Values one value per channel on
-// the original scale (0 = missing, as in training).
+// the original scale (0 = missing, as in training). Its message names the
+// sensor by its index or, for a model whose sensors have IDs, by its ID
+// (see DecodeReadingFor).
 type Reading struct {
 	Sensor int
 	TS     int64
@@ -80,8 +84,12 @@ type Reading struct {
 
 // Input names a receptive node whose newest reading went into a forecast.
 type Input struct {
-	Sensor int   `json:"sensor"`
-	TS     int64 `json:"ts"` // slot of the newest reading of Sensor used, Unix ms
+	Sensor int `json:"sensor"`
+	// ID is the sensor's ID where the model names its sensors by ID
+	// (sdgnn.BundleMeta.SensorIDs): the message's "sensor" is then this
+	// string rather than the index. "" for a model without IDs.
+	ID string `json:"-"`
+	TS int64  `json:"ts"` // slot of the newest reading of Sensor used, Unix ms
 	// Missing is set when the service held no reading of Sensor at all (a
 	// sensor out of service since the start): its window went in as
 	// missing readings, ending at the slot before the forecast's (TS).
@@ -102,7 +110,12 @@ type Input struct {
 // slot before the forecast slot (0 when every input had that slot; an
 // input without any reading, Input.Missing, counts as a window behind).
 type Forecast struct {
-	Sensor     int       `json:"sensor"`
+	Sensor int `json:"sensor"`
+	// ID is the sensor's ID where the model names its sensors by ID: the
+	// message's "sensor" (and its key) is then this string rather than
+	// the index, and DecodeForecast, which knows no model, gives Sensor
+	// −1 (DecodeForecastFor finds the index). "" for a model without IDs.
+	ID         string    `json:"-"`
 	TS         int64     `json:"ts"` // forecast slot start, Unix ms
 	Values     []float64 `json:"values"`
 	Model      string    `json:"model"`
@@ -157,18 +170,28 @@ func DecodeReading(key, value []byte) (Reading, error) {
 // with a dst kept across calls, decoding allocates nothing. On error *dst is
 // unspecified.
 func DecodeReadingInto(dst *Reading, key, value []byte) error {
+	return DecodeReadingFor(dst, key, value, nil)
+}
+
+// DecodeReadingFor is DecodeReadingInto for the sensors names names (a
+// model's: sdgnn.Bundle.SensorNames). Where they have IDs, the reading's
+// "sensor" is looked up among the IDs only, as a JSON string or a number
+// taken as its decimal text (773869 and "773869" are the same detector),
+// and the key, when not empty, must be the ID; a sensor that is none of
+// them is refused as ReasonUnknownSensor, naming it. Without IDs (or a
+// nil names) "sensor" is the node index, a number, and the key its
+// decimal digits, as DecodeReadingInto takes them. It allocates nothing on the way to a reading, as
+// DecodeReadingInto.
+func DecodeReadingFor(dst *Reading, key, value []byte, names *pems.SensorNames) error {
 	d := decoder{b: value}
-	if err := d.reading(dst); err != nil {
+	if err := d.reading(dst, names); err != nil {
 		if v, other := versionOf(value); other {
 			return reject(ReasonVersion, "version %s, want %d", v, Version)
 		}
 		return err
 	}
 	if len(key) > 0 {
-		k, ok := parseDecimal(key)
-		if !ok || k != int64(dst.Sensor) {
-			return reject(ReasonKeyMismatch, "key %q is not the sensor id %d", truncate(key), dst.Sensor)
-		}
+		return checkKey(key, dst.Sensor, names)
 	}
 	return nil
 }
@@ -240,7 +263,7 @@ func (d *decoder) malformed(what string) *RejectError {
 	return reject(ReasonMalformed, "%s at byte %d", what, d.i)
 }
 
-func (d *decoder) reading(r *Reading) error {
+func (d *decoder) reading(r *Reading, names *pems.SensorNames) error {
 	const (
 		seenV = 1 << iota
 		seenSensor
@@ -248,7 +271,8 @@ func (d *decoder) reading(r *Reading) error {
 		seenValues
 	)
 	var seen int
-	var version, sensor int64
+	var version int64
+	var sensor sensorField
 	nonFinite := -1
 	r.Values = r.Values[:0]
 	d.ws()
@@ -280,7 +304,7 @@ func (d *decoder) reading(r *Reading) error {
 				version, err = d.integer("v")
 			case "sensor":
 				bit = seenSensor
-				sensor, err = d.integer("sensor")
+				err = d.sensor(&sensor)
 			case "ts":
 				bit = seenTS
 				r.TS, err = d.integer("ts")
@@ -331,10 +355,11 @@ func (d *decoder) reading(r *Reading) error {
 			return reject(ReasonMalformed, "field %q missing", f.name)
 		}
 	}
-	if sensor < 0 || sensor > math.MaxInt32 {
-		return reject(ReasonUnknownSensor, "sensor %d", sensor)
+	z, err := sensor.index(names)
+	if err != nil {
+		return err
 	}
-	r.Sensor = int(sensor)
+	r.Sensor = z
 	if len(r.Values) == 0 {
 		return reject(ReasonChannels, "no values")
 	}
@@ -616,10 +641,16 @@ func (d *decoder) skip(depth int) bool {
 // EncodeReading appends the JSON message of r to dst. Non-finite values are
 // written as null, which DecodeReading refuses as non-finite.
 func EncodeReading(dst []byte, r *Reading) []byte {
+	return EncodeReadingFor(dst, r, nil)
+}
+
+// EncodeReadingFor is EncodeReading for the sensors names names: where
+// they have IDs, "sensor" is r's sensor's ID, as a JSON string.
+func EncodeReadingFor(dst []byte, r *Reading, names *pems.SensorNames) []byte {
 	dst = append(dst, `{"v":`...)
 	dst = strconv.AppendInt(dst, Version, 10)
 	dst = append(dst, `,"sensor":`...)
-	dst = strconv.AppendInt(dst, int64(r.Sensor), 10)
+	dst = appendSensor(dst, r.Sensor, names.ID(r.Sensor))
 	dst = append(dst, `,"ts":`...)
 	dst = strconv.AppendInt(dst, r.TS, 10)
 	dst = append(dst, `,"values":`...)
@@ -634,7 +665,7 @@ func EncodeForecast(dst []byte, f *Forecast) []byte {
 	dst = append(dst, `{"v":`...)
 	dst = strconv.AppendInt(dst, Version, 10)
 	dst = append(dst, `,"sensor":`...)
-	dst = strconv.AppendInt(dst, int64(f.Sensor), 10)
+	dst = appendSensor(dst, f.Sensor, f.ID)
 	dst = append(dst, `,"ts":`...)
 	dst = strconv.AppendInt(dst, f.TS, 10)
 	dst = append(dst, `,"values":`...)
@@ -647,7 +678,7 @@ func EncodeForecast(dst []byte, f *Forecast) []byte {
 			dst = append(dst, ',')
 		}
 		dst = append(dst, `{"sensor":`...)
-		dst = strconv.AppendInt(dst, int64(in.Sensor), 10)
+		dst = appendSensor(dst, in.Sensor, in.ID)
 		dst = append(dst, `,"ts":`...)
 		dst = strconv.AppendInt(dst, in.TS, 10)
 		if in.Missing {
@@ -670,17 +701,31 @@ func EncodeForecast(dst []byte, f *Forecast) []byte {
 // tools; it is not on the service's hot path). A value written as null,
 // which EncodeForecast writes for a non-finite one, decodes as NaN, not as
 // a forecast of 0.
+//
+// A sensor named by ID (a JSON string) is given as Forecast.ID and
+// Input.ID, with Sensor −1: which index it is, only its model knows (see
+// DecodeForecastFor).
 func DecodeForecast(value []byte) (Forecast, error) {
 	var m struct {
 		V *int `json:"v"`
 		Forecast
-		Values []*float64 `json:"values"` // shadows Forecast.Values: null kept apart
+		Sensor sensorJSON  `json:"sensor"` // shadows Forecast.Sensor: an index or an ID
+		Values []*float64  `json:"values"` // shadows Forecast.Values: null kept apart
+		Inputs []inputJSON `json:"inputs"` // shadows Forecast.Inputs: their sensors too
 	}
 	if err := json.Unmarshal(value, &m); err != nil {
 		return Forecast{}, fmt.Errorf("decode forecast: %w", err)
 	}
 	if err := checkVersion(m.V); err != nil {
 		return Forecast{}, fmt.Errorf("decode forecast: %w", err)
+	}
+	m.Forecast.Sensor, m.Forecast.ID = m.Sensor.index, m.Sensor.id
+	if m.Inputs != nil {
+		m.Forecast.Inputs = make([]Input, len(m.Inputs))
+		for i, in := range m.Inputs {
+			m.Forecast.Inputs[i] = in.Input
+			m.Forecast.Inputs[i].Sensor, m.Forecast.Inputs[i].ID = in.Sensor.index, in.Sensor.id
+		}
 	}
 	if m.Values != nil {
 		m.Forecast.Values = make([]float64, len(m.Values))

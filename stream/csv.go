@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/pemsforecast/sdgnn/datasets/pems"
 )
 
 // CSVReader reads readings from CSV text, as a data engineer exports them
@@ -22,7 +24,8 @@ import (
 // columns are swapped is read right rather than silently wrong.
 //
 // ts is the slot start, in Unix milliseconds or RFC 3339 with a zone
-// ("2026-01-01T00:05:00Z"); sensor is the node index; a value is a decimal
+// ("2026-01-01T00:05:00Z"); sensor is the node index, or the sensor's ID
+// for a model whose sensors have IDs (see SetSensors); a value is a decimal
 // number, and an empty field is a missing reading (0, as in the PeMS
 // release). Fields may be quoted; a UTF-8 byte order mark before the
 // header, as spreadsheets write, is passed over; CRLF line ends are read
@@ -37,6 +40,7 @@ type CSVReader struct {
 	row      []float64
 	line     int // of the row the last Read returned
 	in       *rowLimit
+	sensors  *pems.SensorNames // with IDs: the sensor column's
 }
 
 // MaxCSVRow is the most bytes a row of a CSV input, or its header, may
@@ -161,6 +165,14 @@ func channelIndex(channels []string, key string) int {
 	return -1
 }
 
+// SetSensors has the reader take the sensor column as names names the
+// sensors: where they have IDs, a sensor is one of the IDs (an ID that is
+// none of them is a CSVError naming it), its Reading.Sensor the index;
+// without IDs, the node index, as by default.
+func (c *CSVReader) SetSensors(names *pems.SensorNames) {
+	c.sensors = names
+}
+
 // Line returns the line of the row that the last Read returned (1 is the
 // header): where a rejected reading stands in the file.
 func (c *CSVReader) Line() int {
@@ -192,17 +204,9 @@ func (c *CSVReader) Read() (Reading, error) {
 	if r.TS, err = ParseTS(strings.TrimSpace(rec[c.ts])); err != nil {
 		return Reading{}, &CSVError{Line: line, Column: "ts", Err: err}
 	}
-	s := strings.TrimSpace(rec[c.node])
-	n, err := strconv.ParseInt(s, 10, 0)
-	if err != nil {
-		if errors.Is(err, strconv.ErrRange) {
-			err = fmt.Errorf("%q is out of range", s)
-		} else {
-			err = fmt.Errorf("%q is not a whole number", s)
-		}
+	if r.Sensor, err = c.sensor(strings.TrimSpace(rec[c.node])); err != nil {
 		return Reading{}, &CSVError{Line: line, Column: "sensor", Err: err}
 	}
-	r.Sensor = int(n)
 	for k, col := range c.cols {
 		s := strings.TrimSpace(rec[col])
 		if s == "" {
@@ -225,6 +229,25 @@ func (c *CSVReader) Read() (Reading, error) {
 		}
 	}
 	return r, nil
+}
+
+// sensor returns the index of the sensor a row's sensor field s names.
+func (c *CSVReader) sensor(s string) (int, error) {
+	if c.sensors.HasIDs() {
+		z, ok := c.sensors.Index(s)
+		if !ok {
+			return 0, fmt.Errorf("%q is not one of the %s", s, c.sensors.Describe())
+		}
+		return z, nil
+	}
+	n, err := strconv.ParseInt(s, 10, 0)
+	if err != nil {
+		if errors.Is(err, strconv.ErrRange) {
+			return 0, fmt.Errorf("%q is out of range", s)
+		}
+		return 0, fmt.Errorf("%q is not a whole number", s)
+	}
+	return int(n), nil
 }
 
 // ParseTS reads a time as the readings' ts is written, in CSV files and

@@ -18,6 +18,21 @@
 // State.Forecast), each from the |θ_z| ≤ 6 cached embeddings of the node's
 // receptive nodes. Refused messages become DeadLetters.
 //
+// # Sensor names
+//
+// Inside, a sensor is its node index. Outside, it is named as the model
+// names it (pems.SensorNames): by the IDs of the data it was trained on
+// where it records them (sdgnn.BundleMeta.SensorIDs: Los-loop's detector
+// IDs, such as 773869), by the index otherwise (PeMS, SZ-taxi, and every
+// model written before IDs were kept). With IDs, a reading's "sensor" is
+// the ID, a JSON string or a number, and its key the ID
+// (DecodeReadingFor); an ID the model lacks is dead-lettered as
+// unknown_sensor, naming it. Forecasts are keyed and name their sensor
+// and inputs by the ID (Forecast.ID, a JSON string), and the HTTP API,
+// the live view and the CSV files take and give the IDs. A reload must
+// keep the names; a state file, which holds indices, is the service's
+// own and is not checked against them.
+//
 // # Forecast slot and staleness
 //
 // Node z's forecast is for the slot after the newest slot t over its

@@ -76,11 +76,15 @@ func Example() {
 		}
 		for _, f := range fs {
 			out = stream.EncodeForecast(out[:0], &f)
-			fmt.Printf("forecast sensor %d for %d, stale %d, from %v\n", f.Sensor, f.TS, f.StaleSlots, f.Inputs)
+			fmt.Printf("forecast sensor %s for %d, stale %d, from", f.Name(), f.TS, f.StaleSlots)
+			for _, in := range f.Inputs {
+				fmt.Printf(" sensor %s at %d (gaps %d)", in.Name(), in.TS, in.Gaps)
+			}
+			fmt.Println()
 		}
 	}
 	// Output:
-	// forecast sensor 0 for 1700000100000, stale 0, from [{0 1699999800000 false 1} {1 1699999800000 false 1}]
+	// forecast sensor 0 for 1700000100000, stale 0, from sensor 0 at 1699999800000 (gaps 1) sensor 1 at 1699999800000 (gaps 1)
 	// dead letter: {"v":1,"reason":"off_grid","detail":"ts 1699999800001 is not a multiple of the 300000 ms slot","key":"2","value":"{\"v\":1,\"sensor\":2,\"ts\":1699999800001,\"values\":[99]}","topic":"readings","partition":0,"offset":2}
 }
 

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/segmentio/kafka-go"
+
+	"github.com/pemsforecast/sdgnn/datasets/pems"
 )
 
 // fetcher fetches readings on a goroutine of its own and decodes them, so
@@ -23,6 +25,7 @@ import (
 type fetcher struct {
 	fetch func(context.Context) (kafka.Message, error)
 	valid Validator
+	names *pems.SensorNames // the model's sensors' names; nil: by index
 	max   int
 
 	mu     sync.Mutex
@@ -100,7 +103,7 @@ func (f *fetcher) run(ctx context.Context) {
 func (f *fetcher) decode(m kafka.Message) Held {
 	h := Held{Msg: RecordOf(m), Arrived: time.Now()}
 	r := &f.r
-	if DecodeReadingInto(r, m.Key, m.Value) == nil && f.valid.Check(*r) == nil {
+	if DecodeReadingFor(r, m.Key, m.Value, f.names) == nil && f.valid.Check(*r) == nil {
 		h.Slot, h.OK = r.TS/f.valid.StepMs, true
 		// Its values in chunks shared by many readings, not one each.
 		if cap(f.values)-len(f.values) < len(r.Values) {

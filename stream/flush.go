@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"time"
 
 	"github.com/pemsforecast/sdgnn/checkpoint"
@@ -57,7 +56,7 @@ func (fb *forecastBatch) add(f *Forecast) {
 func (s *Service) forecastMessage(f *Forecast) kafka.Message {
 	s.encoded = EncodeForecast(s.encoded[:0], f)
 	var key [20]byte
-	k := strconv.AppendInt(key[:0], int64(f.Sensor), 10)
+	k := appendKey(key[:0], f.Sensor, f.ID)
 	buf := make([]byte, len(k)+len(s.encoded))
 	n := copy(buf, k)
 	copy(buf[n:], s.encoded)

@@ -13,6 +13,8 @@ import (
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/pemsforecast/sdgnn/datasets/pems"
 )
 
 // The HTTP server's limits on slow and idle clients, so that connections
@@ -156,12 +158,12 @@ func (s *Service) serveReadyz(w http.ResponseWriter, r *http.Request) {
 // forecast message, or its CSV row.
 func (s *Service) serveForecast(w http.ResponseWriter, r *http.Request) {
 	w.Header().Add("Vary", "Accept") // JSON or CSV, as /forecasts
-	id, ok := parseSensor(r.PathValue("sensor"), s.live.Nodes())
-	if n := s.live.Nodes(); !ok {
-		http.Error(w, fmt.Sprintf("unknown sensor %q: want 0..%d", r.PathValue("sensor"), n-1), http.StatusNotFound)
+	id, ok := parseSensor(r.PathValue("sensor"), s.names)
+	if !ok {
+		http.Error(w, unknownSensorText(r.PathValue("sensor"), s.names), http.StatusNotFound)
 		return
 	}
-	q, err := forecastsQuery(r.URL.RawQuery, s.live.Nodes(), "format")
+	q, err := forecastsQuery(r.URL.RawQuery, s.names, "format")
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
@@ -175,7 +177,7 @@ func (s *Service) serveForecast(w http.ResponseWriter, r *http.Request) {
 	v, ok := s.latest[id]
 	s.mu.RUnlock()
 	if !ok {
-		http.Error(w, fmt.Sprintf("no forecast for sensor %d yet", id), http.StatusNotFound)
+		http.Error(w, fmt.Sprintf("no forecast for sensor %s yet", s.names.Name(id)), http.StatusNotFound)
 		return
 	}
 	if asCSV {
@@ -194,12 +196,12 @@ func (s *Service) serveForecasts(w http.ResponseWriter, r *http.Request) {
 	// JSON or CSV by Accept too: a cache must not answer one with
 	// the other.
 	w.Header().Add("Vary", "Accept")
-	q, err := forecastsQuery(r.URL.RawQuery, s.live.Nodes(), "sensors", "since", "format")
+	q, err := forecastsQuery(r.URL.RawQuery, s.names, "sensors", "since", "format")
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	ids, err := sensorList(q.Get("sensors"), s.live.Nodes())
+	ids, err := sensorList(q.Get("sensors"), s.names)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
@@ -269,11 +271,24 @@ func (s *Service) serveLive(w http.ResponseWriter, r *http.Request) {
 }
 
 // serveSensors serves GET /api/sensors: every sensor's running error (a
-// LiveSummary).
+// LiveSummary), with its ID and location where the model has them.
 func (s *Service) serveSensors(w http.ResponseWriter, r *http.Request) {
 	sum := s.live.Summary()
-	sum.Model = s.Bundle().Meta.Version
+	meta := s.Bundle().Meta
+	sum.Model = meta.Version
+	for z := range sum.Sensors {
+		sum.Sensors[z].ID, sum.Sensors[z].Location = s.names.ID(z), locationOf(meta.Locations, z)
+	}
 	writeJSON(w, sum)
+}
+
+// locationOf returns sensor z's location of locs, nil where there is none.
+func locationOf(locs []pems.Location, z int) *pems.Location {
+	if z < 0 || z >= len(locs) {
+		return nil
+	}
+	l := locs[z]
+	return &l
 }
 
 // serveSensor serves GET /api/sensors/{sensor}: the sensor's recent
@@ -283,20 +298,25 @@ func (s *Service) serveSensor(w http.ResponseWriter, r *http.Request) {
 		v  LiveSensor
 		ok bool
 	)
-	if id, known := parseSensor(r.PathValue("sensor"), s.live.Nodes()); known {
+	if id, known := parseSensor(r.PathValue("sensor"), s.names); known {
 		v, ok = s.live.Sensor(id)
 	}
 	if !ok {
-		http.Error(w, fmt.Sprintf("unknown sensor %q: want 0..%d", r.PathValue("sensor"), s.live.Nodes()-1), http.StatusNotFound)
+		http.Error(w, unknownSensorText(r.PathValue("sensor"), s.names), http.StatusNotFound)
 		return
 	}
-	th := s.Bundle().Theta
+	b := s.Bundle()
+	th := b.Theta
 	in, err := s.live.Inputs(th.Nodes[v.Sensor], th.Weights[v.Sensor])
 	if err != nil {
-		http.Error(w, fmt.Sprintf("sensor %d: %v", v.Sensor, err), http.StatusInternalServerError)
+		http.Error(w, fmt.Sprintf("sensor %s: %v", s.names.Name(v.Sensor), err), http.StatusInternalServerError)
 		return
 	}
+	for i := range in {
+		in[i].ID, in[i].Location = s.names.ID(in[i].Sensor), locationOf(b.Meta.Locations, in[i].Sensor)
+	}
 	v.Inputs = in
+	v.ID, v.Location = s.names.ID(v.Sensor), locationOf(b.Meta.Locations, v.Sensor)
 	writeJSON(w, v)
 }
 
@@ -326,7 +346,7 @@ func (s *Service) writeForecastsCSV(w http.ResponseWriter, msgs [][]byte, since 
 		if f.TS < since {
 			continue
 		}
-		rec = append(rec[:0], strconv.FormatInt(f.TS, 10), strconv.Itoa(f.Sensor))
+		rec = append(rec[:0], strconv.FormatInt(f.TS, 10), f.Name())
 		for _, x := range f.Values {
 			rec = append(rec, strconv.FormatFloat(x, 'g', -1, 64))
 		}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pemsforecast/sdgnn/datasets/pems"
 	"github.com/pemsforecast/sdgnn/sdgnn"
 )
 
@@ -479,8 +480,32 @@ func forecastsService(t testing.TB) (*Service, http.Handler) {
 }
 
 // TestSensorList checks the ids GET /forecasts?sensors= takes: decimal ids
-// as the readings' keys write them, spaces around them allowed, in range.
+// as the readings' keys write them, spaces around them allowed, in range;
+// for a model with IDs, the IDs.
 func TestSensorList(t *testing.T) {
+	five, err := pems.NewSensorNames(5, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	named, err := pems.NewSensorNames(3, []string{"773869", "767541", "7a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		list string
+		want []int
+		ok   bool
+	}{
+		{"7a, 773869,7a", []int{2, 0}, true},
+		{"767541", []int{1}, true},
+		{"1", nil, false},
+		{"773869,999", nil, false},
+	} {
+		got, err := sensorList(tc.list, named)
+		if (err == nil) != tc.ok || !slices.Equal(got, tc.want) {
+			t.Errorf("sensorList(%q) of IDs = %v, %v; want %v (ok %v)", tc.list, got, err, tc.want, tc.ok)
+		}
+	}
 	for _, tc := range []struct {
 		list string
 		want []int
@@ -494,7 +519,7 @@ func TestSensorList(t *testing.T) {
 		{"5", nil, false},
 		{"1,,2", nil, false},
 	} {
-		got, err := sensorList(tc.list, 5)
+		got, err := sensorList(tc.list, five)
 		if (err == nil) != tc.ok || !slices.Equal(got, tc.want) {
 			t.Errorf("sensorList(%q) = %v, %v; want %v (ok %v)", tc.list, got, err, tc.want, tc.ok)
 		}

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/pemsforecast/sdgnn/datasets/pems"
 )
 
 // forecastsQuery parses the query of GET /forecasts or /forecast/{sensor}
@@ -23,7 +25,7 @@ import (
 // ignored (?sensor=3 answered every sensor, ?format=csv on
 // /forecast/{sensor} JSON), nor one without a value read as absent
 // (?sensors= answered every sensor).
-func forecastsQuery(raw string, n int, known ...string) (url.Values, error) {
+func forecastsQuery(raw string, names *pems.SensorNames, known ...string) (url.Values, error) {
 	q, err := url.ParseQuery(raw)
 	if err != nil {
 		return nil, fmt.Errorf("query %q: %w", raw, err)
@@ -37,7 +39,7 @@ func forecastsQuery(raw string, n int, known ...string) (url.Values, error) {
 			return nil, fmt.Errorf("%s: given %d times (%q); give it once (sensors: ids separated by commas)", name, len(vs), vs)
 		}
 		if strings.TrimSpace(vs[0]) == "" {
-			return nil, fmt.Errorf("%s: empty: want %s, or leave %s out", name, forecastsParamWant(name, n), name)
+			return nil, fmt.Errorf("%s: empty: want %s, or leave %s out", name, forecastsParamWant(name, names), name)
 		}
 	}
 	return q, nil
@@ -83,11 +85,14 @@ func zonePlusHint(v string) string {
 }
 
 // forecastsParamWant says what GET /forecasts wants in its parameter
-// name, for a model of n sensors.
-func forecastsParamWant(name string, n int) string {
+// name, for a model whose sensors names names.
+func forecastsParamWant(name string, names *pems.SensorNames) string {
 	switch name {
 	case "sensors":
-		return fmt.Sprintf("sensor ids 0..%d separated by commas", n-1)
+		if names.HasIDs() {
+			return "sensor IDs separated by commas"
+		}
+		return fmt.Sprintf("sensor ids 0..%d separated by commas", names.Len()-1)
 	case "since":
 		return "a slot time, Unix ms or RFC 3339"
 	case "format":
@@ -96,35 +101,38 @@ func forecastsParamWant(name string, n int) string {
 	return "a value"
 }
 
-// parseSensor parses a sensor id as the readings' keys write it: decimal
-// digits without a sign or a leading zero ("0", "12"), in [0, n). "+1",
-// "012" and "-0", which strconv.Atoi takes, are not ids: a URL names a
-// sensor one way only.
-func parseSensor(s string, n int) (int, bool) {
-	if s == "" || len(s) > 1 && s[0] == '0' || strings.TrimLeft(s, "0123456789") != "" {
-		return 0, false
-	}
-	id, err := strconv.Atoi(s)
-	if err != nil || id >= n {
-		return 0, false
-	}
-	return id, true
+// parseSensor returns the index of the sensor a URL names, as the
+// readings' keys write it: its ID where the model has IDs, else its index
+// in decimal digits without a sign or a leading zero ("0", "12"). "+1",
+// "012" and "-0", which strconv.Atoi takes, are not indices: a URL names
+// a sensor one way only (pems.SensorNames.Index).
+func parseSensor(s string, names *pems.SensorNames) (int, bool) {
+	return names.Index(s)
 }
 
-// sensorList parses the sensors parameter of GET /forecasts: sensor ids
-// separated by commas, each in [0, n), kept in the order given, once
-// each. An empty list is nil: every sensor (GET /forecasts refuses an
-// empty parameter before it gets here).
-func sensorList(list string, n int) ([]int, error) {
+// unknownSensorText says that a URL's sensor s is none of the model's,
+// and what it wants.
+func unknownSensorText(s string, names *pems.SensorNames) string {
+	if names.HasIDs() {
+		return fmt.Sprintf("unknown sensor %q: want one of the model's %s", s, names.Describe())
+	}
+	return fmt.Sprintf("unknown sensor %q: want 0..%d", s, names.Len()-1)
+}
+
+// sensorList parses the sensors parameter of GET /forecasts: sensors
+// named as parseSensor takes them, separated by commas, kept in the order
+// given, once each. An empty list is nil: every sensor (GET /forecasts
+// refuses an empty parameter before it gets here).
+func sensorList(list string, names *pems.SensorNames) ([]int, error) {
 	if list == "" {
 		return nil, nil
 	}
 	var ids []int
 	seen := map[int]bool{}
 	for _, f := range strings.Split(list, ",") {
-		id, ok := parseSensor(strings.TrimSpace(f), n)
+		id, ok := parseSensor(strings.TrimSpace(f), names)
 		if !ok {
-			return nil, fmt.Errorf("sensors: unknown sensor %q: want ids 0..%d separated by commas", f, n-1)
+			return nil, fmt.Errorf("sensors: unknown sensor %q: want %s", f, forecastsParamWant("sensors", names))
 		}
 		if !seen[id] {
 			seen[id] = true

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/pemsforecast/sdgnn/datasets/pems"
 	"github.com/pemsforecast/sdgnn/evaluation"
 )
 
@@ -20,7 +21,12 @@ import (
 const DefaultLiveSlots = 48
 
 // livePage is the operations page served at /live: plain HTML and a little
-// JavaScript that polls /api/sensors, without external resources.
+// JavaScript that polls /api/sensors, without external resources. For a
+// model whose sensors have locations it draws them on a map (SVG, no
+// tiles), coloured by running MAPE, a click showing a sensor. Its script
+// and style are inline and its handlers and styles set from the script
+// (none in attributes), so that it runs under liveCSP, which allows the
+// inline script and style by hash only.
 //
 //go:embed live.html
 var livePage []byte
@@ -418,8 +424,13 @@ type LivePart struct {
 
 // LiveSensorSummary is one sensor's line of a LiveSummary.
 type LiveSensorSummary struct {
-	Sensor  int                `json:"sensor"`
-	Metrics evaluation.Metrics `json:"metrics"`
+	Sensor int `json:"sensor"`
+	// ID and Location are the sensor's ID and coordinates where the model
+	// has them (absent otherwise), which Service.Handler sets; the paths
+	// /api/sensors/{sensor} and /forecast/{sensor} take the ID then.
+	ID       string             `json:"id,omitempty"`
+	Location *pems.Location     `json:"location,omitempty"`
+	Metrics  evaluation.Metrics `json:"metrics"`
 	// PartMetrics are the sensor's metrics in the part scope alone; nil
 	// (absent) without one, errors null while none of its forecasts there
 	// has been scored (always, for a sensor outside a split by nodes' part).
@@ -493,7 +504,10 @@ func (l *Live) msOf(slot int64) *int64 {
 // LiveSensor is one sensor's recent slots and running metrics, the body of
 // GET /api/sensors/{sensor}.
 type LiveSensor struct {
-	Sensor    int                `json:"sensor"`
+	Sensor int `json:"sensor"`
+	// ID and Location are as LiveSensorSummary's.
+	ID        string             `json:"id,omitempty"`
+	Location  *pems.Location     `json:"location,omitempty"`
 	StepMs    int64              `json:"step_ms"`
 	Channels  []string           `json:"channels"`
 	MAPEFloor float64            `json:"mape_floor"`
@@ -515,9 +529,12 @@ type LiveSensor struct {
 // forecast's embedding (Ẑ_z = Σ_k θ_zk φ(H_k)) and the newest slot with a
 // reading from it: a stale input leaves the forecast waiting (see Emitter).
 type LiveInput struct {
-	Sensor          int     `json:"sensor"`
-	Weight          float64 `json:"weight"`
-	LatestReadingTS *int64  `json:"latest_reading_ts"` // Unix ms; nil (null) while none
+	Sensor int `json:"sensor"`
+	// ID and Location are as LiveSensorSummary's.
+	ID              string         `json:"id,omitempty"`
+	Location        *pems.Location `json:"location,omitempty"`
+	Weight          float64        `json:"weight"`
+	LatestReadingTS *int64         `json:"latest_reading_ts"` // Unix ms; nil (null) while none
 }
 
 // LiveSlot is one slot of a sensor: its reading and its forecast, each one

@@ -29,6 +29,22 @@ func liveDOM(t *testing.T, svc *Service, path string) string {
 	return browsertest.DumpDOM(context.Background(), t, browser, srv.URL+path, 3*time.Second)
 }
 
+// serveHarness serves page, the live page with a test's script added, as
+// serveLive serves the page: under a Content-Security-Policy built as
+// liveCSP is, allowing the inline scripts and style of page (the test's
+// too) by hash, so that the page runs as under its own policy
+// (browsertest.DumpDOM fails the test on a violation).
+func serveHarness(page string) http.HandlerFunc {
+	csp := pageCSP([]byte(page))
+	return func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Content-Type", "text/html; charset=utf-8")
+		h.Set("Content-Security-Policy", csp)
+		h.Set("X-Frame-Options", "DENY")
+		io.WriteString(w, page)
+	}
+}
+
 // liveCells returns the cells (class → text) of the table row of dom
 // whose opening tag matches rowTag.
 func liveCells(t *testing.T, dom, rowTag string) map[string]string {
@@ -176,10 +192,7 @@ func TestLivePageKeepsLatestSensor(t *testing.T) {
 	var once sync.Once
 	h := svc.Handler()
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /harness", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		io.WriteString(w, page)
-	})
+	mux.HandleFunc("GET /harness", serveHarness(page))
 	mux.HandleFunc("GET /api/sensors/1", func(w http.ResponseWriter, r *http.Request) {
 		select { // sensor 1's view comes after sensor 2's
 		case <-served2:
@@ -243,10 +256,7 @@ setTimeout(function () { document.body.dataset.picked = String(document.getEleme
 </body>`, 1)
 			h := svc.Handler()
 			mux := http.NewServeMux()
-			mux.HandleFunc("GET /harness", func(w http.ResponseWriter, r *http.Request) {
-				w.Header().Set("Content-Type", "text/html; charset=utf-8")
-				io.WriteString(w, page)
-			})
+			mux.HandleFunc("GET /harness", serveHarness(page))
 			mux.Handle("/", h)
 			srv := httptest.NewServer(mux)
 			defer srv.Close()

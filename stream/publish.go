@@ -5,10 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
 	"time"
 
 	"github.com/segmentio/kafka-go"
+
+	"github.com/pemsforecast/sdgnn/datasets/pems"
 )
 
 // Series is what Publish replays: row-major (step, node, channel) readings
@@ -36,6 +37,10 @@ type PublishConfig struct {
 	// Retry says how long a write the brokers do not acknowledge is tried
 	// again (see Retry); zero: not beyond kafka-go's own attempts.
 	Retry Retry
+	// Sensors names the series' sensors: where they have IDs (a model's
+	// or a dataset's), each reading is keyed by its sensor's ID and names
+	// it so (EncodeReadingFor); nil, or without IDs: by index.
+	Sensors *pems.SensorNames
 }
 
 // Retry is how a publisher rides out brokers that do not acknowledge a
@@ -115,7 +120,8 @@ func (r Retry) write(ctx context.Context, w *kafka.Writer, msgs []kafka.Message)
 const publishChunk = 4096
 
 // Publish replays steps [From, To) of s, slot by slot, one message per
-// sensor keyed by its id, with RequiredAcks=RequireAll. Paced (SlotPause
+// sensor keyed by its name (its ID where cfg.Sensors has IDs, else its
+// index), with RequiredAcks=RequireAll. Paced (SlotPause
 // > 0) each slot is written and acknowledged before the pause; otherwise
 // whole slots are written together, up to publishChunk readings at a time
 // (a sensor's readings stay in order: they share a partition). It returns
@@ -127,6 +133,9 @@ func Publish(ctx context.Context, s Series, cfg PublishConfig) (int, error) {
 	}
 	if cfg.StepMs <= 0 || cfg.Start.UnixMilli()%cfg.StepMs != 0 {
 		return 0, fmt.Errorf("publish: start %s is not on the %d ms slot grid", cfg.Start.UTC().Format(time.RFC3339), cfg.StepMs)
+	}
+	if cfg.Sensors.HasIDs() && cfg.Sensors.Len() != s.Nodes {
+		return 0, fmt.Errorf("publish: %s for a series of %d sensors", cfg.Sensors.Describe(), s.Nodes)
 	}
 	if err := cfg.Security.CheckBrokers(ctx, cfg.Brokers); err != nil {
 		return 0, fmt.Errorf("publish: %w", err)
@@ -160,7 +169,7 @@ func Publish(ctx context.Context, s Series, cfg PublishConfig) (int, error) {
 			if cfg.SkipMissing && allZero(r.Values) {
 				continue
 			}
-			msgs = append(msgs, kafka.Message{Key: strconv.AppendInt(nil, int64(i), 10), Value: EncodeReading(nil, &r)})
+			msgs = append(msgs, kafka.Message{Key: appendKey(nil, i, cfg.Sensors.ID(i)), Value: EncodeReadingFor(nil, &r, cfg.Sensors)})
 		}
 		if cfg.SlotPause == 0 && t+1 < cfg.To && len(msgs)+s.Nodes <= publishChunk {
 			continue // the next slot fits too
@@ -207,6 +216,8 @@ type FeedConfig struct {
 	// Retry says how long a write the brokers do not acknowledge is tried
 	// again; zero: not beyond kafka-go's own attempts.
 	Retry Retry
+	// Sensors names the readings' sensors, as PublishConfig.Sensors.
+	Sensors *pems.SensorNames
 }
 
 // feedItem is a reading encoded for the topic, or the error that ended the
@@ -217,8 +228,9 @@ type feedItem struct {
 }
 
 // PublishReadings publishes the readings that next returns, in order, each
-// keyed by its sensor (so that a sensor's readings stay in order on one
-// partition), with RequiredAcks=RequireAll, until next returns io.EOF. It
+// keyed by its sensor's name (see FeedConfig.Sensors), so that a sensor's
+// readings stay in order on one partition, with RequiredAcks=RequireAll,
+// until next returns io.EOF. It
 // returns how many readings were written and acknowledged. When a write
 // fails (after kafka-go's own retries), the count is of the readings
 // before the first one not acknowledged, in next's order: the source can
@@ -258,7 +270,7 @@ func PublishReadings(ctx context.Context, next func() (Reading, error), cfg Feed
 			r, err := next()
 			it := feedItem{err: err}
 			if err == nil {
-				it.msg = kafka.Message{Key: strconv.AppendInt(nil, int64(r.Sensor), 10), Value: EncodeReading(nil, &r)}
+				it.msg = kafka.Message{Key: appendKey(nil, r.Sensor, cfg.Sensors.ID(r.Sensor)), Value: EncodeReadingFor(nil, &r, cfg.Sensors)}
 			}
 			select {
 			case items <- it:

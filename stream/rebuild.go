@@ -3,7 +3,6 @@ package stream
 import (
 	"cmp"
 	"context"
-	"fmt"
 	"slices"
 	"time"
 
@@ -70,6 +69,10 @@ type rebuilt struct {
 	// out; Forged names the first few as "sensor@time".
 	Untrusted int
 	Forged    []string
+	// Strangers counts the forecasts read back of sensors the model does
+	// not name (another model's IDs, or indices where it has IDs): the
+	// log, and maybe the state file, were written for other sensors.
+	Strangers int
 }
 
 // maxForgedNamed bounds rebuilt.Forged.
@@ -176,7 +179,8 @@ func (s *Service) replayReadings(ctx context.Context, client *kafka.Client, t *k
 		}
 		out.Partitions++
 		err := readRange(ctx, client, cfg.ReadingsTopic, p, max(end-span, bounds[p][0]), end, func(key, value []byte) {
-			if r, err := DecodeReading(key, value); err == nil && valid.Check(r) == nil {
+			var r Reading
+			if err := DecodeReadingFor(&r, key, value, s.names); err == nil && valid.Check(r) == nil {
 				rs = append(rs, r)
 			}
 		})
@@ -220,7 +224,10 @@ func (s *Service) readForecasts(ctx context.Context, client *kafka.Client, t *ka
 			// and more fields, which the reading decoder skips: much
 			// cheaper than DecodeForecast's encoding/json, which took
 			// most of a rebuild's time (TestForecastDecodesAsReading).
-			if DecodeReadingInto(&f, key, value) != nil {
+			if err := DecodeReadingFor(&f, key, value, s.names); err != nil {
+				if ReasonOf(err) == ReasonUnknownSensor {
+					out.Strangers++
+				}
 				return
 			}
 			if !s.state.Emittable(f.Sensor, f.TS) {
@@ -229,7 +236,7 @@ func (s *Service) readForecasts(ctx context.Context, client *kafka.Client, t *ka
 				// it would silence the sensor until its readings reach it.
 				out.Untrusted++
 				if len(out.Forged) < maxForgedNamed {
-					out.Forged = append(out.Forged, fmt.Sprintf("%d@%s", f.Sensor, time.UnixMilli(f.TS).UTC().Format(time.RFC3339)))
+					out.Forged = append(out.Forged, s.names.Name(f.Sensor)+"@"+time.UnixMilli(f.TS).UTC().Format(time.RFC3339))
 				}
 				return
 			}
@@ -322,7 +329,7 @@ func (s *Service) sameModel(last map[int][]byte, latest map[int]found) bool {
 		}
 	}
 	for z, l := range latest {
-		f, err := DecodeForecast(l.msg)
+		f, err := DecodeForecastFor(l.msg, s.names)
 		if err != nil || f.Model != b.Meta.Version {
 			return false
 		}

@@ -17,6 +17,8 @@ import (
 
 	"github.com/rs/zerolog"
 	"github.com/segmentio/kafka-go"
+
+	"github.com/pemsforecast/sdgnn/datasets/pems"
 )
 
 func TestReplay(t *testing.T) {
@@ -696,39 +698,58 @@ func TestRebuildLeavesOutForeignForecasts(t *testing.T) {
 // forecast until its readings reached it, and /forecast/2 served the
 // forged value. The rebuild now leaves out a forecast of a slot that no
 // reading held could have made due, says so, and sensor 2's next forecast
-// is due as its inputs of slot 10 come.
+// is due as its inputs of slot 10 come. So for a model whose sensors have
+// IDs, its readings and forecasts keyed and named by them, the forecast
+// left out named by its ID.
 func TestRebuildDistrustsForgedForecasts(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a broker")
 	}
+	for _, ids := range [][]string{nil, {"773869", "767541", "767542", "717447"}} {
+		t.Run(fmt.Sprintf("ids=%v", ids), func(t *testing.T) {
+			rebuildDistrustsForged(t, ids)
+		})
+	}
+}
+
+func rebuildDistrustsForged(t *testing.T, ids []string) {
 	const n, T, C, d = 4, 3, 1, 4
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	b := testBundle(t, n, T, C, d, 1)
+	b.Meta.SensorIDs = ids
+	names, err := b.SensorNames()
+	if err != nil {
+		t.Fatal(err)
+	}
 	emb := testBroker(ctx, t, 1, "readings", "forecasts", "readings-dead-letter")
 	data := rampSeries(11, n, C)
-	writeReadings(ctx, t, emb.Addr, streamOf(data[:10*n*C], 10, n, C, 0))
+	writeReadingsFor(ctx, t, emb.Addr, streamOf(data[:10*n*C], 10, n, C, 0), names)
 	commitAll(ctx, t, emb.Addr, "sdgnn-forecaster", "readings", 1)
 	var msgs []kafka.Message
 	for z := range n {
-		f := Forecast{Sensor: z, TS: 10 * testStep, Values: []float64{1.5}, Model: "m"}
-		msgs = append(msgs, kafka.Message{Key: []byte(strconv.Itoa(z)), Value: EncodeForecast(nil, &f)})
+		f := Forecast{Sensor: z, ID: names.ID(z), TS: 10 * testStep, Values: []float64{1.5}, Model: "m"}
+		msgs = append(msgs, kafka.Message{Key: []byte(names.Name(z)), Value: EncodeForecast(nil, &f)})
 	}
-	forged := Forecast{Sensor: 2, TS: 109 * testStep, Values: []float64{-999}, Model: "m"}
-	msgs = append(msgs, kafka.Message{Key: []byte("2"), Value: EncodeForecast(nil, &forged)})
+	forged := Forecast{Sensor: 2, ID: names.ID(2), TS: 109 * testStep, Values: []float64{-999}, Model: "m"}
+	msgs = append(msgs, kafka.Message{Key: []byte(names.Name(2)), Value: EncodeForecast(nil, &forged)})
 	w := &kafka.Writer{Addr: kafka.TCP(emb.Addr), Topic: "forecasts", RequiredAcks: kafka.RequireAll}
-	err := w.WriteMessages(ctx, msgs...)
+	err = w.WriteMessages(ctx, msgs...)
 	w.Close()
 	if err != nil {
 		t.Fatal(err)
 	}
 	var logged bytes.Buffer
-	svc, err := NewService(testBundle(t, n, T, C, d, 1), Config{Brokers: []string{emb.Addr}, StepMs: testStep, Log: zerolog.New(&logged)})
+	svc, err := NewService(b, Config{Brokers: []string{emb.Addr}, StepMs: testStep, Log: zerolog.New(&logged)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	svc.rebuildLogged(ctx, nil)
-	if !strings.Contains(logged.String(), `"forecasts":1,"first":["2@`) {
-		t.Errorf("log lacks the forecast left out:\n%s", logged.String())
+	if want := `"forecasts":1,"first":["` + names.Name(2) + `@`; !strings.Contains(logged.String(), want) {
+		t.Errorf("log lacks the forecast left out (%s):\n%s", want, logged.String())
+	}
+	if strings.Contains(logged.String(), "name sensors this model does not") {
+		t.Errorf("the model's own forecasts taken for another model's:\n%s", logged.String())
 	}
 	for z := range n {
 		if got := svc.state.nodes[z].lastEmitted; got != 10 {
@@ -736,9 +757,9 @@ func TestRebuildDistrustsForgedForecasts(t *testing.T) {
 		}
 	}
 	rec := httptest.NewRecorder()
-	svc.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/forecast/2", nil))
-	if f, err := DecodeForecast(rec.Body.Bytes()); err != nil || f.TS != 10*testStep {
-		t.Errorf("GET /forecast/2: %d %s, want the forecast of slot 10", rec.Code, rec.Body.String())
+	svc.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/forecast/"+names.Name(2), nil))
+	if f, err := DecodeForecast(rec.Body.Bytes()); err != nil || f.TS != 10*testStep || f.Name() != names.Name(2) {
+		t.Errorf("GET /forecast/%s: %d %s, want the forecast of slot 10", names.Name(2), rec.Code, rec.Body.String())
 	}
 	// Slot 10's readings make every sensor's slot-11 forecast due, sensor 2's too.
 	now := time.Now()
@@ -766,9 +787,16 @@ func rampSeries(steps, n, C int) []float64 {
 // writeReadings writes rs to the readings topic, keyed by sensor.
 func writeReadings(ctx context.Context, t *testing.T, addr string, rs []Reading) {
 	t.Helper()
+	writeReadingsFor(ctx, t, addr, rs, nil)
+}
+
+// writeReadingsFor writes rs to the readings topic, keyed and named by
+// the sensors' names: their IDs, or (names nil or without IDs) indices.
+func writeReadingsFor(ctx context.Context, t *testing.T, addr string, rs []Reading, names *pems.SensorNames) {
+	t.Helper()
 	var msgs []kafka.Message
 	for _, r := range rs {
-		msgs = append(msgs, kafka.Message{Key: []byte(strconv.Itoa(r.Sensor)), Value: EncodeReading(nil, &r)})
+		msgs = append(msgs, kafka.Message{Key: appendKey(nil, r.Sensor, names.ID(r.Sensor)), Value: EncodeReadingFor(nil, &r, names)})
 	}
 	w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: "readings", Balancer: &kafka.Hash{}, RequiredAcks: kafka.RequireAll}
 	defer w.Close()

@@ -111,6 +111,29 @@ func compatible(old, b *sdgnn.Bundle) error {
 	case len(nm.Norm.Mean) != len(om.Norm.Mean):
 		return fmt.Errorf("bundle %s has %s, the service %d", nm.Version, english.Count(len(nm.Norm.Mean), "channel"), len(om.Norm.Mean))
 	}
+	return sameSensors(old, b)
+}
+
+// sameSensors returns an error naming the difference when b names its
+// sensors otherwise than old: readings are keyed, and forecasts named,
+// by the sensors' names, which a running service does not change (its
+// producers and consumers would not follow).
+func sameSensors(old, b *sdgnn.Bundle) error {
+	o, n := old.Meta.SensorIDs, b.Meta.SensorIDs
+	const restart = "restart the service with it, its producers keying readings by the new names"
+	switch {
+	case o == nil && n == nil:
+		return nil
+	case o == nil:
+		return fmt.Errorf("bundle %s names its sensors by ID (%s, …), the service by index: %s", b.Meta.Version, n[0], restart)
+	case n == nil:
+		return fmt.Errorf("bundle %s names its sensors by index, the service by ID (%s, …): %s", b.Meta.Version, o[0], restart)
+	}
+	for i := range o {
+		if o[i] != n[i] {
+			return fmt.Errorf("bundle %s names sensor %d %q, the service %q: %s", b.Meta.Version, i, n[i], o[i], restart)
+		}
+	}
 	return nil
 }
 

@@ -217,6 +217,7 @@ func (s *Service) finishLast() {
 // to end.
 func (s *Service) startFetcher(ctx context.Context) (*fetcher, func()) {
 	fetch := newFetcher(s.reader.FetchMessage, s.valid, s.cfg.BatchSize)
+	fetch.names = s.names
 	fctx, stopFetch := context.WithCancel(ctx)
 	fetched := make(chan struct{})
 	go func() {

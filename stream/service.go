@@ -12,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/segmentio/kafka-go"
 
+	"github.com/pemsforecast/sdgnn/datasets/pems"
 	"github.com/pemsforecast/sdgnn/sdgnn"
 	"github.com/pemsforecast/sdgnn/snapshot"
 )
@@ -208,6 +209,9 @@ type Service struct {
 	skips   []Skip // logSkips' scratch
 	valid   Validator
 	live    *Live
+	// names are the sensors' names (see DecodeReadingFor): the model's
+	// IDs, or their indices. A reload keeps them (see compatible).
+	names *pems.SensorNames
 
 	reader             *kafka.Reader
 	forecasts, letters *kafka.Writer
@@ -294,7 +298,7 @@ func NewService(b *sdgnn.Bundle, cfg Config) (*Service, error) {
 	if err != nil {
 		return nil, fmt.Errorf("stream service: %w", err)
 	}
-	s := &Service{cfg: cfg, loop: make(chan struct{}, 1), clientID: newClientID(), since: time.Now(), markerLog: throttle{every: time.Minute}, stateSeen: seen, bundle: b, state: st, emitter: NewEmitter(st, cfg.Lateness), counters: st.Counters, latest: map[int][]byte{}, live: live,
+	s := &Service{cfg: cfg, loop: make(chan struct{}, 1), clientID: newClientID(), since: time.Now(), markerLog: throttle{every: time.Minute}, stateSeen: seen, bundle: b, state: st, emitter: NewEmitter(st, cfg.Lateness), counters: st.Counters, latest: map[int][]byte{}, live: live, names: st.Names(),
 		valid: Validator{Nodes: b.Meta.Nodes, Channels: len(b.Meta.Norm.Mean), StepMs: cfg.StepMs,
 			MaxAgeSlots: cfg.MaxAgeSlots, MaxFutureSlots: cfg.MaxFutureSlots}}
 	if cfg.MaxAgeSlots > 0 || cfg.MaxFutureSlots > 0 {

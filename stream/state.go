@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/pemsforecast/sdgnn/datasets/pems"
 	"github.com/pemsforecast/sdgnn/internal/english"
 	"github.com/pemsforecast/sdgnn/sdgnn"
 	"github.com/pemsforecast/sdgnn/snapshot"
@@ -179,6 +180,7 @@ const DefaultHistory = 36
 // another goroutine.
 type State struct {
 	b        *sdgnn.Bundle
+	names    *pems.SensorNames // b's sensors' names
 	n, t, c  int
 	d        int
 	r        int // ring length: window + history
@@ -251,8 +253,12 @@ func NewStateHistory(b *sdgnn.Bundle, stepMs int64, history int) (*State, error)
 	if err := b.Theta.Validate(n); err != nil {
 		return nil, fmt.Errorf("new state: %w", err)
 	}
+	names, err := b.SensorNames()
+	if err != nil {
+		return nil, fmt.Errorf("new state: %w", err)
+	}
 	r := t + history
-	s := &State{b: b, n: n, t: t, c: c, d: d, r: r, stepMs: stepMs,
+	s := &State{b: b, names: names, n: n, t: t, c: c, d: d, r: r, stepMs: stepMs,
 		nodes: make([]node, n), deps: make([][]int, n), window: make([]float64, t*c), Counters: new(Counters), bounds: b.Meta.Bounds}
 	slots := make([]int64, n*r)
 	vals := make([]float64, n*r*c)
@@ -308,11 +314,11 @@ func (s *State) Bounds() []snapshot.Bounds { return s.bounds }
 // TooOld returns the error a Late result of Apply stands for: the
 // reading's slot lies before every slot its sensor's window and history
 // hold, for a caller that dead-letters late readings (too_old) rather than
-// only counting them.
+// only counting them. It names the sensor as readings do: by ID, or index.
 func (s *State) TooOld(res ApplyResult) error {
 	nd := &s.nodes[res.Sensor]
-	return reject(ReasonTooOld, "ts %d is older than sensor %d holds: its newest slot is %d and it keeps %d slots back (window and -history)",
-		res.TS, res.Sensor, nd.newest*s.stepMs, s.r)
+	return reject(ReasonTooOld, "ts %d is older than sensor %s holds: its newest slot is %d and it keeps %d slots back (window and -history)",
+		res.TS, s.names.Name(res.Sensor), nd.newest*s.stepMs, s.r)
 }
 
 // SetMaxAhead makes Apply refuse (too_new) a reading stamped more than
@@ -354,6 +360,10 @@ func (s *State) StepMs() int64 { return s.stepMs }
 
 // Bundle returns the model the state forecasts with.
 func (s *State) Bundle() *sdgnn.Bundle { return s.b }
+
+// Names returns the names of the bundle's sensors: its sensor IDs, or
+// their indices (see DecodeReadingFor).
+func (s *State) Names() *pems.SensorNames { return s.names }
 
 // Dependents returns the nodes whose forecasts use node k (k ∈ θ_z),
 // ascending; the slice is the state's own.
@@ -768,7 +778,7 @@ func (s *State) ForecastSlots(zs []int, ts []int64, dst []Forecast) []error {
 				break
 			}
 		}
-		f.Sensor, f.TS, f.Model = zs[i], ts[i], s.b.Meta.Version
+		f.Sensor, f.ID, f.TS, f.Model = zs[i], s.names.ID(zs[i]), ts[i], s.b.Meta.Version
 	}
 	return s.ferrs
 }
@@ -811,14 +821,14 @@ func (s *State) gather(z int, ts int64, dst *Forecast) error {
 			// for a window long is: the lag of a whole window.
 			s.queueMissing(target - 1)
 			stale = max(stale, int64(s.t))
-			dst.Inputs = append(dst.Inputs, Input{Sensor: k, TS: (target - 1) * s.stepMs, Missing: true, Gaps: s.t})
+			dst.Inputs = append(dst.Inputs, Input{Sensor: k, ID: s.names.ID(k), TS: (target - 1) * s.stepMs, Missing: true, Gaps: s.t})
 			continue
 		}
 		end := min(target-1, nd.newest)
 		s.embs = append(s.embs, s.queue(k, end))
 		stale = max(stale, target-1-end)
 		// Counted as its embedding was queued, from the same window.
-		dst.Inputs = append(dst.Inputs, Input{Sensor: k, TS: end * s.stepMs, Gaps: int(nd.embGaps[s.pos(end)])})
+		dst.Inputs = append(dst.Inputs, Input{Sensor: k, ID: s.names.ID(k), TS: end * s.stepMs, Gaps: int(nd.embGaps[s.pos(end)])})
 	}
 	dst.StaleSlots = stale
 	return nil

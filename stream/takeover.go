@@ -89,6 +89,10 @@ func (s *Service) rebuildLogged(ctx context.Context, t *kafka.Transport) {
 	s.cfg.Log.Info().Int("partitions", r.Partitions).Int("readings", r.Readings).Int("applied", r.Applied).
 		Int("forecasts", r.Forecasts).Int("sensors_emitted", r.Sensors).Int("sensors_moved", r.Moved).Int("sensors_inferred", r.Inferred).Stringer("took", time.Since(start).Round(time.Microsecond)).
 		Msg("rebuilt from the log: readings before the committed offsets applied, last forecasts found")
+	if r.Strangers > 0 {
+		s.cfg.Log.Warn().Int("forecasts", r.Strangers).Str("sensors", s.names.Describe()).
+			Msg("forecasts in the log name sensors this model does not: the topics (and the state file, which holds sensors by index) were written for a model of other sensors")
+	}
 }
 
 // hold settles whether this service holds the readings partitions in

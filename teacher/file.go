@@ -37,6 +37,13 @@ type Meta struct {
 	// forecasting otherwise; nil for a GRU, which reads no graph, and in
 	// files written before it was kept.
 	Graph *pems.GraphFingerprint `json:"graph,omitempty"`
+	// SensorIDs and Locations are the sensors' IDs and coordinates in
+	// node order, as the data trained on names and places them
+	// (pems.Dataset), passed on to the bundles distilled from the model;
+	// nil where the data has none and in files written before they were
+	// kept.
+	SensorIDs []string        `json:"sensor_ids,omitempty"`
+	Locations []pems.Location `json:"locations,omitempty"`
 
 	Epochs     int     `json:"epochs"`     // epochs run
 	BestEpoch  int     `json:"best_epoch"` // epoch whose parameters are saved
@@ -187,6 +194,9 @@ func decodeModel(f *checkpoint.File, prefix string) (*Saved, error) {
 		if err := g.Validate(meta.Nodes); err != nil {
 			return nil, fmt.Errorf("metadata: %w", err)
 		}
+	}
+	if err := pems.CheckSensors(meta.Nodes, meta.SensorIDs, meta.Locations); err != nil {
+		return nil, fmt.Errorf("metadata: %w", err)
 	}
 	if err := checkGCNDepth(f, prefix, meta.Config); err != nil {
 		return nil, err

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"path/filepath"
 	"strings"
 
 	"github.com/pemsforecast/sdgnn/datasets/pems"
@@ -14,6 +15,7 @@ import (
 // csvFlags are publish -csv's flags, as given.
 type csvFlags struct {
 	path, topic, badRows string
+	dataDir              string // -data: the dataset's sensor IDs, without a bundle
 	dryRun               bool
 	speedup              float64
 	fromLine             int
@@ -77,5 +79,30 @@ func newCSVJob(f csvFlags, dataset string, b *sdgnn.Bundle) (*csvfeed.Job, error
 			return nil, fmt.Errorf("bundle has %s, %s names %d (%s)", english.Count(j.Valid.Channels, "channel"), dataset, len(info.Channels), strings.Join(info.Channels, ", "))
 		}
 	}
+	if j.Sensors, err = csvSensors(info, f.dataDir, b); err != nil {
+		return nil, err
+	}
 	return j, nil
+}
+
+// csvSensors returns the names of the sensors a CSV file's sensor column
+// holds: the bundle's (its IDs, or indices where it records none);
+// without one, the dataset's IDs where it has them, from its locations
+// file in the data directory, else the indices.
+func csvSensors(info pems.Info, dataDir string, b *sdgnn.Bundle) (*pems.SensorNames, error) {
+	if b != nil {
+		return b.SensorNames()
+	}
+	if info.LocationsFile == "" {
+		return pems.NewSensorNames(info.Nodes, nil)
+	}
+	dir, err := pems.ResolveDataDir(dataDir)
+	if err != nil {
+		return nil, fmt.Errorf("%s names its sensors by ID, which its locations file lists: %w (or give -model, whose bundle records them)", info.Name, err)
+	}
+	ids, _, err := pems.ReadLocationsCSV(filepath.Join(dir, filepath.FromSlash(info.LocationsFile)))
+	if err != nil {
+		return nil, fmt.Errorf("%s's sensor IDs: %w (or give -model, whose bundle records them)", info.Name, err)
+	}
+	return pems.NewSensorNames(len(ids), ids)
 }

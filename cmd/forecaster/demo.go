@@ -179,7 +179,7 @@ func runDemo(ctx context.Context, svc *stream.Service, plan replayPlan, scope *s
 	svcDone := make(chan error, 1)
 	go func() { svcDone <- svc.Run(runCtx) }()
 
-	live := newScorer(floor, plan.stepMs, scope)
+	live := newScorer(floor, plan.stepMs, scope, plan.sensors)
 	go live.consume(runCtx, brokers, sec, "forecasts", true)
 	go live.consume(runCtx, brokers, sec, "readings", false)
 
@@ -296,7 +296,8 @@ func quickBundle(ctx context.Context, log zerolog.Logger, dataDir, dataset, path
 		return nil, err
 	}
 	meta := sdgnn.BundleMeta{Dataset: dataset, Nodes: p.Set.Nodes, Channels: p.Dataset.Info.Channels, Window: 12, Hidden: 16,
-		Norm: p.Set.Norm, Split: p.Split, Graph: &graph, Bounds: bounds, Config: cfg, Rounds: res.Rounds, Version: "demo-quick-" + dataset, Created: time.Now().UTC().Format(time.RFC3339)}
+		Norm: p.Set.Norm, Split: p.Split, Graph: &graph, Bounds: bounds, Config: cfg, Rounds: res.Rounds, Version: "demo-quick-" + dataset, Created: time.Now().UTC().Format(time.RFC3339),
+		SensorIDs: p.Dataset.SensorIDs, Locations: p.Dataset.Locations}
 	b, err := sdgnn.NewBundle(meta, tr.Best.GRU, res.Student.Phi, res.Student.Theta, res.Decoder)
 	if err != nil {
 		return nil, err

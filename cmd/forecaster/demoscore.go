@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pemsforecast/sdgnn/datasets/pems"
 	"github.com/pemsforecast/sdgnn/evaluation"
 	"github.com/pemsforecast/sdgnn/internal/english"
 	"github.com/pemsforecast/sdgnn/stream"
@@ -45,6 +46,7 @@ func doneText(r, f uint64, m, pm evaluation.Metrics, part string) string {
 type scorer struct {
 	mu        sync.Mutex
 	step      int64
+	names     *pems.SensorNames // the sensors' names in the messages
 	part      *stream.PartScope
 	forecasts map[[2]int64][]float64
 	readings  map[[2]int64][]float64
@@ -52,8 +54,8 @@ type scorer struct {
 	partAcc   evaluation.Accumulator
 }
 
-func newScorer(floor float64, step int64, part *stream.PartScope) *scorer {
-	return &scorer{step: step, part: part, forecasts: map[[2]int64][]float64{}, readings: map[[2]int64][]float64{},
+func newScorer(floor float64, step int64, part *stream.PartScope, names *pems.SensorNames) *scorer {
+	return &scorer{step: step, part: part, names: names, forecasts: map[[2]int64][]float64{}, readings: map[[2]int64][]float64{},
 		acc: evaluation.Accumulator{MAPEFloor: floor}, partAcc: evaluation.Accumulator{MAPEFloor: floor}}
 }
 
@@ -69,14 +71,14 @@ func (s *scorer) consume(ctx context.Context, brokers []string, sec stream.Secur
 		var key [2]int64
 		var vals []float64
 		if forecasts {
-			f, err := stream.DecodeForecast(m.Value)
+			f, err := stream.DecodeForecastFor(m.Value, s.names)
 			if err != nil {
 				continue
 			}
 			key, vals = [2]int64{int64(f.Sensor), f.TS}, f.Values
 		} else {
-			rd, err := stream.DecodeReading(m.Key, m.Value)
-			if err != nil {
+			var rd stream.Reading
+			if err := stream.DecodeReadingFor(&rd, m.Key, m.Value, s.names); err != nil {
 				continue
 			}
 			key, vals = [2]int64{int64(rd.Sensor), rd.TS}, rd.Values

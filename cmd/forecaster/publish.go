@@ -89,7 +89,7 @@ func addPublishFlags(fs *flag.FlagSet) publishFlags {
 		speedup: fs.Float64("speedup", 0, "replay speed-up over real time (0: as fast as possible); with -csv, rows are sent as their ts comes, from the first row's"),
 		start:   fs.String("start", "", "timestamp of the dataset's first step (RFC 3339, on the slot grid; default the dataset's real start, which a bundle trained with -prep paper needs for its calendar inputs)"),
 		limit:   fs.Int("steps", 0, "publish at most this many steps (0: the whole part)"),
-		csvPath: fs.String("csv", "", "publish the readings of this CSV file (- for standard input) instead of a dataset's: a header ts,sensor,CHANNEL... (the dataset's channel names, any order), one reading per row; checked against -model's sensors, channels and slot, else -dataset's"),
+		csvPath: fs.String("csv", "", "publish the readings of this CSV file (- for standard input) instead of a dataset's: a header ts,sensor,CHANNEL... (the dataset's channel names, any order), one reading per row, sensor the sensor's ID where the model (or dataset) has IDs, as Los-loop's detectors, else its index; checked against -model's sensors, channels and slot, else -dataset's"),
 		badRows: fs.String("bad-rows", "stop", "with -csv, at a row that is not a reading the model takes: stop (the rows before it are published) or skip (name it on stderr and go on)"),
 		dryRun:  fs.Bool("dry-run", false, "with -csv, check every row and publish nothing (needs no -brokers); exit status 1 if any row is bad, gives a sensor's slot other values than an earlier row (the service keeps the first), or (without -sort) comes more than -history slots after a later one, which would skip forecasts"),
 		from:    fs.Int("from-line", 0, "with -csv, skip the rows before this line (the header is line 1): take up a publish that stopped where its message says"),
@@ -139,7 +139,7 @@ func (f publishFlags) check() error {
 // publishCSV publishes -csv's readings (or, with -dry-run, only checks
 // them), each checked against job's model or dataset (see csvfeed.Job).
 func (f publishFlags) publishCSV(ctx context.Context, job replay, addrs []string, sec stream.Security, stdout, stderr io.Writer) error {
-	cj, err := newCSVJob(csvFlags{path: *f.csvPath, topic: *f.topic, badRows: *f.badRows, dryRun: *f.dryRun, speedup: *f.speedup,
+	cj, err := newCSVJob(csvFlags{path: *f.csvPath, topic: *f.topic, dataDir: *f.dataDir, badRows: *f.badRows, dryRun: *f.dryRun, speedup: *f.speedup,
 		fromLine: *f.from, fromLineSet: flagSet(f.fs, "from-line"), fromTS: *f.fromTS, sort: *f.sortCSV, history: *f.history}, job.dataset, job.bundle)
 	if err != nil {
 		return err

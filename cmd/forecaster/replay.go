@@ -43,6 +43,10 @@ type replayPlan struct {
 	topic     string
 	what      string
 	retry     stream.Retry // how long a write not acknowledged is tried again
+	// sensors names the sensors as the readings are keyed: by the
+	// bundle's IDs, or by index where it has none; without a bundle, by
+	// the dataset's IDs where it has them (Los-loop's detectors).
+	sensors *pems.SensorNames
 }
 
 // datasetName returns the dataset's own name for a -dataset value, which
@@ -114,7 +118,14 @@ func (r replay) plan() (replayPlan, error) {
 		if p, err = snapshot.PrepareSaved(r.dataDir, r.dataset, window, b.Meta.Split, &b.Meta.Norm, b.Meta.Graph); err != nil {
 			return replayPlan{}, fmt.Errorf("bundle %s: %w", r.model, err)
 		}
+		if err := pems.CompareSensorIDs(b.Meta.SensorIDs, p.Dataset.SensorIDs); err != nil {
+			return replayPlan{}, fmt.Errorf("bundle %s: the sensors of %s in %s are not the ones it was distilled on: %w", r.model, r.dataset, p.Dir, err)
+		}
 	} else if p, err = snapshot.Prepare(r.dataDir, r.dataset, window, snapshot.SplitSpec{Ratios: [3]float64{6, 2, 2}}, nil); err != nil {
+		return replayPlan{}, err
+	}
+	sensors, err := r.sensorNames(p)
+	if err != nil {
 		return replayPlan{}, err
 	}
 	pt, err := p.Split.Part(r.part)
@@ -124,7 +135,7 @@ func (r replay) plan() (replayPlan, error) {
 	if pt.Len() == 0 {
 		return replayPlan{}, fmt.Errorf("-split-part %s: the part is empty", r.part)
 	}
-	pl := replayPlan{p: p, part: pt, partName: r.part, from: pt.First(), to: pt.Last() + 1 + window, t0: p.Dataset.Info.Start, topic: r.topic}
+	pl := replayPlan{p: p, part: pt, partName: r.part, from: pt.First(), to: pt.Last() + 1 + window, t0: p.Dataset.Info.Start, topic: r.topic, sensors: sensors}
 	if r.start != "" {
 		if pl.t0, err = time.Parse(time.RFC3339, r.start); err != nil {
 			return replayPlan{}, fmt.Errorf("-start %q: %w", r.start, err)
@@ -157,6 +168,16 @@ func (r replay) plan() (replayPlan, error) {
 	return pl, nil
 }
 
+// sensorNames returns the names the readings of p are keyed by: the
+// bundle's sensors' (its IDs, or indices where it records none, as the
+// service serving it takes them), or without a bundle the dataset's.
+func (r replay) sensorNames(p *snapshot.Prepared) (*pems.SensorNames, error) {
+	if r.bundle != nil {
+		return r.bundle.SensorNames()
+	}
+	return p.Dataset.Names()
+}
+
 // scope is the live view's part scope of the plan: its part's forecasts,
 // scored apart from the others (the training sensors of a split by nodes,
 // the training snapshots of a split by windows, the first forecasts before
@@ -174,7 +195,7 @@ func publish(ctx context.Context, brokers []string, sec stream.Security, pl repl
 	}
 	s := pl.p.Dataset.Series
 	return stream.Publish(ctx, stream.Series{Steps: s.Steps, Nodes: s.Nodes, Channels: s.Channels, Data: s.Data},
-		stream.PublishConfig{Brokers: brokers, Security: sec, Topic: pl.topic, From: pl.from, To: pl.to, Start: pl.t0, StepMs: pl.stepMs, SlotPause: pl.slotPause, Retry: pl.retry})
+		stream.PublishConfig{Brokers: brokers, Security: sec, Topic: pl.topic, From: pl.from, To: pl.to, Start: pl.t0, StepMs: pl.stepMs, SlotPause: pl.slotPause, Retry: pl.retry, Sensors: pl.sensors})
 }
 
 // retrying returns publish's Retry of -retry-for d, naming each new

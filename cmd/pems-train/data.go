@@ -132,26 +132,34 @@ type modelData struct {
 	// readsGraph is set for a model that reads the road graph: a GRU-GCN,
 	// and a bundle, whose Θ names nodes of its teacher's graph.
 	readsGraph bool
+	// sensors are the sensor IDs the model records; nil where it records
+	// none.
+	sensors []string
 }
 
 // teacherData is what the teacher model file path records of its data.
 func teacherData(path string, m *teacher.Meta) modelData {
-	return modelData{path: path, dataset: m.Dataset, window: m.Config.Window, split: m.Split, norm: &m.Norm, graph: m.Graph, readsGraph: m.Config.GCNLayers() > 0}
+	return modelData{path: path, dataset: m.Dataset, window: m.Config.Window, split: m.Split, norm: &m.Norm, graph: m.Graph, readsGraph: m.Config.GCNLayers() > 0, sensors: m.SensorIDs}
 }
 
 // bundleData is what the bundle file path records of its data.
 func bundleData(path string, m *sdgnn.BundleMeta) modelData {
-	return modelData{path: path, dataset: m.Dataset, window: m.Window, split: m.Split, norm: &m.Norm, graph: m.Graph, readsGraph: true}
+	return modelData{path: path, dataset: m.Dataset, window: m.Window, split: m.Split, norm: &m.Norm, graph: m.Graph, readsGraph: true, sensors: m.SensorIDs}
 }
 
 // prepareSaved is snapshot.PrepareSaved for the model file d describes,
 // naming it in errors. A model that reads the road graph but records no
 // fingerprint of it (a file written before they were kept) is taken on
-// the data directory's graph unchecked, with a warning on stderr.
+// the data directory's graph unchecked, with a warning on stderr. A
+// model that records its sensors' IDs must be used on data of the same
+// IDs (pems.CompareSensorIDs).
 func prepareSaved(dataDir string, d modelData, stderr io.Writer) (*snapshot.Prepared, error) {
 	p, err := snapshot.PrepareSaved(dataDir, d.dataset, d.window, d.split, d.norm, d.graph)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", d.path, err)
+	}
+	if err := pems.CompareSensorIDs(d.sensors, p.Dataset.SensorIDs); err != nil {
+		return nil, fmt.Errorf("%s: the sensors of %s in %s are not the ones the model was trained on: %w", d.path, d.dataset, p.Dir, err)
 	}
 	if d.readsGraph && d.graph == nil {
 		warnNoGraph(stderr, d.path, p)

@@ -217,7 +217,10 @@ func (f distillFlags) save(saved *teacher.Saved, p *snapshot.Prepared, res *sdgn
 	}
 	meta := sdgnn.BundleMeta{Dataset: m.Dataset, Nodes: p.Set.Nodes, Channels: m.Channels, Window: m.Config.Window,
 		Hidden: m.Config.Hidden, Norm: m.Norm, Split: m.Split, Teacher: *f.tpath, Graph: &graph, Bounds: bounds, Config: *f.cfg, Rounds: res.Rounds,
-		Version: *f.version, Created: time.Now().UTC().Format(time.RFC3339)}
+		Version: *f.version, Created: time.Now().UTC().Format(time.RFC3339),
+		// The data's sensors (the teacher's where it records them: checked
+		// against the data's by prepareSaved).
+		SensorIDs: p.Dataset.SensorIDs, Locations: p.Dataset.Locations}
 	b, err := sdgnn.NewBundle(meta, saved.Model.GRU, res.Student.Phi, res.Student.Theta, res.Decoder)
 	if err != nil {
 		return nil, err

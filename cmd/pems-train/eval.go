@@ -276,17 +276,22 @@ func compareWith(ctx context.Context, path, dataDir, part string, lm *loaded, pr
 }
 
 // writePredictions writes the forecasts pred and truths of part (named
-// partName) of p as an Arrow IPC file at path, a row a snapshot and sensor,
-// with the dataset, part and channels' units in its metadata.
+// partName) of p as an Arrow IPC file at path, a row a snapshot and sensor
+// (named by its ID too, where the dataset has IDs), with the dataset, part
+// and channels' units in its metadata.
 func writePredictions(path string, p *snapshot.Prepared, partName string, r snapshot.Part, channels []string, pred, truth []float64) error {
 	n := p.Set.Nodes
 	name := p.Dataset.Info.Name
 	t := &snapshot.PredictionTable{Channels: channels, Units: pems.ChannelUnits(name, channels), Dataset: name, Part: partName, Pred: pred, True: truth}
+	ids := p.Dataset.SensorIDs
 	for _, s := range r.Snapshots() {
 		for i := 0; i < n; i++ {
 			t.Snapshot = append(t.Snapshot, int64(s))
 			t.Step = append(t.Step, int64(s+p.Set.Window))
 			t.Node = append(t.Node, int32(i))
+			if ids != nil {
+				t.Sensor = append(t.Sensor, ids[i])
+			}
 		}
 	}
 	return snapshot.WritePredictions(path, t)

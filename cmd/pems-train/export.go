@@ -199,18 +199,19 @@ func exportEmbeddings(ctx context.Context, out string, m *teacher.Model, p *snap
 	}
 	ext := filepath.Ext(out)
 	base := out[:len(out)-len(ext)]
-	if err := snapshot.WriteEmbeddings(base+"-H"+ext, "h", snaps, p.Set.Nodes, d, hs); err != nil {
+	ids := p.Dataset.SensorIDs
+	if err := snapshot.WriteEmbeddingsNamed(base+"-H"+ext, "h", snaps, ids, p.Set.Nodes, d, hs); err != nil {
 		return err
 	}
-	return snapshot.WriteEmbeddings(base+"-Z"+ext, "z", snaps, p.Set.Nodes, d, zs)
+	return snapshot.WriteEmbeddingsNamed(base+"-Z"+ext, "z", snaps, ids, p.Set.Nodes, d, zs)
 }
 
 // snapshotLabels says what a snapshots file of p's part holds: its
-// dataset, part, and channels with their units where the dataset's are
-// known and the series has them all.
+// dataset, part, its sensors' IDs where it has them, and channels with
+// their units where the dataset's are known and the series has them all.
 func snapshotLabels(p *snapshot.Prepared, part string) snapshot.SnapshotLabels {
 	info := p.Dataset.Info
-	l := snapshot.SnapshotLabels{Dataset: info.Name, Part: part}
+	l := snapshot.SnapshotLabels{Dataset: info.Name, Part: part, SensorIDs: p.Dataset.SensorIDs}
 	if len(info.Channels) == p.Set.Channels {
 		l.Channels = slices.Clone(info.Channels)
 		l.Units = pems.ChannelUnits(info.Name, info.Channels)

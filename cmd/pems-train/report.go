@@ -41,8 +41,9 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return fmt.Errorf("-model: %w", err)
 	}
-	if *f.sensor >= b.Meta.Nodes {
-		return badFlags(fmt.Errorf("-sensor %d: the bundle has sensors 0..%d", *f.sensor, b.Meta.Nodes-1))
+	sensor, err := reportSensor(*f.sensor, b)
+	if err != nil {
+		return err
 	}
 	if *f.dataset != "" && *f.dataset != b.Meta.Dataset {
 		return fmt.Errorf("the bundle %s was distilled on %s, not %s", *f.model, b.Meta.Dataset, *f.dataset)
@@ -56,7 +57,7 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	in := report.Input{Prepared: p, Part: *f.part, Range: r.Range, Deal: r.Deal, Nodes: r.Nodes, Bundle: b, BundlePath: *f.model, Chunks: *f.chunks, MAPEFloor: *f.mapeFloor,
-		Sensor: *f.sensor, Sweep: budgets, SweepScale: *f.scale, Baselines: *f.baselines}
+		Sensor: sensor, Sweep: budgets, SweepScale: *f.scale, Baselines: *f.baselines}
 	if err := f.loadTeachers(&in, stderr); err != nil {
 		return err
 	}
@@ -94,7 +95,7 @@ type reportFlags struct {
 	part      *string
 	chunks    *int
 	mapeFloor *float64
-	sensor    *int
+	sensor    *string
 	sweep     *string
 	scale     *int
 	baselines *bool
@@ -115,7 +116,7 @@ func addReportFlags(flags *flag.FlagSet) reportFlags {
 		part:      flags.String("split-part", "test", "which part of the bundle's split to replay: train, val or test"),
 		chunks:    flags.Int("chunks", 10, "chronological chunks for the staleness figure (at most one a snapshot: more are cut to that)"),
 		mapeFloor: flags.Float64("mape-floor", 0, "leave truths below this value out of MAPE (not out of MAE/RMSE), as eval -mape-floor"),
-		sensor:    flags.Int("sensor", -1, "sensor of the receptive-field figure (-1: the one with the largest receptive set)"),
+		sensor:    flags.String("sensor", "", "sensor of the receptive-field figure and map: its ID where the bundle's sensors have IDs (Los-loop's detectors), else its index (default: the one with the largest receptive set)"),
 		sweep:     flags.String("sweep", "", "comma-separated SDGNN budgets to distil for the MAPE-against-receptive-field figure, e.g. 2,4,6,10,20 (needs a teacher; empty: none)"),
 		scale:     flags.Int("sweep-scale", 1, "shorten the sweep's and the baselines' schedules this many times (see distill -schedule-scale)"),
 		baselines: flags.Bool("baselines", false, "also train GLNN, NOSMOG and PPRGo against the teacher"),
@@ -142,8 +143,8 @@ func (f reportFlags) check(stderr io.Writer) ([]int, error) {
 	case *f.scale < 1:
 		fmt.Fprintf(stderr, "report: -sweep-scale %d: must be at least 1\n", *f.scale)
 		return nil, errUsage
-	case *f.sensor < -1:
-		fmt.Fprintf(stderr, "report: -sensor %d: want a sensor id, or -1 for the one with the largest receptive set\n", *f.sensor)
+	case negativeSensor(*f.sensor):
+		fmt.Fprintf(stderr, "report: -sensor %s: want a sensor's ID or index, or leave it out for the one with the largest receptive set\n", *f.sensor)
 		return nil, errUsage
 	case *f.progress != "auto" && *f.progress != "always" && *f.progress != "never":
 		fmt.Fprintf(stderr, "report: -progress %q: want auto, always or never\n", *f.progress)
@@ -348,4 +349,29 @@ func hostNames() (host, cpu string) {
 		f.Close()
 	}
 	return host, cpu
+}
+
+// reportSensor returns the index of the sensor -sensor names among b's
+// sensors (its ID where they have IDs, else its index), or −1 for none
+// given ("" or "-1"): the report picks one.
+func reportSensor(name string, b *sdgnn.Bundle) (int, error) {
+	if name == "" || name == "-1" {
+		return -1, nil
+	}
+	names, err := b.SensorNames()
+	if err != nil {
+		return 0, err
+	}
+	z, ok := names.Index(name)
+	if !ok {
+		return 0, badFlags(fmt.Errorf("-sensor %s: the bundle has %s", name, names.Describe()))
+	}
+	return z, nil
+}
+
+// negativeSensor reports whether -sensor is a negative index other than
+// −1 (which picks one), which no bundle has.
+func negativeSensor(name string) bool {
+	n, err := strconv.Atoi(name)
+	return err == nil && n < -1
 }

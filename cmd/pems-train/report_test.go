@@ -197,7 +197,7 @@ func TestReportOnPeMSLayout(t *testing.T) {
 		t.Errorf("wrong dataset: exit %d, %q", code, stderr)
 	}
 	// Refused before the report is built, as a usage error.
-	if code, _, stderr := runCmd(t, "report", "-data", dir, "-model", bundle, "-out", out, "-sensor", "170"); code != 2 || !strings.Contains(stderr, "-sensor 170: the bundle has sensors 0..169") {
+	if code, _, stderr := runCmd(t, "report", "-data", dir, "-model", bundle, "-out", out, "-sensor", "170"); code != 2 || !strings.Contains(stderr, "-sensor 170: the bundle has sensors 0 to 169") {
 		t.Errorf("unknown sensor: exit %d, %q", code, stderr)
 	}
 }

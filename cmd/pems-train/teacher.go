@@ -237,7 +237,8 @@ func (f teacherFlags) fresh(stderr io.Writer) (teacherRun, error) {
 	if err != nil {
 		return teacherRun{}, err
 	}
-	meta := teacher.Meta{Config: cfg, Norm: p.Set.Norm, Dataset: *f.dataset, Nodes: p.Set.Nodes, Channels: p.Dataset.Info.Channels, Split: p.Split, Train: tc}
+	meta := teacher.Meta{Config: cfg, Norm: p.Set.Norm, Dataset: *f.dataset, Nodes: p.Set.Nodes, Channels: p.Dataset.Info.Channels, Split: p.Split, Train: tc,
+		SensorIDs: p.Dataset.SensorIDs, Locations: p.Dataset.Locations}
 	if cfg.GCNLayers() > 0 { // a GRU reads no graph
 		g := p.GraphFingerprint()
 		meta.Graph = &g

@@ -54,3 +54,22 @@ func ExampleLoadFrom() {
 	// 3 steps of 2 sensors: [717447 717446] {34.08 -118.26}
 	// link weight 0.4
 }
+
+// Sensors are named by their IDs where the release gives them (Los-loop's
+// detectors), by their indices where it does not (PeMS): messages, URLs
+// and files use the names, everything inside the indices.
+func ExampleSensorNames() {
+	losLoop, _ := pems.NewSensorNames(3, []string{"773869", "767541", "767542"})
+	i, ok := losLoop.Index("767541")
+	fmt.Println(i, ok, losLoop.Name(2))
+	_, ok = losLoop.Index("1") // an index is not a name where there are IDs
+	fmt.Println(ok)
+
+	pems04, _ := pems.NewSensorNames(307, nil)
+	i, ok = pems04.Index("12")
+	fmt.Println(i, ok, pems04.Name(306))
+	// Output:
+	// 1 true 767542
+	// false
+	// 12 true 306
+}

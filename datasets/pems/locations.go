@@ -11,9 +11,11 @@ import (
 )
 
 // Location is a sensor's position in degrees (WGS 84, as the releases
-// give it): latitude north, longitude east.
+// give it): latitude north, longitude east. Model files record it as
+// {"lat": …, "lon": …}.
 type Location struct {
-	Lat, Lon float64
+	Lat float64 `json:"lat"`
+	Lon float64 `json:"lon"`
 }
 
 // locationsHeader is the header of a locations file, METR-LA's

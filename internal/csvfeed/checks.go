@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pemsforecast/sdgnn/datasets/pems"
 	"github.com/pemsforecast/sdgnn/stream"
 )
 
@@ -107,9 +108,10 @@ type repeats struct {
 	slots    int64 // the history
 	stepMs   int64
 	channels []string
-	rings    [][]repeatRow // by sensor, nil before its first row
-	n        int           // rows that repeat a slot with other values
-	first    string        // the first of them, described
+	names    *pems.SensorNames // the sensors' names, for the message
+	rings    [][]repeatRow     // by sensor, nil before its first row
+	n        int               // rows that repeat a slot with other values
+	first    string            // the first of them, described
 }
 
 // repeatRow is a row remembered by repeats; line 0: none.
@@ -119,8 +121,8 @@ type repeatRow struct {
 	values []float64
 }
 
-func newRepeats(stepMs int64, history int, channels []string) repeats {
-	return repeats{slots: int64(max(history, 1)), stepMs: stepMs, channels: channels}
+func newRepeats(stepMs int64, history int, channels []string, names *pems.SensorNames) repeats {
+	return repeats{slots: int64(max(history, 1)), stepMs: stepMs, channels: channels, names: names}
 }
 
 // add notes r, read at line, and reports whether it is the first row to
@@ -152,8 +154,8 @@ func (p *repeats) add(line int, r stream.Reading) bool {
 		if p.n > 1 {
 			return false
 		}
-		p.first = fmt.Sprintf("line %d gives sensor %d at %s other values (%s) than line %d did (%s); the service keeps the first and drops this one",
-			line, r.Sensor, tsString(r.TS), p.values(r.Values), e.line, p.values(e.values))
+		p.first = fmt.Sprintf("line %d gives sensor %s at %s other values (%s) than line %d did (%s); the service keeps the first and drops this one",
+			line, p.names.Name(r.Sensor), tsString(r.TS), p.values(r.Values), e.line, p.values(e.values))
 		return true
 	case e.line == 0 || r.TS > e.ts: // the slot's place holds none, or one history slots older
 		e.ts, e.line, e.values = r.TS, line, append(e.values[:0], r.Values...)

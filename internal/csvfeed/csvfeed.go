@@ -19,6 +19,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/pemsforecast/sdgnn/datasets/pems"
 	"github.com/pemsforecast/sdgnn/stream"
 )
 
@@ -51,6 +52,10 @@ type Job struct {
 	Dataset  string
 	Channels []string
 	Valid    stream.Validator
+	// Sensors names the sensors: where they have IDs (the model's, or the
+	// dataset's), the sensor column holds them and the readings are keyed
+	// by them; nil, or without IDs: by index.
+	Sensors *pems.SensorNames
 }
 
 // Run reads the rows, checks each and, unless a dry run, publishes the
@@ -69,6 +74,7 @@ func (j *Job) Run(ctx context.Context, stdin io.Reader, brokers []string, sec st
 	if err != nil {
 		return fmt.Errorf("%s: %w (for %s)", name, err, j.Dataset)
 	}
+	cr.SetSensors(j.Sensors)
 	rs := newRows(j, name, cr, stderr)
 	if j.DryRun {
 		return rs.dryRun(stdout, stderr)
@@ -91,7 +97,7 @@ func (j *Job) Run(ctx context.Context, stdin io.Reader, brokers []string, sec st
 	if err := sec.EnsureTopics(ctx, brokers, 4, j.Topic); err != nil {
 		return err
 	}
-	n, err := stream.PublishReadings(ctx, next, stream.FeedConfig{Brokers: brokers, Security: sec, Topic: j.Topic, Retry: j.Retry})
+	n, err := stream.PublishReadings(ctx, next, stream.FeedConfig{Brokers: brokers, Security: sec, Topic: j.Topic, Retry: j.Retry, Sensors: j.Sensors})
 	if err != nil {
 		return rs.stopped(err, n, ring, from, stdout)
 	}
@@ -120,8 +126,12 @@ func (rs *rows) dryRun(stdout, stderr io.Writer) error {
 	if err := rs.pastEnd(); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "%s: %d readings fit %s (sensors 0–%d; %s; %d-minute slots); %s\n",
-		name, rs.checked, j.Dataset, j.Valid.Nodes-1, strings.Join(j.Channels, ", "), j.Valid.StepMs/60000, badCount(rs.bad.n))
+	sensors := fmt.Sprintf("sensors 0–%d", j.Valid.Nodes-1)
+	if j.Sensors.HasIDs() {
+		sensors = j.Sensors.Describe()
+	}
+	fmt.Fprintf(stdout, "%s: %d readings fit %s (%s; %s; %d-minute slots); %s\n",
+		name, rs.checked, j.Dataset, sensors, strings.Join(j.Channels, ", "), j.Valid.StepMs/60000, badCount(rs.bad.n))
 	var problems []string
 	if rs.bad.n > 0 {
 		problems = append(problems, badCount(rs.bad.n))

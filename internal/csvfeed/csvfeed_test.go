@@ -89,3 +89,49 @@ func TestDryRun(t *testing.T) {
 		})
 	}
 }
+
+// TestDryRunByID checks a dry run of Los-loop's rows keyed by detector
+// ID: what fits is counted and the sensors described by their IDs; a row
+// keyed by index, or of an ID the model lacks, is a bad row naming it;
+// and a row that repeats a slot with other values is named by its ID.
+func TestDryRunByID(t *testing.T) {
+	ds := datatest.LosLoop(t)
+	names, err := ds.Names()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := ds.Series
+	var rows strings.Builder
+	rows.WriteString("ts,sensor,speed\n")
+	for step := range 2 {
+		ts := ds.Info.Start.Add(time.Duration(step) * 5 * time.Minute).UnixMilli()
+		for i := range s.Nodes {
+			fmt.Fprintf(&rows, "%d,%s,%v\n", ts, ds.SensorIDs[i], s.Data[step*s.Nodes+i])
+		}
+	}
+	start := ds.Info.Start.UnixMilli()
+	for _, tc := range []struct {
+		name, in, err, stderr, out string
+	}{
+		{name: "by ID", in: rows.String(), out: fmt.Sprintf("%d readings fit los-loop (207 sensor IDs (773869, 767541, …); speed; 5-minute slots); 0 bad rows", 2*s.Nodes)},
+		{name: "by index", in: rows.String() + fmt.Sprintf("%d,5,60\n", start), err: "1 bad row", stderr: `"5" is not one of the 207 sensor IDs`},
+		{name: "unknown ID", in: rows.String() + fmt.Sprintf("%d,999999,60\n", start), err: "1 bad row", stderr: `"999999" is not one`},
+		{name: "repeated slot", in: rows.String() + fmt.Sprintf("%d,%s,%v\n", start, ds.SensorIDs[1], s.Data[1]+1), err: "1 row repeats a slot", stderr: "gives sensor " + ds.SensorIDs[1] + " at"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			j := &Job{Path: "-", Topic: "readings", DryRun: true, SkipBad: true, History: 12, Dataset: "los-loop", Channels: ds.Info.Channels, Sensors: names,
+				Valid: stream.Validator{Nodes: s.Nodes, Channels: 1, StepMs: 5 * 60 * 1000}}
+			var out, errOut bytes.Buffer
+			err := j.Run(context.Background(), strings.NewReader(tc.in), nil, stream.Security{}, &out, &errOut)
+			switch {
+			case tc.err == "" && err != nil:
+				t.Fatalf("%v\nstderr: %s", err, errOut.String())
+			case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+				t.Fatalf("error %v, want one with %q\nstderr: %s", err, tc.err, errOut.String())
+			}
+			if !strings.Contains(out.String(), tc.out) || !strings.Contains(errOut.String(), tc.stderr) {
+				t.Errorf("stdout %q, stderr %q; want %q and %q in them", out.String(), errOut.String(), tc.out, tc.stderr)
+			}
+		})
+	}
+}

@@ -97,7 +97,7 @@ type rows struct {
 
 func newRows(j *Job, name string, cr *stream.CSVReader, stderr io.Writer) *rows {
 	return &rows{j: j, name: name, cr: cr, stderr: stderr, bad: badRows{name: name, w: stderr},
-		order: newDisorder(j.Valid.StepMs, j.History), repeated: newRepeats(j.Valid.StepMs, j.History, j.Channels)}
+		order: newDisorder(j.Valid.StepMs, j.History), repeated: newRepeats(j.Valid.StepMs, j.History, j.Channels, j.Sensors)}
 }
 
 // next returns the next reading that fits, and its line. A bad row is

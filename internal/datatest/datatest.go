@@ -1,6 +1,7 @@
-// Package datatest gives tests the real stand-in data: SZ-taxi read from
-// the shared data directory, cut to its first steps when a test wants it
-// fast, split chronologically and normalised as training normalises it.
+// Package datatest gives tests the real stand-in data: SZ-taxi and
+// Los-loop read from the shared data directory, cut to their first steps
+// when a test wants it fast, split chronologically and normalised as
+// training normalises it.
 //
 // Without the data directory a test is skipped, except under CI (the
 // environment variable CI set), where the data must be there and its
@@ -44,6 +45,17 @@ func SZTaxi(tb testing.TB) *pems.Dataset {
 	ds, err := pems.Load(Dir(tb), "sz-taxi")
 	if err != nil {
 		SkipUnlessCI(tb, "sz-taxi: %v", err)
+	}
+	return ds
+}
+
+// LosLoop loads the whole Los-loop dataset from Dir: its speeds, its road
+// graph, and its detectors' IDs and locations.
+func LosLoop(tb testing.TB) *pems.Dataset {
+	tb.Helper()
+	ds, err := pems.Load(Dir(tb), "los-loop")
+	if err != nil {
+		SkipUnlessCI(tb, "los-loop: %v", err)
 	}
 	return ds
 }
