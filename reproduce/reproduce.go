@@ -69,6 +69,10 @@ type Config struct {
 	// ModelDir, when set, is where teacher models are saved and looked for:
 	// a model file already there for a seed is reused instead of trained.
 	ModelDir string `json:"model_dir,omitempty"`
+	// Outage is a scenario of simulated outages every model is also
+	// scored under, one pass a silenced length (Run.Outages); the zero
+	// Outage: none. It changes no model and no other score.
+	Outage snapshot.Outage `json:"outage,omitzero"`
 }
 
 // prep returns the input preprocessing, PrepStandard where Prep is empty.
@@ -145,6 +149,13 @@ type Run struct {
 	// speed, each in its units, which Metrics pools); absent otherwise,
 	// and in tables written before it was recorded.
 	Channels map[string][]evaluation.Metrics `json:"channels,omitempty"`
+	// Completeness holds, per model, its test metrics by how complete the
+	// forecasts' inputs were in the data as they are (their own gaps);
+	// absent in tables written before it was recorded.
+	Completeness map[string]evaluation.Breakdown `json:"completeness,omitempty"`
+	// Outages holds, per model, its test scores under each length of the
+	// outage scenario (Config.Outage); absent without one.
+	Outages map[string][]OutageScore `json:"outages,omitempty"`
 }
 
 // Cell is one model's summary over seeds.
@@ -368,8 +379,31 @@ func runSeed(ctx context.Context, cfg Config, p *snapshot.Prepared, seed uint64,
 			h.Scored(seed, name, run.Metrics[name], run.Receptive[name], run.Seconds[name])
 		}
 	}
-	score := func(name string, pred, truth []float64, receptive float64, maxRec int, start time.Time) error {
+	// score records a model's test scores: pred and truth from the data as
+	// they are, sets the sensors each forecast reads (nil: its own only),
+	// and predict, for the outage scenario, its forecasts from a set
+	// silenced for a length.
+	score := func(name string, pred, truth []float64, receptive float64, maxRec int, sets [][]int, start time.Time,
+		predict func(set *snapshot.Set, length int) ([]float64, []float64, error)) error {
 		run.MaxReceptive[name] = maxRec
+		b, err := completeness(set, split.Test, cfg.Outage, pred, truth, sets, cfg.MAPEFloor)
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		if run.Completeness == nil { // a fresh run, or one resumed from before it was kept
+			run.Completeness = map[string]evaluation.Breakdown{}
+		}
+		run.Completeness[name] = b
+		if cfg.Outage.Enabled() {
+			outs, err := outageScores(set, split.Test, cfg.Outage, sets, cfg.MAPEFloor, predict)
+			if err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+			if run.Outages == nil {
+				run.Outages = map[string][]OutageScore{}
+			}
+			run.Outages[name] = outs
+		}
 		pm, err := evaluation.Paper(pred, truth, lo, hi)
 		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)
@@ -431,14 +465,17 @@ func runSeed(ctx context.Context, cfg Config, p *snapshot.Prepared, seed uint64,
 			return nil, "", err
 		}
 		r, mr := 1.0, 1
+		var hood [][]int
 		if kind == teacher.KindGRUGCN {
-			hood, err := sdgnn.Candidates(p.Dataset.Graph.Neighbors(), sdgnn.CandidateConfig{K1: m.Config.GCNLayers()})
-			if err != nil {
+			if hood, err = sdgnn.Candidates(p.Dataset.Graph.Neighbors(), sdgnn.CandidateConfig{K1: m.Config.GCNLayers()}); err != nil {
 				return nil, "", err
 			}
 			r, mr = meanLen(hood), maxLen(hood)
 		}
-		if err := score(name, pred, truth, r, mr, start); err != nil {
+		predict := func(s *snapshot.Set, _ int) ([]float64, []float64, error) {
+			return teacher.Predict(ctx, m, s, split.Test, p.Adj, 64)
+		}
+		if err := score(name, pred, truth, r, mr, hood, start, predict); err != nil {
 			return nil, "", err
 		}
 	}
@@ -478,13 +515,29 @@ func runSeed(ctx context.Context, cfg Config, p *snapshot.Prepared, seed uint64,
 			if err != nil {
 				return nil, "", err
 			}
-			if err := score(SDGNN, pred, truth, b.Theta.MeanReceptive(), maxLen(b.Theta.Nodes), start); err != nil {
+			predict := func(s *snapshot.Set, _ int) ([]float64, []float64, error) {
+				return sdgnn.Predict(ctx, b, s, split.Test, 64)
+			}
+			if err := score(SDGNN, pred, truth, b.Theta.MeanReceptive(), maxLen(b.Theta.Nodes), b.Theta.Nodes, start, predict); err != nil {
 				return nil, "", err
 			}
 		}
 	}
 
-	// Distilled baselines on the same targets.
+	// Distilled baselines on the same targets, and on the test targets of
+	// the outage scenario's passes, computed once for them all.
+	outTargets := map[int]*sdgnn.Targets{}
+	baselineTest := func(s *snapshot.Set, length int) (*sdgnn.Targets, error) {
+		if t, ok := outTargets[length]; ok {
+			return t, nil
+		}
+		tg, err := sdgnn.PartTargets(ctx, gruGCN, s, p.Adj, split.Test)
+		if err != nil {
+			return nil, err
+		}
+		outTargets[length] = tg[0]
+		return tg[0], nil
+	}
 	bc := cfg.Baseline
 	bc.Seed, bc.Walk.Seed, bc.MAPEFloor = seed, seed, cfg.MAPEFloor // NOSMOG's walks too: each seed its own encodings
 	for _, name := range []string{GLNN, NOSMOG, PPRGo, SDGNNEqual} {
@@ -511,10 +564,20 @@ func runSeed(ctx context.Context, cfg Config, p *snapshot.Prepared, seed uint64,
 			return nil, "", fmt.Errorf("%s: %w", name, err)
 		}
 		mr := 0
-		for z := 0; z < set.Nodes; z++ {
-			mr = max(mr, len(m.Receptive(z)))
+		sets := make([][]int, set.Nodes)
+		for z := range sets {
+			sets[z] = m.Receptive(z)
+			mr = max(mr, len(sets[z]))
 		}
-		if err := score(name, pred, test.Truth, m.MeanReceptive(), mr, start); err != nil {
+		predict := func(s *snapshot.Set, length int) ([]float64, []float64, error) {
+			t, err := baselineTest(s, length)
+			if err != nil {
+				return nil, nil, err
+			}
+			pred, err := m.Forecast(t)
+			return pred, t.Truth, err
+		}
+		if err := score(name, pred, test.Truth, m.MeanReceptive(), mr, sets, start, predict); err != nil {
 			return nil, "", err
 		}
 	}
@@ -885,6 +948,12 @@ func (t *Table) Markdown(w io.Writer) error {
 		return err
 	}
 	if err := t.channelMarkdown(w); err != nil {
+		return err
+	}
+	if err := t.outageMarkdown(w); err != nil {
+		return err
+	}
+	if err := t.completenessMarkdown(w); err != nil {
 		return err
 	}
 	if err := t.pairedMarkdown(w); err != nil {

@@ -85,6 +85,7 @@ type reproduceFlags struct {
 	splitBy  *string
 	split    *string
 	prepName *string
+	outage   *string
 	steps    *int
 }
 
@@ -114,6 +115,7 @@ func addReproduceFlags(fs *flag.FlagSet) reproduceFlags {
 		splitBy:  fs.String("split-by", snapshot.ByTime, "what the split divides: time (consecutive ranges) nodes (Gao & Ribeiro's transductive split: every snapshot, sensors dealt round-robin by degree, each model trained and scored on its part's sensors) or windows (their inductive split: snapshots dealt round-robin in time order, every sensor); tables are written as table*-nodes and table*-windows"),
 		split:    fs.String("split", "", "train,val,test ratios (default 6,2,2 by time, 7,1,2 by nodes or windows)"),
 		prepName: fs.String("prep", string(snapshot.PrepStandard), "input preprocessing of every model: standard or paper (Gao & Ribeiro's min-max inputs with minute-of-day and day-of-week inputs); paper tables are written as table-paper*"),
+		outage:   fs.String("outage", snapshot.OutageOff, "also score every model under simulated outages: off, standard (share=0.1,len=1:3:6:12,seed=1) or share=S,len=L[:L…],seed=N; each length a pass with the same sensors of each test snapshot silenced for their last L readings, truths kept (changes no model)"),
 		steps:    fs.Int("steps", 0, fmt.Sprintf("use only the first N steps of each series (0: all; default %d with -quick, two weeks of PeMS); tables and models of a run with -steps are written as table*-stepsN and models*-stepsN", reproduce.QuickSteps)),
 	}
 }
@@ -147,9 +149,10 @@ type reproduceRun struct {
 	seeds    []uint64
 	prep     snapshot.Prep
 	spec     snapshot.SplitSpec
-	stepsSet bool     // -steps was given
-	names    []string // the datasets, by their own names
-	suffix   string   // of the tables' and the models' names: -quick, -stepsN
+	outage   snapshot.Outage // scored besides the data as they are
+	stepsSet bool            // -steps was given
+	names    []string        // the datasets, by their own names
+	suffix   string          // of the tables' and the models' names: -quick, -stepsN
 }
 
 // check refuses the flags that are wrong whatever the data, and resolves
@@ -171,6 +174,9 @@ func (f reproduceFlags) check(stderr io.Writer) (reproduceRun, error) {
 	}
 	if err := checkNoise(*f.noise); err != nil {
 		return r, err
+	}
+	if r.outage, err = snapshot.ParseOutage(*f.outage); err != nil {
+		return r, badFlags(fmt.Errorf("-outage: %w", err))
 	}
 	if err := checkReportFlags(1, *f.floor); err != nil {
 		return r, err
@@ -272,7 +278,7 @@ func (f reproduceFlags) config(name string, r reproduceRun) (reproduce.Config, e
 	if err := cfg.Baseline.Validate(); err != nil {
 		return cfg, badFlags(err)
 	}
-	cfg.DataDir, cfg.MAPEFloor, cfg.Prep = *f.dataDir, *f.floor, r.prep
+	cfg.DataDir, cfg.MAPEFloor, cfg.Prep, cfg.Outage = *f.dataDir, *f.floor, r.prep, r.outage
 	cfg.SplitBy, cfg.Ratios = r.spec.By, r.spec.Ratios
 	cfg.NoiseStd = noiseFor(name, *f.noise)
 	if r.stepsSet {

@@ -1,0 +1,92 @@
+package main
+
+import (
+	"encoding/json"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/pemsforecast/sdgnn/evaluation"
+	"github.com/pemsforecast/sdgnn/snapshot"
+)
+
+// TestEvalOutage runs eval -json -outage on a small GRU-GCN: the scenario
+// is recorded, each length has a pass whose silenced forecasts are those
+// the scenario marks, a second run gives the same figures to the bit (the
+// simulation is seeded), the clean report's breakdown counts every scored
+// forecast once, and a run without -outage has no outage passes.
+func TestEvalOutage(t *testing.T) {
+	dir := writePeMS08Layout(t, 120)
+	model, saved := trainTeacher(t, dir, "-dataset", "pems08", "-epochs", "1", "-batch", "16")
+	const scenario = "share=0.3,len=2:12,seed=4"
+	evalJSON := func(args ...string) evalResult {
+		t.Helper()
+		code, stdout, stderr := runCmd(t, append([]string{"eval", "-data", dir, "-model", model, "-json"}, args...)...)
+		if code != 0 {
+			t.Fatalf("eval %v exited %d:\n%s", args, code, stderr)
+		}
+		var res evalResult
+		if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	res := evalJSON("-outage", scenario)
+	if res.Outage != scenario || len(res.Outages) != 2 || res.Outages[0].Length != 2 || res.Outages[1].Length != 12 {
+		t.Fatalf("outage %q with passes %+v", res.Outage, res.Outages)
+	}
+	o, err := snapshot.ParseOutage(scenario)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := snapshot.Prepare(dir, "pems08", 12, snapshot.SpecOf(saved.Meta.Split), &saved.Meta.Norm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	marked := 0
+	for _, m := range o.Marks(p.Split.Test.Snapshots(), p.Set.Nodes) {
+		if m {
+			marked++
+		}
+	}
+	clean := res.Report.Completeness
+	if clean == nil || clean.Silenced != nil || clean.Joint == nil {
+		t.Fatalf("clean breakdown %+v: want classes by the receptive sensors and no outage", clean)
+	}
+	var n int
+	for _, c := range clean.Own {
+		n += c.Metrics.Count
+	}
+	if n != res.Report.Overall.Count {
+		t.Errorf("classes count %d forecasts, the report %d", n, res.Report.Overall.Count)
+	}
+	for _, ps := range res.Outages {
+		b := ps.Report.Completeness
+		if b == nil || b.Silenced == nil || b.Unsilenced == nil {
+			t.Fatalf("pass of %d: breakdown %+v", ps.Length, b)
+		}
+		// Three channels, one made-up reading missing: about 3 per silenced sensor.
+		if got := b.Silenced.Count; got < 3*marked-3 || got > 3*marked {
+			t.Errorf("pass of %d: %d silenced pairs, the scenario marks %d sensors of 3 channels", ps.Length, got, marked)
+		}
+		if ps.Length == 12 && b.Own[evaluation.OwnWhole].Metrics.Count < b.Silenced.Count {
+			t.Errorf("whole-window pass: %d whole-window forecasts, %d silenced", b.Own[evaluation.OwnWhole].Metrics.Count, b.Silenced.Count)
+		}
+	}
+	if s2, s12 := res.Outages[0].Report.Completeness.Silenced, res.Outages[1].Report.Completeness.Silenced; s2.Count != s12.Count || s2.MAE == s12.MAE {
+		t.Errorf("silenced for 2 and 12 readings: %+v and %+v; want the same forecasts scored otherwise", s2, s12)
+	}
+	again := evalJSON("-outage", scenario)
+	a, _ := json.Marshal(res.Outages)
+	b, _ := json.Marshal(again.Outages)
+	if string(a) != string(b) {
+		t.Error("a second run under the same scenario scored otherwise")
+	}
+	if plain := evalJSON(); plain.Outage != "" || plain.Outages != nil || math.Float64bits(plain.Report.Overall.MAE) != math.Float64bits(res.Report.Overall.MAE) {
+		t.Errorf("without -outage: outage %q, %d passes, MAE %v (with: %v)", plain.Outage, len(plain.Outages), plain.Report.Overall.MAE, res.Report.Overall.MAE)
+	}
+	code, _, stderr := runCmd(t, "eval", "-data", dir, "-model", model, "-outage", "share=2,len=3")
+	if code != 2 || !strings.Contains(stderr, "-outage") {
+		t.Errorf("a bad -outage exited %d:\n%s", code, stderr)
+	}
+}
