@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strings"
 
 	"github.com/pemsforecast/sdgnn/evaluation"
 	"github.com/pemsforecast/sdgnn/snapshot"
@@ -230,4 +231,23 @@ func (t *Table) completenessMarkdown(w io.Writer) error {
 	}
 	_, err := fmt.Fprintln(w)
 	return err
+}
+
+// awareNote says how the models were made ready for missing readings,
+// ", missing marks as inputs, …", or "" for the paper's protocol.
+func (c Config) awareNote() string {
+	var parts []string
+	if c.MaskInput {
+		parts = append(parts, "missing marks as inputs")
+	}
+	if c.Gate {
+		parts = append(parts, "the GCN's skip gated")
+	}
+	if o, err := snapshot.ParseOutage(c.TrainOutage); err == nil && o.Enabled() {
+		parts = append(parts, fmt.Sprintf("trained under simulated outages (share %g, lengths %v, each seed its own draws)", o.Share, o.Lengths))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return ", " + strings.Join(parts, ", ")
 }

@@ -73,6 +73,29 @@ type Config struct {
 	// scored under, one pass a silenced length (Run.Outages); the zero
 	// Outage: none. It changes no model and no other score.
 	Outage snapshot.Outage `json:"outage,omitzero"`
+	// MaskInput gives every model's GRU a missing mark per channel beside
+	// each reading (snapshot.Normalizer.Mask, teacher.Config.MaskInputs),
+	// Gate the GRU-GCN's skip a gate (teacher.Config.Gate), and
+	// TrainOutage, when not "" or "off", is a scenario of simulated
+	// outages (snapshot.ParseOutage) the teachers are trained under, drawn
+	// anew each epoch, and the students' training targets computed under,
+	// drawn once; each seed draws them with its own seed (the scenario's
+	// seed= is replaced by the run's). All three are off in the paper's
+	// protocol, whose tables they leave unchanged.
+	MaskInput   bool   `json:"mask_input,omitempty"`
+	Gate        bool   `json:"gate,omitempty"`
+	TrainOutage string `json:"train_outage,omitempty"`
+}
+
+// trainOutage returns the training outages of seed seed in text form, ""
+// for none: TrainOutage with the run's seed.
+func (c Config) trainOutage(seed uint64) (string, error) {
+	o, err := snapshot.ParseOutage(c.TrainOutage)
+	if err != nil || !o.Enabled() {
+		return "", err
+	}
+	o.Seed = seed
+	return o.String(), nil
 }
 
 // prep returns the input preprocessing, PrepStandard where Prep is empty.
@@ -254,6 +277,14 @@ func RunAll(ctx context.Context, cfg Config, h Hooks) (*Table, error) {
 	p, err := snapshot.PrepareFit(cfg.DataDir, cfg.Dataset, cfg.Window, cfg.spec(), cfg.prep())
 	if err != nil {
 		return nil, err
+	}
+	if _, err := cfg.trainOutage(1); err != nil {
+		return nil, fmt.Errorf("reproduce: training outages: %w", err)
+	}
+	if cfg.MaskInput {
+		masked := *p
+		masked.Set = p.Set.Masked(true)
+		p = &masked
 	}
 	cfg.Steps = p.Split.Steps // what was cut, if anything
 	t := &Table{Dataset: cfg.Dataset, Config: cfg, MAPEFloor: cfg.MAPEFloor, Created: time.Now().UTC().Format(time.RFC3339)}
@@ -480,19 +511,35 @@ func runSeed(ctx context.Context, cfg Config, p *snapshot.Prepared, seed uint64,
 		}
 	}
 
-	// Targets of the frozen teacher.
+	// Targets of the frozen teacher: the training ones under the training
+	// outages, if any.
+	sc := cfg.SDGNN
+	sc.Seed, sc.Candidates.Seed, sc.MAPEFloor = seed, seed, cfg.MAPEFloor
+	if sc.Outage, err = cfg.trainOutage(seed); err != nil {
+		return nil, "", err
+	}
 	tg, err := sdgnn.PartTargets(ctx, gruGCN, set, p.Adj, split.Train, split.Val, split.Test)
 	if err != nil {
 		return nil, "", err
 	}
 	train, val, test := tg[0], tg[1], tg[2]
+	if sc.Outage != "" {
+		ts, err := sc.TrainSet(set)
+		if err != nil {
+			return nil, "", err
+		}
+		if train, err = sdgnn.ComputeTargets(ctx, gruGCN, ts, split.Train, p.Adj); err != nil {
+			return nil, "", err
+		}
+		if train, err = train.Only(split.Train); err != nil {
+			return nil, "", err
+		}
+	}
 	nb := p.Dataset.Graph.Neighbors()
 
 	// SDGNN, distilled, or the bundle of an interrupted run when SDGNN-Equal
 	// still needs its Θ.
 	start := time.Now()
-	sc := cfg.SDGNN
-	sc.Seed, sc.Candidates.Seed, sc.MAPEFloor = seed, seed, cfg.MAPEFloor
 	var theta *sdgnn.Theta
 	if !done(SDGNN) || !done(SDGNNEqual) {
 		var b *sdgnn.Bundle
@@ -656,12 +703,22 @@ func distil(ctx context.Context, cfg Config, p *snapshot.Prepared, gruGCN *teach
 func trainOrLoad(ctx context.Context, cfg Config, p *snapshot.Prepared, kind string, seed uint64, onEpoch func(teacher.Epoch), resumed func(file string, epoch int)) (*teacher.Model, error) {
 	tc := cfg.Teacher
 	tc.Seed = seed
+	var err error
+	if tc.Outage, err = cfg.trainOutage(seed); err != nil {
+		return nil, err
+	}
 	noise := cfg.NoiseStd
 	if kind == teacher.KindGRU {
 		noise = 0
 	}
 	mc := teacher.Config{Kind: kind, Window: cfg.Window, Channels: p.Set.Channels, Hidden: cfg.Hidden, NoiseStd: noise, Seed: seed,
-		TimeInputs: p.Set.Inputs() - p.Set.Channels}
+		Gate: cfg.Gate && kind == teacher.KindGRUGCN}
+	if p.Set.Norm.Time != nil {
+		mc.TimeInputs = snapshot.TimeInputCount
+	}
+	if p.Set.Norm.Mask {
+		mc.MaskInputs = p.Set.Channels
+	}
 	var path, statePath string
 	var tr *teacher.Trainer
 	if cfg.ModelDir != "" {
@@ -725,7 +782,7 @@ func trainOrLoad(ctx context.Context, cfg Config, p *snapshot.Prepared, kind str
 		}
 	}
 	tr.MAPEFloor = cfg.MAPEFloor // the epochs' validation MAPE, as the table's
-	err := tr.Run(ctx, p.Set, p.Split, p.Adj, each)
+	err = tr.Run(ctx, p.Set, p.Split, p.Adj, each)
 	if saveErr != nil {
 		return nil, fmt.Errorf("train %s: %w", kind, saveErr)
 	}
@@ -918,7 +975,7 @@ func (t *Table) Markdown(w io.Writer) error {
 	if t.Config.Steps > 0 {
 		part += fmt.Sprintf(", the series' first %d steps only", t.Config.Steps)
 	}
-	if _, err := fmt.Fprintf(w, "%s, %s, %d seed(s), %s preprocessing%s\n\n%s| metric |", t.Dataset, part, len(t.Runs), t.Config.prep(), floor, pooledNote(t.Dataset)); err != nil {
+	if _, err := fmt.Fprintf(w, "%s, %s, %d seed(s), %s preprocessing%s%s\n\n%s| metric |", t.Dataset, part, len(t.Runs), t.Config.prep(), t.Config.awareNote(), floor, pooledNote(t.Dataset)); err != nil {
 		return err
 	}
 	for _, m := range Models {

@@ -76,7 +76,8 @@ func (b *Bundle) Receptive(z int) ([]int, []float64) { return b.Theta.Nodes[z], 
 // Embed sets dst (length Hidden) to φ(GRU(window)) for one node. window holds
 // the node's last Window readings on the original scale, row-major
 // (step, channel), oldest first; missing readings (0) are fed as in
-// training (see snapshot.Normalizer.Input). end is the time of the
+// training (snapshot.Normalizer.StepInputs, the inputs Set.Fill gives,
+// with their missing marks where the bundle's normaliser has them). end is the time of the
 // window's last step, Unix ms: the calendar inputs of a bundle trained with
 // the paper's preprocessing are computed from it (other bundles ignore it).
 func (b *Bundle) Embed(dst, window []float64, end int64) error {
@@ -102,14 +103,11 @@ func (b *Bundle) EmbedBatch(dst, windows []float64, ends []int64) error {
 		b.xs[t] = nn.Resize(b.xs[t], rows, in)
 		x := b.xs[t].RawMatrix().Data
 		for i := 0; i < rows; i++ {
-			w := windows[(i*T+t)*C : (i*T+t+1)*C]
-			xi := x[i*in : (i+1)*in]
-			for c, v := range w {
-				xi[c] = norm.Input(v, c)
-			}
+			var ms int64
 			if norm.Time != nil {
-				norm.Time.At(xi[C:], ends[i]-int64(T-1-t)*norm.Time.StepMs)
+				ms = ends[i] - int64(T-1-t)*norm.Time.StepMs
 			}
+			norm.StepInputs(x[i*in:(i+1)*in], windows[(i*T+t)*C:(i*T+t+1)*C], nil, ms)
 		}
 	}
 	h, err := b.GRU.Encode(b.xs)
@@ -541,6 +539,9 @@ func zeroRand() *rand.Rand { return rand.New(rand.NewPCG(0, 0)) }
 // Fits reports whether set's snapshots are what the bundle reads: the same
 // nodes, window and channels, prepared with the same inputs per step.
 func (b *Bundle) Fits(set *snapshot.Set) error {
+	if set.Norm.Mask != b.Meta.Norm.Mask {
+		return fmt.Errorf("data with missing marks %v, a bundle %s them (use snapshot.Set.Masked)", set.Norm.Mask, map[bool]string{true: "that reads", false: "that does not read"}[b.Meta.Norm.Mask])
+	}
 	if set.Nodes != b.Meta.Nodes || set.Window != b.Meta.Window || set.Channels != len(b.Meta.Norm.Mean) || set.Inputs() != b.Meta.Norm.Inputs() {
 		return fmt.Errorf("data has %s, window %d, %s, %s (%s preprocessing); the bundle wants %d, %d, %d, %d (%s)",
 			english.Count(set.Nodes, "node"), set.Window, english.Count(set.Channels, "channel"), english.Count(set.Inputs(), "input"), set.Norm.Prep(), b.Meta.Nodes, b.Meta.Window, len(b.Meta.Norm.Mean), b.Meta.Norm.Inputs(), b.Meta.Norm.Prep())
