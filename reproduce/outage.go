@@ -171,6 +171,38 @@ func (t *Table) outageMarkdown(w io.Writer) error {
 		}
 		return s.Breakdown.Unsilenced.MAE, true
 	})
+	fmt.Fprintln(w)
+	return t.mainWeightsMarkdown(w, ls)
+}
+
+// mainWeightsMarkdown writes, where SDGNN's bundles had silent weights,
+// the silenced sensors' MAE of SDGNN with them and without them (its main
+// weights only), mean ± std over seeds.
+func (t *Table) mainWeightsMarkdown(w io.Writer, ls []int) error {
+	has := false
+	for _, r := range t.Runs {
+		has = has || len(r.Outages[SDGNNMainWeights]) > 0
+	}
+	if !has {
+		return nil
+	}
+	fmt.Fprintf(w, "\nSDGNN's silent weights (a second set of weights over each sensor's receptive nodes, for a sensor whose own window is empty): the silenced sensors' MAE with them and with the main weights only.\n\n| readings silenced | %s | %s |\n|---|---:|---:|", SDGNN, SDGNNMainWeights)
+	for _, l := range ls {
+		fmt.Fprintf(w, "\n| %d |", l)
+		for _, m := range []string{SDGNN, SDGNNMainWeights} {
+			var v []float64
+			for _, r := range t.Runs {
+				if s, ok := outageOf(r, m, l); ok && s.Breakdown.Silenced != nil {
+					v = append(v, s.Breakdown.Silenced.MAE)
+				}
+			}
+			mean, std := math.NaN(), math.NaN()
+			if len(v) > 0 {
+				mean, std = meanStd(v)
+			}
+			fmt.Fprintf(w, " %s |", pm(4, mean, std))
+		}
+	}
 	_, err := fmt.Fprintln(w)
 	return err
 }
@@ -242,6 +274,9 @@ func (c Config) awareNote() string {
 	}
 	if c.Gate {
 		parts = append(parts, "the GCN's skip gated")
+	}
+	if c.SDGNN.SilentWeights {
+		parts = append(parts, "SDGNN with silent weights")
 	}
 	if o, err := snapshot.ParseOutage(c.TrainOutage); err == nil && o.Enabled() {
 		parts = append(parts, fmt.Sprintf("trained under simulated outages (share %g, lengths %v, each seed its own draws)", o.Share, o.Lengths))

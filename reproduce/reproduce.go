@@ -39,6 +39,11 @@ const (
 	SDGNN      = "SDGNN"
 )
 
+// SDGNNMainWeights names, in Run.Outages, an SDGNN bundle with silent
+// weights (sdgnn.Theta.Silent) scored without them: how much of SDGNN's
+// forecasts of silent sensors the silent weights make.
+const SDGNNMainWeights = "SDGNN, main weights only"
+
 // Models lists the table's columns.
 var Models = []string{GRUGCN, GRU, GLNN, NOSMOG, PPRGo, SDGNNEqual, SDGNN}
 
@@ -568,6 +573,26 @@ func runSeed(ctx context.Context, cfg Config, p *snapshot.Prepared, seed uint64,
 			if err := score(SDGNN, pred, truth, b.Theta.MeanReceptive(), maxLen(b.Theta.Nodes), b.Theta.Nodes, start, predict); err != nil {
 				return nil, "", err
 			}
+			if b.Theta.Silent != nil && cfg.Outage.Enabled() {
+				// The remedy's share: the same bundle without its silent weights.
+				main, err := b.Clone()
+				if err != nil {
+					return nil, "", err
+				}
+				main.Theta.Silent = nil
+				outs, err := outageScores(set, split.Test, cfg.Outage, b.Theta.Nodes, cfg.MAPEFloor, func(s *snapshot.Set, _ int) ([]float64, []float64, error) {
+					return sdgnn.Predict(ctx, main, s, split.Test, 64)
+				})
+				if err != nil {
+					return nil, "", fmt.Errorf("%s: %w", SDGNNMainWeights, err)
+				}
+				run.Outages[SDGNNMainWeights] = outs
+				if keep != "" {
+					if err := kept.save(keep); err != nil {
+						return nil, "", err
+					}
+				}
+			}
 		}
 	}
 
@@ -660,6 +685,11 @@ func distil(ctx context.Context, cfg Config, p *snapshot.Prepared, gruGCN *teach
 	res, err := sdgnn.Distill(ctx, gruGCN, set.Norm, cands, train, val, sc, onRound)
 	if err != nil {
 		return nil, fmt.Errorf("sdgnn: %w", err)
+	}
+	if sc.SilentWeights {
+		if _, err := sdgnn.FitSilentWeights(ctx, res.Student, gruGCN, set, p.Split.Train, p.Adj, sc); err != nil {
+			return nil, fmt.Errorf("sdgnn: %w", err)
+		}
 	}
 	graph := p.GraphFingerprint()
 	bounds, err := p.Bounds()

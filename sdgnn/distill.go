@@ -48,6 +48,12 @@ type Config struct {
 	// Kept in its text form, so that a Config compares with ==; bundles
 	// written before it lack it, as they ran.
 	Outage string `json:"outage,omitempty"`
+	// SilentWeights fits, after distillation, a second set of weights
+	// over every node's receptive nodes for when its own window is empty
+	// (Theta.Silent, FitSilentWeights); off, a silent node is forecast
+	// with its main weights. Bundles written before it lack it, as they
+	// ran.
+	SilentWeights bool `json:"silent_weights,omitempty"`
 }
 
 // TrainSet returns the set whose inputs the training targets are computed

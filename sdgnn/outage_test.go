@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"gonum.org/v1/gonum/mat"
+
 	"github.com/pemsforecast/sdgnn/gru"
 	"github.com/pemsforecast/sdgnn/nn"
 	"github.com/pemsforecast/sdgnn/snapshot"
@@ -97,5 +99,181 @@ func TestMaskedBundleOnlineMatchesSilencedBatch(t *testing.T) {
 	}
 	if _, _, err := Predict(context.Background(), b, set.Masked(false), whole, 3); err == nil || !strings.Contains(err.Error(), "missing marks") {
 		t.Errorf("data without marks for a bundle that reads them: %v", err)
+	}
+}
+
+// TestFitSilentRecoversPlantedWeights plants, for every node, silent
+// weights over its receptive nodes: on the rows where the node is silent
+// its target Z is exactly those weights times φ(H) of its receptive nodes
+// (elsewhere noise). FitSilent must find them, keep Θ's support and main
+// weights, and leave a node silent too rarely with its main weights.
+func TestFitSilentRecoversPlantedWeights(t *testing.T) {
+	const n, S, d = 5, 120, 4
+	rng := rand.New(rand.NewPCG(9, 10))
+	st := NewStudent(n, d, 6, rng)
+	theta := &Theta{Nodes: [][]int{{0, 1, 2}, {0, 1}, {1, 2, 3}, {3, 4}, {2, 4}}, Weights: [][]float64{{0.8, 0.1, 0.1}, {0.2, 0.9}, {0.1, 0.7, 0.2}, {0.9, 0.1}, {0.3, 0.6}}}
+	if err := st.SetTheta(theta); err != nil {
+		t.Fatal(err)
+	}
+	planted := [][]float64{{0, 0.6, 0.5}, {0.7, 0.05}, {0.4, 0, 0.8}, {0.3, 0.2}, {0, 0}}
+	h := mat.NewDense(S*n, d, nil)
+	for i := range S * n {
+		for j := range d {
+			h.Set(i, j, rng.NormFloat64())
+		}
+	}
+	phi := st.PhiAll(h)
+	z := mat.NewDense(S*n, d, nil)
+	silent := make([]bool, S*n)
+	for s := range S {
+		for node := range n {
+			row := s*n + node
+			silent[row] = node != 4 && (s+node)%4 == 0 // node 4 never silent
+			for j := range d {
+				v := rng.NormFloat64()
+				if silent[row] {
+					v = 0
+					for i, k := range theta.Nodes[node] {
+						v += planted[node][i] * phi.At(s*n+k, j)
+					}
+				}
+				z.Set(row, j, v)
+			}
+		}
+	}
+	tg := &Targets{Range: snapshot.Range{End: S}, Nodes: n, Dim: d, H: h, Z: z, Truth: make([]float64, S*n), Channels: 1}
+	fitted, err := st.FitSilent(tg, silent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fitted != 4 {
+		t.Errorf("fitted %d nodes, want 4 (node 4 is never silent)", fitted)
+	}
+	got := st.Theta
+	for node := range n {
+		want := planted[node]
+		if node == 4 {
+			want = theta.Weights[node]
+		}
+		for i, w := range want {
+			if math.Abs(got.Silent[node][i]-w) > 1e-8 {
+				t.Errorf("node %d: silent weights %v, want %v", node, got.Silent[node], want)
+				break
+			}
+		}
+		for i, k := range theta.Nodes[node] {
+			if got.Nodes[node][i] != k || got.Weights[node][i] != theta.Weights[node][i] {
+				t.Errorf("node %d: Θ changed to %v %v", node, got.Nodes[node], got.Weights[node])
+			}
+		}
+	}
+	if _, err := st.FitSilent(tg, silent[:10]); err == nil {
+		t.Error("marks of too few rows accepted")
+	}
+}
+
+// TestBundleSilentWeights checks a bundle with silent weights: it saves
+// and loads them; its batched path weighs a node silent for its whole
+// window (every mark set) with them and the others with the main weights,
+// as ForecastManySilent does node by node; and a bundle without them, or
+// without marks to tell silence by, forecasts as ever.
+func TestBundleSilentWeights(t *testing.T) {
+	const nodes, channels, window, hidden, steps = 4, 2, 3, 4, 12
+	rng := rand.New(rand.NewPCG(15, 16))
+	data := make([]float64, steps*nodes*channels)
+	for i := range data {
+		data[i] = 1 + rng.Float64()
+	}
+	norm, err := snapshot.FitNormalizer(data, nodes, channels, steps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	norm.Mask = true
+	cfg := DefaultConfig()
+	cfg.PhiHidden = 3
+	theta := &Theta{Nodes: [][]int{{0, 1}, {1}, {0, 2, 3}, {3}}, Weights: [][]float64{{0.5, 0.25}, {1}, {0.1, 0.2, 0.3}, {2}},
+		Silent: [][]float64{{0, 0.9}, {1}, {0.6, 0, 0.4}, {2}}}
+	meta := BundleMeta{Dataset: "tiny", Nodes: nodes, Channels: []string{"a", "b"}, Window: window, Hidden: hidden, Norm: norm, Config: cfg}
+	b, err := NewBundle(meta, gru.New(norm.Inputs(), hidden, rng), nn.NewMLP("phi", hidden, cfg.PhiHidden, hidden, rng), theta, nn.NewMLP("dec", hidden, 5, channels, rng))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := t.TempDir() + "/silent.sdgnn"
+	if err := b.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	lb, err := LoadBundle(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for z := range theta.Silent {
+		for i, w := range theta.Silent[z] {
+			if lb.Theta.Silent[z][i] != w {
+				t.Fatalf("loaded silent weights %v, want %v", lb.Theta.Silent, theta.Silent)
+			}
+		}
+	}
+	set, err := snapshot.NewSet(data, steps, nodes, channels, window, norm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	silence := func(s, z int) int { return map[bool]int{true: window, false: 0}[(s+z)%3 == 0] }
+	sil := set.Silenced(silence)
+	whole := snapshot.Part{Range: snapshot.Range{Start: 0, End: set.Len()}}
+	batched, _, err := Predict(context.Background(), lb, sil, whole, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := lb.Clone()
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain.Theta.Silent = nil
+	mainOnly, _, err := Predict(context.Background(), plain, sil, whole, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	emb := make([][]float64, nodes)
+	out := make([]float64, channels)
+	changed := false
+	for s := 0; s < set.Len(); s++ {
+		for k := range emb {
+			win := make([]float64, window*channels)
+			if silence(s, k) == 0 {
+				for j := 0; j < window; j++ {
+					for c := 0; c < channels; c++ {
+						win[j*channels+c] = set.RawAt(s+j, k, c)
+					}
+				}
+			}
+			emb[k] = make([]float64, hidden)
+			if err := lb.Embed(emb[k], win, 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for z := range nodes {
+			ks, _ := lb.Receptive(z)
+			in := make([][]float64, len(ks))
+			for i, k := range ks {
+				in[i] = emb[k]
+			}
+			quiet := silence(s, z) == window
+			if err := lb.ForecastManySilent(out, []int{z}, in, []bool{quiet}); err != nil {
+				t.Fatal(err)
+			}
+			for c, v := range out {
+				at := (s*nodes+z)*channels + c
+				if math.Float64bits(v) != math.Float64bits(batched[at]) {
+					t.Fatalf("snapshot %d node %d: online %v, batched %v", s, z, v, batched[at])
+				}
+				if !quiet && v != mainOnly[at] {
+					t.Fatalf("snapshot %d node %d, not silent: %v with silent weights, %v without", s, z, v, mainOnly[at])
+				}
+				changed = changed || quiet && v != mainOnly[at]
+			}
+		}
+	}
+	if !changed {
+		t.Error("the silent weights changed no silent node's forecast")
 	}
 }
