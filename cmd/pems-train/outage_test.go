@@ -3,10 +3,12 @@ package main
 import (
 	"encoding/json"
 	"math"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/pemsforecast/sdgnn/evaluation"
+	"github.com/pemsforecast/sdgnn/sdgnn"
 	"github.com/pemsforecast/sdgnn/snapshot"
 )
 
@@ -88,5 +90,48 @@ func TestEvalOutage(t *testing.T) {
 	code, _, stderr := runCmd(t, "eval", "-data", dir, "-model", model, "-outage", "share=2,len=3")
 	if code != 2 || !strings.Contains(stderr, "-outage") {
 		t.Errorf("a bad -outage exited %d:\n%s", code, stderr)
+	}
+}
+
+// TestAwareTeacherDistillEval runs the missing-aware path end to end: a
+// GRU-GCN trained with missing marks, a gated skip and outages, a bundle
+// distilled on outage targets with silent weights, both evaluated under
+// outages; the files record the settings, and a distillation asking for
+// silent weights of a teacher without marks is refused.
+func TestAwareTeacherDistillEval(t *testing.T) {
+	dir := writePeMS08Layout(t, 120)
+	model, saved := trainTeacher(t, dir, "-dataset", "pems08", "-epochs", "1", "-batch", "16", "-mask-input", "-gate", "-train-outage", "share=0.3,len=1-12,seed=2")
+	c := saved.Meta.Config
+	if c.MaskInputs != 3 || !c.Gate || !saved.Meta.Norm.Mask || saved.Meta.Train.Outage != "share=0.3,len=1:2:3:4:5:6:7:8:9:10:11:12,seed=2" {
+		t.Fatalf("teacher config %+v, norm mask %v, training outages %q", c, saved.Meta.Norm.Mask, saved.Meta.Train.Outage)
+	}
+	bundle := filepath.Join(t.TempDir(), "aware.sdgnn")
+	if code, _, stderr := runCmd(t, "distill", "-data", dir, "-teacher", model, "-quick", "-epochs", "12", "-budget-every", "1", "-theta-every", "2", "-out", bundle, "-train-outage", "train", "-silent-weights"); code != 0 {
+		t.Fatalf("distill exited %d:\n%s", code, stderr)
+	}
+	b, err := sdgnn.LoadBundle(bundle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Theta.Silent == nil || !b.Meta.Config.SilentWeights || b.Meta.Config.Outage == "" || !b.Meta.Norm.Mask {
+		t.Fatalf("bundle: silent weights %v, config %+v", b.Theta.Silent != nil, b.Meta.Config)
+	}
+	for _, m := range []string{model, bundle} {
+		code, stdout, stderr := runCmd(t, "eval", "-data", dir, "-model", m, "-json", "-outage", "share=0.2,len=12")
+		if code != 0 {
+			t.Fatalf("eval %s exited %d:\n%s", m, code, stderr)
+		}
+		var res evalResult
+		if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Outages) != 1 || res.Outages[0].Report.Completeness.Silenced.Count == 0 {
+			t.Errorf("eval %s: outages %+v", m, res.Outages)
+		}
+	}
+	plain, _ := trainTeacher(t, dir, "-dataset", "pems08", "-epochs", "1", "-batch", "16")
+	code, _, stderr := runCmd(t, "distill", "-data", dir, "-teacher", plain, "-quick", "-epochs", "6", "-out", filepath.Join(t.TempDir(), "x.sdgnn"), "-silent-weights")
+	if code != 1 || !strings.Contains(stderr, "missing marks") {
+		t.Errorf("silent weights of a teacher without marks: exit %d:\n%s", code, stderr)
 	}
 }
