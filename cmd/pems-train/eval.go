@@ -13,6 +13,7 @@ import (
 	"github.com/pemsforecast/sdgnn/datasets/pems"
 	"github.com/pemsforecast/sdgnn/evaluation"
 	"github.com/pemsforecast/sdgnn/internal/english"
+	"github.com/pemsforecast/sdgnn/sdgnn"
 	"github.com/pemsforecast/sdgnn/snapshot"
 )
 
@@ -50,6 +51,50 @@ type evalResult struct {
 	// silenced length.
 	Outage  string        `json:"outage,omitempty"`
 	Outages []outageScore `json:"outages,omitempty"`
+	// SelfWeight says, for an SDGNN bundle, how much of each sensor's
+	// weight falls on the sensor itself; absent for a teacher.
+	SelfWeight *selfWeight `json:"self_weight,omitempty"`
+}
+
+// selfWeight summarises θ_zz / Σ_k θ_zk over a bundle's sensors: for its
+// main weights, and for its silent weights where it has them.
+type selfWeight struct {
+	Nodes int `json:"nodes"`
+	// Mean is the mean share, Over80 the sensors whose share is above 0.8.
+	Mean   float64 `json:"mean"`
+	Over80 int     `json:"over_80"`
+	// SilentMean and SilentOver80 are the same for the silent weights.
+	SilentMean   *float64 `json:"silent_mean,omitempty"`
+	SilentOver80 *int     `json:"silent_over_80,omitempty"`
+}
+
+// selfWeightOf returns the self-weight summary of theta.
+func selfWeightOf(theta *sdgnn.Theta) *selfWeight {
+	share := func(ws [][]float64) (mean float64, over int) {
+		for z, w := range ws {
+			var tot, self float64
+			for i, k := range theta.Nodes[z] {
+				tot += w[i]
+				if k == z {
+					self = w[i]
+				}
+			}
+			if tot > 0 {
+				mean += self / tot
+				if self/tot > 0.8 {
+					over++
+				}
+			}
+		}
+		return mean / float64(max(1, len(ws))), over
+	}
+	s := &selfWeight{Nodes: theta.N()}
+	s.Mean, s.Over80 = share(theta.Weights)
+	if theta.Silent != nil {
+		m, o := share(theta.Silent)
+		s.SilentMean, s.SilentOver80 = &m, &o
+	}
+	return s
 }
 
 // outageScore is a model's scores in one pass of an outage scenario: the
@@ -105,7 +150,7 @@ func cmdEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	res := evalResult{Model: *f.model, Kind: lm.kind, Dataset: lm.dataset, Split: *f.part, Range: r.Range, Deal: r.Deal, Nodes: r.Nodes, Prep: lm.norm.Prep(), Receptive: lm.receptive, Trained: lm.trained}
+	res := evalResult{Model: *f.model, Kind: lm.kind, Dataset: lm.dataset, Split: *f.part, Range: r.Range, Deal: r.Deal, Nodes: r.Nodes, Prep: lm.norm.Prep(), Receptive: lm.receptive, Trained: lm.trained, SelfWeight: lm.selfWeight}
 	receptive, err := lm.receptiveSets(p)
 	if err != nil {
 		return err
@@ -240,6 +285,13 @@ func printEval(stdout io.Writer, res evalResult, snapshots, nodes int) error {
 	}
 	if err := outageTable(stdout, res.Outage, res.Outages, rep.Unit()); err != nil {
 		return err
+	}
+	if sw := res.SelfWeight; sw != nil {
+		fmt.Fprintf(stdout, "\nweight on the sensor itself (θ_zz / Σθ_z): mean %.3f, above 0.8 for %d of %d sensors", sw.Mean, sw.Over80, sw.Nodes)
+		if sw.SilentMean != nil {
+			fmt.Fprintf(stdout, "; silent weights: mean %.3f, above 0.8 for %d", *sw.SilentMean, *sw.SilentOver80)
+		}
+		fmt.Fprintln(stdout)
 	}
 	if cmp != nil {
 		d := cmp.DM

@@ -75,6 +75,7 @@ type loaded struct {
 	// receptiveSets returns the sensors whose windows each node's
 	// forecast reads, nil for a model that reads only the node's own.
 	receptiveSets func(p *snapshot.Prepared) ([][]int, error)
+	selfWeight    *selfWeight // a bundle's; nil for a teacher
 }
 
 // loadAny loads a teacher model or an SDGNN bundle.
@@ -107,7 +108,8 @@ func loadAny(path string) (*loaded, error) {
 			predict: func(ctx context.Context, set *snapshot.Set, p *snapshot.Prepared, r snapshot.Part) ([]float64, []float64, error) {
 				return sdgnn.Predict(ctx, b, set, r, 64)
 			},
-			receptiveSets: func(*snapshot.Prepared) ([][]int, error) { return b.Theta.Nodes, nil }}, nil
+			receptiveSets: func(*snapshot.Prepared) ([][]int, error) { return b.Theta.Nodes, nil },
+			selfWeight:    selfWeightOf(b.Theta)}, nil
 	}
 	return nil, fmt.Errorf("load model %s: file holds a %q, which eval does not know", path, f.Kind)
 }

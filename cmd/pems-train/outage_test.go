@@ -128,6 +128,9 @@ func TestAwareTeacherDistillEval(t *testing.T) {
 		if len(res.Outages) != 1 || res.Outages[0].Report.Completeness.Silenced.Count == 0 {
 			t.Errorf("eval %s: outages %+v", m, res.Outages)
 		}
+		if sw := res.SelfWeight; (m == bundle) != (sw != nil) || sw != nil && (sw.Nodes != 170 || sw.SilentMean == nil || !(sw.Mean > 0 && sw.Mean <= 1)) {
+			t.Errorf("eval %s: self weight %+v", m, sw)
+		}
 	}
 	plain, _ := trainTeacher(t, dir, "-dataset", "pems08", "-epochs", "1", "-batch", "16")
 	code, _, stderr := runCmd(t, "distill", "-data", dir, "-teacher", plain, "-quick", "-epochs", "6", "-out", filepath.Join(t.TempDir(), "x.sdgnn"), "-silent-weights")
