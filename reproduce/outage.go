@@ -186,7 +186,7 @@ func (t *Table) mainWeightsMarkdown(w io.Writer, ls []int) error {
 	if !has {
 		return nil
 	}
-	fmt.Fprintf(w, "\nSDGNN's silent weights (a second set of weights over each sensor's receptive nodes, for a sensor whose own window is empty): the silenced sensors' MAE with them and with the main weights only.\n\n| readings silenced | %s | %s |\n|---|---:|---:|", SDGNN, SDGNNMainWeights)
+	fmt.Fprintf(w, "\nSDGNN's silent weights (a second set of weights over each sensor's receptive nodes, for a sensor whose own window is empty, fitted to the teacher and tuned against the truth): the silenced sensors' MAE with them and with the main weights only.\n\n| readings silenced | %s | %s |\n|---|---:|---:|", SDGNN, SDGNNMainWeights)
 	for _, l := range ls {
 		fmt.Fprintf(w, "\n| %d |", l)
 		for _, m := range []string{SDGNN, SDGNNMainWeights} {

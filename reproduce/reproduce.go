@@ -687,7 +687,7 @@ func distil(ctx context.Context, cfg Config, p *snapshot.Prepared, gruGCN *teach
 		return nil, fmt.Errorf("sdgnn: %w", err)
 	}
 	if sc.SilentWeights {
-		if _, err := sdgnn.FitSilentWeights(ctx, res.Student, gruGCN, set, p.Split.Train, p.Adj, sc); err != nil {
+		if _, _, err := sdgnn.FitSilentWeights(ctx, res.Student, res.Decoder, gruGCN, set, p.Split.Train, p.Split.Val, p.Adj, sc); err != nil {
 			return nil, fmt.Errorf("sdgnn: %w", err)
 		}
 	}

@@ -277,3 +277,120 @@ func TestBundleSilentWeights(t *testing.T) {
 		t.Error("the silent weights changed no silent node's forecast")
 	}
 }
+
+// silentFixture returns a student with Θ and silent weights over 5 nodes,
+// targets of S snapshots whose truths are a decoder's forecasts from
+// planted silent weights on the silent rows, and those rows' marks.
+func silentFixture(t *testing.T, S int, seed uint64) (*Student, *nn.MLP, snapshot.Normalizer, *Targets, []bool, [][]float64) {
+	t.Helper()
+	const n, d = 5, 4
+	rng := rand.New(rand.NewPCG(seed, 1))
+	st := NewStudent(n, d, 6, rng)
+	theta := &Theta{Nodes: [][]int{{0, 1, 2}, {0, 1}, {1, 2, 3}, {3, 4}, {2, 4}}, Weights: [][]float64{{0.8, 0.1, 0.1}, {0.2, 0.9}, {0.1, 0.7, 0.2}, {0.9, 0.1}, {0.3, 0.6}},
+		Silent: [][]float64{{0.8, 0.1, 0.1}, {0.2, 0.9}, {0.1, 0.7, 0.2}, {0.9, 0.1}, {0.3, 0.6}}}
+	if err := st.SetTheta(theta); err != nil {
+		t.Fatal(err)
+	}
+	planted := [][]float64{{0.1, 0.6, 0.5}, {0.7, 0.05}, {0.4, 0.1, 0.8}, {0.3, 0.2}, {0.2, 0.5}}
+	dec := nn.NewMLP("dec", d, 5, 1, rng)
+	norm := snapshot.Normalizer{Mean: []float64{50}, Std: []float64{10}}
+	h := mat.NewDense(S*n, d, nil)
+	for i := range S * n {
+		for j := range d {
+			h.Set(i, j, rng.NormFloat64())
+		}
+	}
+	phi := st.PhiAll(h)
+	truth := make([]float64, S*n)
+	silent := make([]bool, S*n)
+	z := mat.NewDense(1, d, nil)
+	for s := range S {
+		for node := range n {
+			row := s*n + node
+			silent[row] = (s+node)%3 == 0
+			z.Zero()
+			for i, k := range theta.Nodes[node] {
+				for j := range d {
+					z.Set(0, j, z.At(0, j)+planted[node][i]*phi.At(s*n+k, j))
+				}
+			}
+			truth[row] = norm.Denormalize(dec.Forward(z).At(0, 0), 0)
+		}
+	}
+	tg := &Targets{Range: snapshot.Range{End: S}, Nodes: n, Dim: d, H: h, Z: mat.NewDense(S*n, d, nil), Truth: truth, Channels: 1}
+	return st, dec, norm, tg, silent, planted
+}
+
+// TestTuneSilentGradient checks the gradient of the silent weights' loss
+// against central finite differences.
+func TestTuneSilentGradient(t *testing.T) {
+	st, dec, norm, tg, silent, _ := silentFixture(t, 30, 3)
+	sr := newSilentRows(st, tg, silent, norm)
+	th := st.Theta
+	off := []int{0, 3, 5, 8, 10, 12}
+	w := nn.NewParam("silent", 1, 12)
+	rng := rand.New(rand.NewPCG(4, 4))
+	for i := range w.W.RawMatrix().Data {
+		w.W.RawMatrix().Data[i] = 0.2 + rng.Float64()
+	}
+	var dy *mat.Dense
+	loss := func() float64 {
+		l, err := sr.lossGrad(dec, th, w, off, &dy)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	grad := func() {
+		nn.ZeroGrad([]*nn.Param{w})
+		loss()
+	}
+	if worst, err := nn.GradCheck([]*nn.Param{w}, grad, loss, 1e-6, 1e-5, 0); err != nil {
+		t.Errorf("silent weights' gradient: %v (worst %.3g)", err, worst)
+	}
+	for _, p := range dec.Params() {
+		for _, g := range p.G.RawMatrix().Data {
+			if g != 0 {
+				t.Fatalf("the decoder's %s has gradients after lossGrad", p.Name)
+			}
+		}
+	}
+}
+
+// TestTuneSilentLearnsFromTruth checks that tuning against truths made by
+// planted silent weights lowers the silent rows' validation error well
+// below that of the starting weights, keeps every weight ≥ 0 and Θ's main
+// weights, and that with no pass (0 epochs) the starting weights stay.
+func TestTuneSilentLearnsFromTruth(t *testing.T) {
+	st, dec, norm, train, ts, _ := silentFixture(t, 60, 5)
+	_, _, _, val, vs, _ := silentFixture(t, 30, 5)
+	start := st.Theta
+	mae0, err := st.TuneSilent(dec, norm, train, ts, val, vs, 0, 1e-2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for z := range start.Silent {
+		for i, w := range start.Silent[z] {
+			if st.Theta.Silent[z][i] != w {
+				t.Fatalf("0 passes changed the silent weights to %v", st.Theta.Silent)
+			}
+		}
+	}
+	mae, err := st.TuneSilent(dec, norm, train, ts, val, vs, 300, 1e-2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !(mae < 0.3*mae0) {
+		t.Errorf("validation MAE of the silent rows %v after tuning, %v before", mae, mae0)
+	}
+	for z := range st.Theta.Silent {
+		for i, w := range st.Theta.Silent[z] {
+			if w < 0 || st.Theta.Weights[z][i] != start.Weights[z][i] {
+				t.Fatalf("node %d: silent %v, main %v", z, st.Theta.Silent[z], st.Theta.Weights[z])
+			}
+		}
+	}
+	if _, err := st.TuneSilent(dec, norm, train, make([]bool, len(ts)), val, vs, 1, 1e-2); err == nil {
+		t.Error("no silent training row: no error")
+	}
+}

@@ -7,8 +7,10 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/pemsforecast/sdgnn/evaluation"
 	"github.com/pemsforecast/sdgnn/gcn"
 	"github.com/pemsforecast/sdgnn/internal/portable"
+	"github.com/pemsforecast/sdgnn/nn"
 	"github.com/pemsforecast/sdgnn/snapshot"
 	"github.com/pemsforecast/sdgnn/teacher"
 )
@@ -127,27 +129,199 @@ func (c Config) SilentSet(set *snapshot.Set) (*snapshot.Set, error) {
 	return set.Silenced(whole.Draw(1)), nil // round 1: not TrainSet's draws (round 0)
 }
 
-// FitSilentWeights fits st's silent weights (Student.FitSilent) on the
-// teacher m's embeddings of the snapshots of part p (the training part)
-// from cfg.SilentSet's inputs: the rows of nodes silent for the whole
-// window there, the silenced ones and those the data leave empty. It
-// returns the number of nodes fitted.
-func FitSilentWeights(ctx context.Context, st *Student, m *teacher.Model, set *snapshot.Set, p snapshot.Part, a gcn.Propagator, cfg Config) (int, error) {
+// Tuning of the silent weights against the ground truth (TuneSilent).
+const (
+	silentEpochs = 200
+	silentLR     = 1e-2
+)
+
+// FitSilentWeights gives st silent weights: fitted to the teacher m's Z
+// (Student.FitSilent) on its embeddings of the snapshots of train from
+// cfg.SilentSet's inputs (the rows of nodes silent for their whole window
+// there: the silenced ones and those the data leave empty), then tuned
+// against the ground truth through the decoder dec (Student.TuneSilent),
+// the pass kept chosen on the silent rows of val alike. It returns the
+// number of nodes fitted and the validation MAE of the silent rows.
+func FitSilentWeights(ctx context.Context, st *Student, dec *nn.MLP, m *teacher.Model, set *snapshot.Set, train, val snapshot.Part, a gcn.Propagator, cfg Config) (int, float64, error) {
 	ss, err := cfg.SilentSet(set)
+	if err != nil {
+		return 0, 0, err
+	}
+	targets := func(p snapshot.Part) (*Targets, []bool, error) {
+		t, err := ComputeTargets(ctx, m, ss, p, a)
+		if err != nil {
+			return nil, nil, fmt.Errorf("silent weights: %w", err)
+		}
+		if t, err = t.Only(p); err != nil {
+			return nil, nil, fmt.Errorf("silent weights: %w", err)
+		}
+		missing, _, err := ss.Gaps(p.Snapshots())
+		if err != nil {
+			return nil, nil, fmt.Errorf("silent weights: %w", err)
+		}
+		silent := make([]bool, len(missing))
+		for i, g := range missing {
+			silent[i] = g >= set.Window
+		}
+		return t, silent, nil
+	}
+	tt, ts, err := targets(train)
+	if err != nil {
+		return 0, 0, err
+	}
+	n, err := st.FitSilent(tt, ts)
+	if err != nil {
+		return 0, 0, err
+	}
+	vt, vs, err := targets(val)
+	if err != nil {
+		return 0, 0, err
+	}
+	mae, err := st.TuneSilent(dec, set.Norm, tt, ts, vt, vs, silentEpochs, silentLR)
+	if err != nil {
+		return 0, 0, err
+	}
+	return n, mae, nil
+}
+
+// silentRows is the forecasts of the silent rows of targets: for every
+// row in which a node was silent for its whole window, the node, its
+// snapshot and its truths' place.
+type silentRows struct {
+	t     *Targets
+	phi   *mat.Dense // φ(H) of every row of t
+	rows  []int      // rows of t (snapshot·n + node) that are silent
+	y, rw *mat.Dense // normalised and raw truths of those rows
+}
+
+// newSilentRows gathers the silent rows of t (silent marks per row) with
+// φ(H) of every row computed by st.
+func newSilentRows(st *Student, t *Targets, silent []bool, norm snapshot.Normalizer) *silentRows {
+	sr := &silentRows{t: t, phi: st.PhiAll(t.H)}
+	for r, s := range silent {
+		if s {
+			sr.rows = append(sr.rows, r)
+		}
+	}
+	C := t.Channels
+	sr.y, sr.rw = mat.NewDense(max(1, len(sr.rows)), C, nil), mat.NewDense(max(1, len(sr.rows)), C, nil)
+	for i, r := range sr.rows {
+		for c := range C {
+			v := t.Truth[r*C+c]
+			sr.rw.Set(i, c, v)
+			sr.y.Set(i, c, norm.Normalize(v, c))
+		}
+	}
+	return sr
+}
+
+// zhat returns Σ_i w[off[z]+i]·φ(H_k) of every silent row, k the i-th
+// receptive node of the row's node z.
+func (sr *silentRows) zhat(theta *Theta, w []float64, off []int) *mat.Dense {
+	n, d := sr.t.Nodes, sr.t.Dim
+	out := mat.NewDense(max(1, len(sr.rows)), d, nil)
+	for i, r := range sr.rows {
+		s, z := r/n, r%n
+		dst := out.RawRowView(i)
+		for j, k := range theta.Nodes[z] {
+			wj := w[off[z]+j]
+			for c, v := range sr.phi.RawRowView(s*n + k) {
+				dst[c] += float64(wj * v) // rounded: the same sums everywhere
+			}
+		}
+	}
+	return out
+}
+
+// lossGrad returns the masked MAE (normalised scale) of dec's forecasts
+// from the silent weights w (flat, node z's from off[z]) over sr's rows,
+// and adds its gradient with respect to w to w.G; dec's parameters are
+// left without gradients. dy is a buffer, kept between calls.
+func (sr *silentRows) lossGrad(dec *nn.MLP, th *Theta, w *nn.Param, off []int, dy **mat.Dense) (float64, error) {
+	z := sr.zhat(th, w.W.RawMatrix().Data, off)
+	pred := dec.Forward(z)
+	r, c := pred.Dims()
+	*dy = nn.Resize(*dy, r, c)
+	l, err := teacher.Loss(teacher.LossMAE, *dy, pred, sr.y, sr.rw)
 	if err != nil {
 		return 0, err
 	}
-	t, err := ComputeTargets(ctx, m, ss, p, a)
-	if err != nil {
-		return 0, fmt.Errorf("silent weights: %w", err)
+	dz := dec.Backward(*dy)
+	nn.ZeroGrad(dec.Params()) // the decoder stays as it is
+	g, n := w.G.RawMatrix().Data, sr.t.Nodes
+	for i, row := range sr.rows {
+		sn, node := row/n, row%n
+		dzi := dz.RawRowView(i)
+		for j, k := range th.Nodes[node] {
+			g[off[node]+j] += portable.Dot(dzi, sr.phi.RawRowView(sn*n+k))
+		}
 	}
-	missing, _, err := ss.Gaps(p.Snapshots())
-	if err != nil {
-		return 0, fmt.Errorf("silent weights: %w", err)
+	return l, nil
+}
+
+// TuneSilent fine-tunes s's silent weights (set by FitSilent) against the
+// ground truth, as the decoder is fine-tuned on Ẑ: projected Adam (the
+// weights kept ≥ 0) at lr on the masked MAE of dec's forecasts from
+// Σ_k w_zk φ(H_k) over the silent rows of train (silent marks per row),
+// for the given number of full passes, keeping the weights of the pass
+// (the starting ones included) with the lowest MAE over the silent rows
+// of val. Fitting the teacher's Z (FitSilent) bounds a silent sensor's
+// forecast by the teacher's, whose own forecast of it may not be the best
+// its neighbours allow. It returns the validation MAE of the weights kept.
+func (s *Student) TuneSilent(dec *nn.MLP, norm snapshot.Normalizer, train *Targets, trainSilent []bool, val *Targets, valSilent []bool, epochs int, lr float64) (float64, error) {
+	if s.Theta == nil || s.Theta.Silent == nil {
+		return 0, errors.New("tune silent weights: no silent weights to start from (FitSilent)")
 	}
-	silent := make([]bool, len(missing))
-	for i, g := range missing {
-		silent[i] = g >= set.Window
+	th := s.Theta
+	off := make([]int, th.N()+1)
+	for z, ks := range th.Nodes {
+		off[z+1] = off[z] + len(ks)
 	}
-	return st.FitSilent(t, silent)
+	w := nn.NewParam("silent", 1, max(1, off[th.N()]))
+	for z, ws := range th.Silent {
+		copy(w.W.RawMatrix().Data[off[z]:], ws)
+	}
+	tr, va := newSilentRows(s, train, trainSilent, norm), newSilentRows(s, val, valSilent, norm)
+	if len(tr.rows) == 0 || len(va.rows) == 0 {
+		return 0, fmt.Errorf("tune silent weights: %d training and %d validation rows of silent nodes", len(tr.rows), len(va.rows))
+	}
+	score := func() float64 {
+		z := va.zhat(th, w.W.RawMatrix().Data, off)
+		out := dec.Forward(z)
+		acc := evaluation.Accumulator{}
+		for i, v := range out.RawMatrix().Data {
+			acc.Add(norm.Denormalize(v, i%train.Channels), va.rw.RawMatrix().Data[i])
+		}
+		return selectScore("mae", acc.Metrics())
+	}
+	best := score()
+	keep := append([]float64(nil), w.W.RawMatrix().Data...)
+	opt := nn.NewAdam(lr, 0)
+	ps := []*nn.Param{w}
+	var dy *mat.Dense
+	for range epochs {
+		nn.ZeroGrad(ps)
+		if _, err := tr.lossGrad(dec, th, w, off, &dy); err != nil {
+			return 0, err
+		}
+		if err := opt.Step(ps); err != nil {
+			return 0, err
+		}
+		wd := w.W.RawMatrix().Data
+		for i, v := range wd {
+			wd[i] = max(v, 0)
+		}
+		if sc := score(); sc < best {
+			best = sc
+			copy(keep, wd)
+		}
+	}
+	silent := make([][]float64, th.N())
+	for z := range silent {
+		silent[z] = append([]float64(nil), keep[off[z]:off[z+1]]...)
+	}
+	if err := s.SetTheta(&Theta{Nodes: th.Nodes, Weights: th.Weights, Silent: silent}); err != nil {
+		return 0, err
+	}
+	return best, nil
 }

@@ -232,11 +232,11 @@ func (f distillFlags) distil(ctx context.Context, log zerolog.Logger, saved *tea
 	if err != nil || !cfg.SilentWeights {
 		return res, err
 	}
-	n, err := sdgnn.FitSilentWeights(ctx, res.Student, saved.Model, p.Set, p.Split.Train, p.Adj, cfg)
+	n, mae, err := sdgnn.FitSilentWeights(ctx, res.Student, res.Decoder, saved.Model, p.Set, p.Split.Train, p.Split.Val, p.Adj, cfg)
 	if err != nil {
 		return nil, err
 	}
-	log.Info().Int("nodes", n).Msg("silent weights fitted")
+	log.Info().Int("nodes", n).Float64("val_mae_silent", mae).Msg("silent weights fitted")
 	return res, nil
 }
 
