@@ -601,16 +601,7 @@ func (d *Document) score(in *Input, name, source, file string, receptive float64
 // p from the inputs of set, the sensors silenced by o marked where set
 // silences any.
 func breakdown(set *snapshot.Set, p snapshot.Part, o snapshot.Outage, pred, truth []float64, sets [][]int, floor float64) (evaluation.Breakdown, error) {
-	snaps := p.Snapshots()
-	missing, trailing, err := set.Gaps(snaps)
-	if err != nil {
-		return evaluation.Breakdown{}, err
-	}
-	var marks []bool
-	if set.Silence() != nil {
-		marks = o.Marks(snaps, set.Nodes)
-	}
-	g, err := evaluation.NewGaps(set.Window, len(snaps), set.Nodes, missing, trailing, sets, marks)
+	g, err := set.Completeness(p, o, sets)
 	if err != nil {
 		return evaluation.Breakdown{}, err
 	}

@@ -26,16 +26,7 @@ type OutageScore struct {
 // forecast of node z reads the windows of receptive[z] (nil: its own
 // only), marking the sensors silenced by o where it silences any.
 func completeness(set *snapshot.Set, test snapshot.Part, o snapshot.Outage, pred, truth []float64, receptive [][]int, floor float64) (evaluation.Breakdown, error) {
-	snaps := test.Snapshots()
-	missing, trailing, err := set.Gaps(snaps)
-	if err != nil {
-		return evaluation.Breakdown{}, err
-	}
-	var marks []bool
-	if set.Silence() != nil {
-		marks = o.Marks(snaps, set.Nodes)
-	}
-	g, err := evaluation.NewGaps(set.Window, len(snaps), set.Nodes, missing, trailing, receptive, marks)
+	g, err := set.Completeness(test, o, receptive)
 	if err != nil {
 		return evaluation.Breakdown{}, err
 	}

@@ -214,7 +214,7 @@ func (b *Bundle) ForecastBatch(xs []*mat.Dense) ([]float64, error) {
 	theta, _ := b.Theta.CSR()
 	z := mat.NewDense(r, d, nil)
 	theta.MulBlocks(z, phi)
-	if silent := b.silentRows(xs); silent != nil {
+	if silent := b.silentMarks(xs); silent != nil {
 		// The rows of nodes silent for their whole window, weighed by
 		// the silent weights: what ForecastManySilent gives each.
 		zs := mat.NewDense(r, d, nil)
@@ -235,11 +235,11 @@ func (b *Bundle) ForecastBatch(xs []*mat.Dense) ([]float64, error) {
 	return res, nil
 }
 
-// silentRows returns, for a bundle with silent weights, which rows of the
+// silentMarks returns, for a bundle with silent weights, which rows of the
 // batch xs (inputs with missing marks) are of a node whose every reading
 // of the window is missing; nil for a bundle without silent weights, or
 // whose inputs carry no marks to tell.
-func (b *Bundle) silentRows(xs []*mat.Dense) []bool {
+func (b *Bundle) silentMarks(xs []*mat.Dense) []bool {
 	norm := &b.Meta.Norm
 	if b.Theta.Silent == nil || !norm.Mask {
 		return nil

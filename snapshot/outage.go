@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/pemsforecast/sdgnn/evaluation"
 )
 
 // Silence says how many of the last steps of node z's input window in
@@ -243,4 +245,23 @@ func silencedLen(f Silence, s, z, window int) int {
 		return 0
 	}
 	return min(max(f(s, z), 0), window)
+}
+
+// Completeness returns how complete the inputs of the forecasts of part
+// p's snapshots were (every node, row-major (snapshot, node)), for
+// evaluation.Stratify: the gaps of each node's own window in s (its
+// silence included), whether some other sensor in receptive[z] (the
+// sensors whose windows node z's forecast reads; nil: its own only) had
+// a gap, and, where s is silenced, which sensors the outage o silenced.
+func (s *Set) Completeness(p Part, o Outage, receptive [][]int) (evaluation.Gaps, error) {
+	snaps := p.Snapshots()
+	missing, trailing, err := s.Gaps(snaps)
+	if err != nil {
+		return evaluation.Gaps{}, err
+	}
+	var marks []bool
+	if s.silence != nil {
+		marks = o.Marks(snaps, s.Nodes)
+	}
+	return evaluation.NewGaps(s.Window, len(snaps), s.Nodes, missing, trailing, receptive, marks)
 }

@@ -252,7 +252,7 @@ func (f evalFlags) score(lm *loaded, p *snapshot.Prepared, r snapshot.Part, pred
 		return rep, evaluation.PaperMetrics{}, err
 	}
 	rep.ChannelNames, rep.ChannelUnits = lm.channels, pems.ChannelUnits(lm.dataset, lm.channels)
-	if rep.Completeness, err = breakdown(p.Set, r, pred, truth, receptive, nil, *f.mapeFloor); err != nil {
+	if rep.Completeness, err = breakdown(p.Set, r, snapshot.Outage{}, pred, truth, receptive, *f.mapeFloor); err != nil {
 		return rep, evaluation.PaperMetrics{}, err
 	}
 	s := p.Dataset.Series

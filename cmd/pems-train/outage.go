@@ -12,15 +12,10 @@ import (
 
 // breakdown returns the completeness breakdown of forecasts pred of part r
 // from the inputs of set: by the gaps of each sensor's own window and
-// those of the other sensors in receptive (nil: none read), and, where
-// silenced is not nil, by whether a simulated outage silenced the sensor.
-func breakdown(set *snapshot.Set, r snapshot.Part, pred, truth []float64, receptive [][]int, silenced []bool, floor float64) (*evaluation.Breakdown, error) {
-	snaps := r.Snapshots()
-	missing, trailing, err := set.Gaps(snaps)
-	if err != nil {
-		return nil, err
-	}
-	g, err := evaluation.NewGaps(set.Window, len(snaps), set.Nodes, missing, trailing, receptive, silenced)
+// those of the other sensors in receptive (nil: none read), and, where set
+// is silenced by the outage o, by whether o silenced the sensor.
+func breakdown(set *snapshot.Set, r snapshot.Part, o snapshot.Outage, pred, truth []float64, receptive [][]int, floor float64) (*evaluation.Breakdown, error) {
+	g, err := set.Completeness(r, o, receptive)
 	if err != nil {
 		return nil, err
 	}
@@ -38,7 +33,6 @@ func scoreOutages(ctx context.Context, lm *loaded, p *snapshot.Prepared, r snaps
 	if !o.Enabled() {
 		return nil, nil
 	}
-	marks := o.Marks(r.Snapshots(), p.Set.Nodes)
 	var out []outageScore
 	for _, l := range o.Lengths {
 		set := p.Set.Silenced(o.For(l))
@@ -51,7 +45,7 @@ func scoreOutages(ctx context.Context, lm *loaded, p *snapshot.Prepared, r snaps
 			return nil, err
 		}
 		rep.Chunks, rep.ChunkMAEStd, rep.PerNode = nil, nil, nil // one pass of many: the overall and classes say it
-		if rep.Completeness, err = breakdown(set, r, pred, truth, receptive, marks, floor); err != nil {
+		if rep.Completeness, err = breakdown(set, r, o, pred, truth, receptive, floor); err != nil {
 			return nil, err
 		}
 		out = append(out, outageScore{Length: l, Report: rep})
