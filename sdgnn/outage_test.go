@@ -348,6 +348,15 @@ func TestTuneSilentGradient(t *testing.T) {
 	if worst, err := nn.GradCheck([]*nn.Param{w}, grad, loss, 1e-6, 1e-5, 0); err != nil {
 		t.Errorf("silent weights' gradient: %v (worst %.3g)", err, worst)
 	}
+	// Every node has silent rows in the fixture, so every weight has a
+	// gradient: a zero one would pass GradCheck on a flat loss and check
+	// nothing.
+	grad()
+	for i, g := range w.G.RawMatrix().Data {
+		if g == 0 {
+			t.Errorf("silent weight %d: zero gradient", i)
+		}
+	}
 	for _, p := range dec.Params() {
 		for _, g := range p.G.RawMatrix().Data {
 			if g != 0 {
