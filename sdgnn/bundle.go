@@ -421,6 +421,9 @@ func NewBundle(meta BundleMeta, g *gru.GRU, phi *nn.MLP, theta *Theta, dec *nn.M
 	if err := theta.Validate(meta.Nodes); err != nil {
 		return nil, err
 	}
+	if err := silentNeedsMarks(theta, meta.Norm); err != nil {
+		return nil, fmt.Errorf("new bundle: %w", err)
+	}
 	C := len(meta.Norm.Mean)
 	if meta.Window < 1 || meta.Window > snapshot.MaxWindow || meta.Hidden < 1 || meta.Nodes < 1 || C < 1 {
 		return nil, fmt.Errorf("new bundle: window %d (at most %d), hidden %d, nodes %d and channels %d must be positive", meta.Window, snapshot.MaxWindow, meta.Hidden, meta.Nodes, C)
@@ -533,6 +536,9 @@ func decodeBundle(f *checkpoint.File) (*Bundle, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := silentNeedsMarks(theta, meta.Norm); err != nil {
+		return nil, err
+	}
 	b.Theta = theta
 	if b.Meta.Version == "" { // written before every bundle had one
 		b.Meta.Version = DigestVersion(meta.Dataset, f.Digest())
@@ -607,6 +613,17 @@ func decodeTheta(f *checkpoint.File, n int) (*Theta, error) {
 		}
 	}
 	return t, t.Validate(n)
+}
+
+// silentNeedsMarks refuses silent weights for inputs without missing
+// marks: the batched path (ForecastBatch) tells a silent node by its
+// marks, and could not use them, while the online one
+// (ForecastManySilent) would, and the two would part.
+func silentNeedsMarks(theta *Theta, norm snapshot.Normalizer) error {
+	if theta.Silent != nil && !norm.Mask {
+		return fmt.Errorf("theta has silent weights but the inputs carry no missing marks to tell a silent sensor by")
+	}
+	return nil
 }
 
 // hasTensor reports whether f holds a tensor of that name.

@@ -403,3 +403,35 @@ func TestTuneSilentLearnsFromTruth(t *testing.T) {
 		t.Error("no silent training row: no error")
 	}
 }
+
+// TestSilentWeightsNeedMarks checks that a bundle whose inputs carry no
+// missing marks cannot hold silent weights, made or decoded: its batched
+// path could not tell a silent sensor and would part from the online one.
+func TestSilentWeightsNeedMarks(t *testing.T) {
+	const nodes, channels, window, hidden = 3, 1, 3, 4
+	rng := rand.New(rand.NewPCG(25, 26))
+	norm := snapshot.Normalizer{Mean: []float64{50}, Std: []float64{10}}
+	cfg := DefaultConfig()
+	cfg.PhiHidden = 3
+	meta := BundleMeta{Dataset: "tiny", Nodes: nodes, Channels: []string{"a"}, Window: window, Hidden: hidden, Norm: norm, Config: cfg}
+	theta := func(silent bool) *Theta {
+		th := &Theta{Nodes: [][]int{{0, 1}, {1}, {1, 2}}, Weights: [][]float64{{0.5, 0.5}, {1}, {0.3, 0.7}}}
+		if silent {
+			th.Silent = [][]float64{{0, 1}, {1}, {1, 0}}
+		}
+		return th
+	}
+	g, phi, dec := gru.New(norm.Inputs(), hidden, rng), nn.NewMLP("phi", hidden, cfg.PhiHidden, hidden, rng), nn.NewMLP("dec", hidden, 5, channels, rng)
+	if _, err := NewBundle(meta, g, phi, theta(true), dec); err == nil || !strings.Contains(err.Error(), "missing marks") {
+		t.Errorf("NewBundle with silent weights and no marks: %v", err)
+	}
+	b, err := NewBundle(meta, g, phi, theta(false), dec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Save checks that the file it writes loads: decoding refuses it.
+	b.Theta = theta(true)
+	if err := b.Save(t.TempDir() + "/nomarks.sdgnn"); err == nil || !strings.Contains(err.Error(), "missing marks") {
+		t.Errorf("saving silent weights without marks: %v", err)
+	}
+}
