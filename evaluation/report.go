@@ -34,6 +34,10 @@ type Report struct {
 	// MAPEFloor is the floor below which truths were left out of MAPE (0:
 	// none); see Accumulator.MAPEFloor.
 	MAPEFloor float64 `json:"mape_floor"`
+	// Completeness breaks the metrics down by how complete the forecasts'
+	// inputs were (Stratify); absent where the caller did not compute it
+	// (Build does not: it needs the windows' gaps).
+	Completeness *Breakdown `json:"completeness,omitempty"`
 }
 
 // reportPlain is Report without its methods, so that MarshalJSON and
@@ -304,6 +308,12 @@ func (r Report) Table(w io.Writer) error {
 	}
 	if ew.err != nil {
 		return fmt.Errorf("evaluation: writing report table: %w", ew.err)
+	}
+	if r.Completeness != nil {
+		if _, err := fmt.Fprintln(w); err != nil {
+			return fmt.Errorf("evaluation: writing report table: %w", err)
+		}
+		return r.Completeness.Table(w, unit)
 	}
 	return nil
 }

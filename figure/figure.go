@@ -336,22 +336,41 @@ type errPoint struct{ x, y, err float64 }
 // Lines are styled by name from styles, or by their order when styles is
 // nil.
 func Staleness(lines []Line, xLabel string, styles *Styles) (*plot.Plot, error) {
-	if len(lines) == 0 {
-		return nil, errors.New("figure: staleness: no lines")
-	}
 	if xLabel == "" {
 		xLabel = "chronological chunk of the split"
 	}
-	p := newPlot("model staleness", xLabel, "MAE")
+	return linePlot("staleness", "model staleness", xLabel, "MAE", lines, styles)
+}
+
+// OutageLength draws a model's MAE against the length of an outage, one
+// line per model: X the number of a sensor's last readings silenced (0
+// for forecasts whose inputs were complete), Y the MAE of the silenced
+// sensors' forecasts, Err, if not nil, a spread drawn as a shaded band.
+// How much worse a model forecasts a sensor the longer it has been silent,
+// and whether reading its neighbours helps, is the figure's question.
+func OutageLength(lines []Line, yLabel string, styles *Styles) (*plot.Plot, error) {
+	if yLabel == "" {
+		yLabel = "MAE of the silenced sensors"
+	}
+	return linePlot("outage length", "MAE against outage length", "readings silenced at the window's end (0: inputs complete)", yLabel, lines, styles)
+}
+
+// linePlot draws lines as Staleness describes, under the given title and
+// axis labels; what names the figure in errors.
+func linePlot(what, title, xLabel, yLabel string, lines []Line, styles *Styles) (*plot.Plot, error) {
+	if len(lines) == 0 {
+		return nil, fmt.Errorf("figure: %s: no lines", what)
+	}
+	p := newPlot(title, xLabel, yLabel)
 	p.Legend.Top = true
 	p.Legend.Left = true
 	for i, l := range lines {
 		st := styles.of(i, l.Name)
 		if len(l.X) != len(l.Y) {
-			return nil, fmt.Errorf("figure: staleness line %q: %d x values but %d y values", l.Name, len(l.X), len(l.Y))
+			return nil, fmt.Errorf("figure: %s line %q: %d x values but %d y values", what, l.Name, len(l.X), len(l.Y))
 		}
 		if l.Err != nil && len(l.Err) != len(l.Y) {
-			return nil, fmt.Errorf("figure: staleness line %q: %d y values but %d error values", l.Name, len(l.Y), len(l.Err))
+			return nil, fmt.Errorf("figure: %s line %q: %d y values but %d error values", what, l.Name, len(l.Y), len(l.Err))
 		}
 		var pts []errPoint
 		drawn := false
@@ -360,7 +379,7 @@ func Staleness(lines []Line, xLabel string, styles *Styles) (*plot.Plot, error) 
 			if l.Err != nil {
 				e = l.Err[j]
 				if e < 0 {
-					return nil, fmt.Errorf("figure: staleness line %q: negative error %v at x=%v", l.Name, e, l.X[j])
+					return nil, fmt.Errorf("figure: %s line %q: negative error %v at x=%v", what, l.Name, e, l.X[j])
 				}
 			}
 			// A point without a finite Y is kept as a gap in the line.
@@ -370,7 +389,7 @@ func Staleness(lines []Line, xLabel string, styles *Styles) (*plot.Plot, error) 
 			}
 		}
 		if !drawn {
-			return nil, fmt.Errorf("figure: staleness line %q: no finite points among %d", l.Name, len(l.X))
+			return nil, fmt.Errorf("figure: %s line %q: no finite points among %d", what, l.Name, len(l.X))
 		}
 		slices.SortStableFunc(pts, func(a, b errPoint) int { return cmp.Compare(a.x, b.x) })
 
@@ -409,7 +428,7 @@ func Staleness(lines []Line, xLabel string, styles *Styles) (*plot.Plot, error) 
 				}
 				poly, err := plotter.NewPolygon(ring)
 				if err != nil {
-					return nil, fmt.Errorf("figure: staleness line %q: %w", l.Name, err)
+					return nil, fmt.Errorf("figure: %s line %q: %w", what, l.Name, err)
 				}
 				poly.Color = translucent(st.Color, 0x38)
 				poly.LineStyle.Width = 0
@@ -425,14 +444,14 @@ func Staleness(lines []Line, xLabel string, styles *Styles) (*plot.Plot, error) 
 					plotter.YErrors
 				}{plotter.XYs{{X: pt.x, Y: pt.y}}, plotter.YErrors{{Low: pt.err, High: pt.err}}})
 				if err != nil {
-					return nil, fmt.Errorf("figure: staleness line %q: %w", l.Name, err)
+					return nil, fmt.Errorf("figure: %s line %q: %w", what, l.Name, err)
 				}
 				eb.Color = st.Color
 				p.Add(eb)
 			}
 		}
 		if err := addRuns(p, st, l.Name, runs, band...); err != nil {
-			return nil, fmt.Errorf("figure: staleness line %q: %w", l.Name, err)
+			return nil, fmt.Errorf("figure: %s line %q: %w", what, l.Name, err)
 		}
 	}
 	finish(p, len(lines))

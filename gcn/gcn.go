@@ -79,12 +79,40 @@ func (l *Layer) Backward(dx, x, dy *mat.Dense, a Propagator) {
 // activation after the last convolution, Â from PyTorch Geometric's
 // GCNConv (self-loops, symmetric) over edges weighted by min-max scaled
 // road distances, and its decoder reads softplus(Z).
+//
+// With a gate (EnableGate), the skip reads, node by node, a mix of the
+// node's own embedding and its neighbourhood's, weighed by a gate computed
+// from its own:
+//
+//	Z = softplus(…) + H̃·Ws + bs,  H̃ = g ⊙ H + (1 − g) ⊙ Â·H,  g = σ(H·wg + bg)
+//
+// so that a node whose embedding says its window was empty (a GRU that
+// reads missing marks can say so) can shut its gate and take its
+// neighbours' embeddings in place of its own: the decoder then reads a Z
+// of the kind it reads for every node, made of what the neighbours saw.
+// Without a gate, the skip adds the node's own embedding whatever it
+// holds, and a node silent for its whole window is forecast from an empty
+// embedding.
 type GCN struct {
 	L1   *Layer
 	L2   *Layer // nil for a one-layer GCN
 	Skip *nn.Linear
+	Gate *nn.Linear // in→1 gate of the skip; nil: no gate
 
-	h, a1, s1, a2, z, sk, da1, da2, dh *mat.Dense
+	h, a1, s1, a2, z, sk, da1, da2, dh    *mat.Dense
+	gpre, gate, ah, mix, dmix, dah, dgate *mat.Dense
+}
+
+// GateBias is the initial bias of a gate: σ(2) ≈ 0.88, a skip reading
+// mostly the node's own embedding, as in a GCN without a gate, until
+// training shuts it where it should be.
+const GateBias = 2
+
+// EnableGate gives g a gate on its skip (see GCN), its weights
+// Glorot-drawn from rng and its bias GateBias.
+func (g *GCN) EnableGate(rng *rand.Rand) {
+	g.Gate = nn.NewLinear("gcn.gate", g.Skip.In(), 1, rng)
+	g.Gate.B.W.Set(0, 0, GateBias)
 }
 
 // New returns a two-layer GCN of widths in→hidden→out with an in→out skip.
@@ -97,6 +125,24 @@ func New(in, hidden, out int, rng *rand.Rand) *GCN {
 // NewLayers(layers, in, hidden, out, rng), and false if layers is not 1 or
 // 2 or the count does not fit in an int (see nn.CountParams).
 func NumParams(layers, in, hidden, out int) (int, bool) {
+	return NumParamsGated(layers, in, hidden, out, false)
+}
+
+// NumParamsGated is NumParams for a GCN with a gate on its skip
+// (EnableGate) when gated.
+func NumParamsGated(layers, in, hidden, out int, gated bool) (int, bool) {
+	n, ok := numParams(layers, in, hidden, out)
+	if !gated || !ok {
+		return n, ok
+	}
+	gate, ok := nn.CountParams([]int{in, 1}, []int{1})
+	if !ok {
+		return 0, false
+	}
+	return nn.CountParams([]int{n}, []int{gate})
+}
+
+func numParams(layers, in, hidden, out int) (int, bool) {
 	lin := func(i, o int) [][]int { return [][]int{{i, o}, {o}} }
 	switch layers {
 	case 1:
@@ -138,13 +184,17 @@ func (g *GCN) Layers() int {
 }
 
 // Params returns the GCN's parameters: those of L1, of L2 when there is one,
-// then of Skip.
+// of Skip, then of Gate when there is one.
 func (g *GCN) Params() []*nn.Param {
 	ps := g.L1.Params()
 	if g.L2 != nil {
 		ps = append(ps, g.L2.Params()...)
 	}
-	return append(ps, g.Skip.Params()...)
+	ps = append(ps, g.Skip.Params()...)
+	if g.Gate != nil {
+		ps = append(ps, g.Gate.Params()...)
+	}
+	return ps
 }
 
 // Forward returns Z for the stacked embeddings h; the result is owned by g.
@@ -165,9 +215,43 @@ func (g *GCN) Forward(h *mat.Dense, a Propagator) *mat.Dense {
 	g.z = nn.Resize(g.z, r, g.Skip.Out())
 	nn.ApplyTo(g.z, last, nn.SoftplusTo)
 	g.sk = nn.Resize(g.sk, r, g.Skip.Out())
-	g.Skip.Forward(g.sk, h)
+	if g.Gate == nil {
+		g.Skip.Forward(g.sk, h)
+		g.z.Add(g.z, g.sk)
+		return g.z
+	}
+	g.Skip.Forward(g.sk, g.gateMix(h, a))
 	g.z.Add(g.z, g.sk)
 	return g.z
+}
+
+// gateMix computes the gate of every row of h and returns the skip's
+// input H̃ = g ⊙ H + (1 − g) ⊙ Â·H (owned by g).
+func (g *GCN) gateMix(h *mat.Dense, a Propagator) *mat.Dense {
+	r, c := h.Dims()
+	g.gpre, g.gate = nn.Resize(g.gpre, r, 1), nn.Resize(g.gate, r, 1)
+	g.ah, g.mix = nn.Resize(g.ah, r, c), nn.Resize(g.mix, r, c)
+	g.Gate.Forward(g.gpre, h)
+	nn.SigmoidTo(g.gate.RawMatrix().Data, g.gpre.RawMatrix().Data)
+	a.MulBlocks(g.ah, h)
+	hr, ad, md, gd := h.RawMatrix(), g.ah.RawMatrix().Data, g.mix.RawMatrix().Data, g.gate.RawMatrix().Data
+	for i, gi := range gd {
+		own := hr.Data[i*hr.Stride : i*hr.Stride+c]
+		for j, v := range own {
+			md[i*c+j] = float64(gi*v) + float64((1-gi)*ad[i*c+j]) // rounded: no machine fuses them
+		}
+	}
+	return g.mix
+}
+
+// GateValues returns the gate of every row of the last Forward (rows × 1,
+// owned by g), nil without a gate: how much of the skip's input was the
+// node's own embedding rather than its neighbourhood's.
+func (g *GCN) GateValues() *mat.Dense {
+	if g.Gate == nil {
+		return nil
+	}
+	return g.gate
 }
 
 // softplusBackward sets dst = dy ⊙ softplus'(a) = dy ⊙ σ(a). dst and a are
@@ -204,11 +288,47 @@ func (g *GCN) Backward(dz *mat.Dense, a Propagator) (*mat.Dense, error) {
 		softplusBackward(g.da1, g.da1, g.a1)
 	}
 	g.L1.Backward(g.dh, g.h, g.da1, a)
+	if g.Gate != nil {
+		g.gateBackward(dz, a)
+		return g.dh, nil
+	}
 	// Skip connection: its input gradient adds to dh.
 	nn.Gemm(true, false, 1, g.h, dz, 1, g.Skip.W.G)
 	nn.AddColSums(g.Skip.B.G, dz)
 	nn.Gemm(false, true, 1, dz, g.Skip.W.W, 1, g.dh)
 	return g.dh, nil
+}
+
+// gateBackward takes dz back through the gated skip of the last Forward:
+// it accumulates the skip's and the gate's parameter gradients and adds
+// their input gradients to g.dh, through the own embedding, the
+// neighbourhood's (Âᵀ = Â) and the gate.
+func (g *GCN) gateBackward(dz *mat.Dense, a Propagator) {
+	r, c := g.h.Dims()
+	g.dmix, g.dgate = nn.Resize(g.dmix, r, c), nn.Resize(g.dgate, r, 1)
+	nn.Gemm(true, false, 1, g.mix, dz, 1, g.Skip.W.G)
+	nn.AddColSums(g.Skip.B.G, dz)
+	nn.Gemm(false, true, 1, dz, g.Skip.W.W, 0, g.dmix) // ∂/∂H̃
+	hr, dh := g.h.RawMatrix(), g.dh.RawMatrix()
+	dm, ad, gd, dg := g.dmix.RawMatrix().Data, g.ah.RawMatrix().Data, g.gate.RawMatrix().Data, g.dgate.RawMatrix().Data
+	for i, gi := range gd {
+		own, dhi := hr.Data[i*hr.Stride:i*hr.Stride+c], dh.Data[i*dh.Stride:i*dh.Stride+c]
+		var s float64
+		for j, v := range own {
+			d := dm[i*c+j]
+			s += float64(d * (v - ad[i*c+j]))
+			dhi[j] += float64(gi * d)
+			dm[i*c+j] = float64((1 - gi) * d) // now ∂/∂(Â·H)
+		}
+		dg[i] = float64(s*gi) * (1 - gi) // σ' = σ(1−σ)
+	}
+	// Â·H's share goes back through Â, its own transpose.
+	g.dah = nn.Resize(g.dah, r, c)
+	a.MulBlocks(g.dah, g.dmix)
+	g.dh.Add(g.dh, g.dah)
+	nn.Gemm(true, false, 1, g.h, g.dgate, 1, g.Gate.W.G)
+	nn.AddColSums(g.Gate.B.G, g.dgate)
+	nn.Gemm(false, true, 1, g.dgate, g.Gate.W.W, 1, g.dh)
 }
 
 // Dense is a Propagator backed by a dense N×N matrix. It is meant for tests

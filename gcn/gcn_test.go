@@ -1,6 +1,7 @@
 package gcn
 
 import (
+	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -49,13 +50,22 @@ func sqrt(x float64) float64 {
 }
 
 // TestGradients checks the parameter and input gradients of one- and
-// two-layer GCNs against central finite differences.
+// two-layer GCNs, with and without a gate on the skip, against central
+// finite differences.
 func TestGradients(t *testing.T) {
 	const n, blocks, in, hidden, out = 5, 3, 4, 6, 4
-	for _, layers := range []int{1, 2} {
+	for _, tc := range []struct {
+		layers int
+		gated  bool
+	}{{1, false}, {2, false}, {1, true}, {2, true}} {
+		layers := tc.layers
 		rng := rand.New(rand.NewPCG(11, 12))
 		prop := Dense{A: pathAdjacency(n)}
 		g := NewLayers(layers, in, hidden, out, rng)
+		if tc.gated {
+			g.EnableGate(rng)
+			g.Gate.B.W.Set(0, 0, 0.3) // a gate well inside (0, 1), where its gradient is large
+		}
 		if got := g.Layers(); got != layers {
 			t.Fatalf("NewLayers(%d): Layers() = %d", layers, got)
 		}
@@ -77,12 +87,12 @@ func TestGradients(t *testing.T) {
 			dh = mat.DenseCopyOf(d)
 		}
 		if worst, err := nn.GradCheck(g.Params(), grad, loss, 1e-6, 1e-6, 0); err != nil {
-			t.Errorf("%d layers: %v (worst %.3g)", layers, err, worst)
+			t.Errorf("%d layers, gated %v: %v (worst %.3g)", layers, tc.gated, err, worst)
 		}
 		grad()
 		hp := &nn.Param{Name: "H", W: h, G: dh}
 		if worst, err := nn.GradCheck([]*nn.Param{hp}, func() {}, loss, 1e-6, 1e-6, 0); err != nil {
-			t.Errorf("%d layers: input gradient: %v (worst %.3g)", layers, err, worst)
+			t.Errorf("%d layers, gated %v: input gradient: %v (worst %.3g)", layers, tc.gated, err, worst)
 		}
 	}
 }
@@ -235,5 +245,67 @@ func TestNumParams(t *testing.T) {
 		if _, ok := NumParams(s[0], s[1], s[2], s[3]); ok {
 			t.Errorf("NumParams%v: ok", s)
 		}
+	}
+}
+
+// TestGate checks what a gate does: the skip reads g·H + (1−g)·Â·H row by
+// row, g = σ(H·wg + bg), so that a gate open (a large bias) gives the
+// GCN without a gate and a gate shut the neighbourhood's embedding alone;
+// and that the gate's parameters follow the others and count in
+// NumParamsGated.
+func TestGate(t *testing.T) {
+	const n, in, hidden, out = 4, 3, 5, 2
+	rng := rand.New(rand.NewPCG(7, 8))
+	prop := Dense{A: pathAdjacency(n)}
+	h := randDense(rng, n, in)
+	plain := NewLayers(2, in, hidden, out, rand.New(rand.NewPCG(1, 2)))
+	gated := NewLayers(2, in, hidden, out, rand.New(rand.NewPCG(1, 2)))
+	gated.EnableGate(rand.New(rand.NewPCG(3, 4)))
+	zp := mat.DenseCopyOf(plain.Forward(h, prop))
+	sk := mat.NewDense(n, out, nil)
+	plain.Skip.Forward(sk, h)
+	var ah mat.Dense
+	ah.Mul(prop.A, h)
+	for _, bias := range []float64{GateBias, -1e3, 1e3} {
+		gated.Gate.B.W.Set(0, 0, bias)
+		zg := gated.Forward(h, prop)
+		for i := 0; i < n; i++ {
+			pre := gated.Gate.B.W.At(0, 0)
+			for k := 0; k < in; k++ {
+				pre += h.At(i, k) * gated.Gate.W.W.At(k, 0)
+			}
+			g := nn.Sigmoid(pre)
+			if got := gated.GateValues().At(i, 0); math.Abs(got-g) > 1e-12 {
+				t.Fatalf("bias %v row %d: gate %v, want %v", bias, i, got, g)
+			}
+			for j := 0; j < out; j++ {
+				mixed := plain.Skip.B.W.At(0, j)
+				for k := 0; k < in; k++ {
+					mixed += (g*h.At(i, k) + (1-g)*ah.At(i, k)) * plain.Skip.W.W.At(k, j)
+				}
+				want := zp.At(i, j) - sk.At(i, j) + mixed
+				if math.Abs(zg.At(i, j)-want) > 1e-12 {
+					t.Fatalf("bias %v row %d col %d: Z %v, want %v", bias, i, j, zg.At(i, j), want)
+				}
+				if bias == 1e3 && math.Abs(zg.At(i, j)-zp.At(i, j)) > 1e-12 {
+					t.Fatalf("gate open, row %d col %d: Z %v, the GCN without a gate %v", i, j, zg.At(i, j), zp.At(i, j))
+				}
+			}
+		}
+	}
+	if plain.GateValues() != nil {
+		t.Error("a GCN without a gate reports gate values")
+	}
+	ps := gated.Params()
+	if len(ps) != 8 || ps[6].Name != "gcn.gate.W" || ps[7].Name != "gcn.gate.b" {
+		t.Errorf("gated params: %d, last %s", len(ps), ps[len(ps)-1].Name)
+	}
+	var count int
+	for _, p := range ps {
+		r, c := p.W.Dims()
+		count += r * c
+	}
+	if want, ok := NumParamsGated(2, in, hidden, out, true); !ok || want != count {
+		t.Errorf("NumParamsGated = %d, the GCN has %d", want, count)
 	}
 }

@@ -92,6 +92,10 @@ type Input struct {
 	SweepScale int
 	// Baselines trains GLNN, NOSMOG and PPRGo against Teacher.
 	Baselines bool
+	// Outage is a scenario of simulated outages every model is also scored
+	// under, one pass a silenced length, through its batched path (the
+	// zero Outage: none); see Model.Outages.
+	Outage snapshot.Outage
 
 	// Progress, if not nil, is told how far each long stage is: stage
 	// names a stage, done of total units are finished.
@@ -109,8 +113,23 @@ type Model struct {
 	Report    evaluation.Report       `json:"report"`
 	Paper     evaluation.PaperMetrics `json:"paper"`
 	Seconds   float64                 `json:"seconds"` // to predict (and to train, for the distilled baselines)
+	// Outages holds the model's scores under each length of the outage
+	// scenario (Input.Outage), forecast through its batched path (SDGNN's
+	// too, the function its online path computes); absent without one.
+	Outages []OutagePass `json:"outages,omitempty"`
 
 	pred []float64
+}
+
+// OutagePass is a model's scores in one pass of an outage scenario: the
+// sensors it silences silenced for their last Length readings, the
+// truths kept.
+type OutagePass struct {
+	Length  int                `json:"length"`
+	Overall evaluation.Metrics `json:"overall"`
+	// Breakdown holds the metrics of the silenced sensors and of the
+	// others, and by the completeness of every forecast's inputs.
+	Breakdown evaluation.Breakdown `json:"breakdown"`
 }
 
 // SweepPoint is one model at one setting of the MAPE-against-receptive-
@@ -208,8 +227,11 @@ type Document struct {
 	// are; absent when not known (a dataset of one's own).
 	Units     []string `json:"channel_units,omitempty"`
 	MAPEFloor float64  `json:"mape_floor"`
-	Bundle    string   `json:"bundle"`
-	Created   string   `json:"created"`
+	// Outage is the scenario of simulated outages the models were also
+	// scored under (Model.Outages); absent without one.
+	Outage  string `json:"outage,omitempty"`
+	Bundle  string `json:"bundle"`
+	Created string `json:"created"`
 	// Command and Host say how and where the report was made; the caller
 	// fills them in.
 	Command string `json:"command,omitempty"`
@@ -315,6 +337,9 @@ func Build(ctx context.Context, in Input) (*Document, error) {
 	d := &Document{lo: lo, hi: hi, window: set.Window, Dataset: b.Meta.Dataset, Part: in.Part, Range: in.Range, Deal: in.Deal, Snapshots: in.part().Len(), Nodes: set.Nodes, Scored: in.Nodes,
 		Channels: channelNames(b.Meta.Channels, set.Channels), MAPEFloor: in.MAPEFloor, Bundle: in.BundlePath,
 		Created: time.Now().UTC().Format(time.RFC3339)}
+	if in.Outage.Enabled() {
+		d.Outage = in.Outage.String()
+	}
 	d.Units = pems.ChannelUnits(b.Meta.Dataset, d.Channels)
 	if d.SensorIDs, d.Locations, err = sensorsOf(p, b); err != nil {
 		return nil, fmt.Errorf("report: bundle %s: %w", in.BundlePath, err)
@@ -333,7 +358,10 @@ func Build(ctx context.Context, in Input) (*Document, error) {
 		return nil, fmt.Errorf("report: %w", err)
 	}
 	d.truth = truthOf(set, in.part())
-	if _, err := d.score(&in, SDGNN, SourceReplay, in.BundlePath, b.Theta.MeanReceptive(), pred, d.truth, start); err != nil {
+	sdgnnPredict := func(s *snapshot.Set) ([]float64, []float64, error) {
+		return sdgnn.Predict(ctx, b, s, in.part(), 64)
+	}
+	if _, err := d.score(&in, SDGNN, SourceReplay, in.BundlePath, b.Theta.MeanReceptive(), pred, d.truth, b.Theta.Nodes, sdgnnPredict, start); err != nil {
 		return nil, err
 	}
 	d.Checkpoints, d.CheckpointsMAPEFloor = b.Meta.Rounds, b.Meta.Config.MAPEFloor
@@ -359,7 +387,15 @@ func Build(ctx context.Context, in Input) (*Document, error) {
 		if err != nil {
 			return nil, fmt.Errorf("report: %w", err)
 		}
-		if _, err := d.score(&in, tc.name, SourceBatched, tc.file, rec, pred, truth, start); err != nil {
+		sets, err := receptiveSets(tc.m.Model, nb)
+		if err != nil {
+			return nil, fmt.Errorf("report: %w", err)
+		}
+		m := tc.m.Model
+		predict := func(s *snapshot.Set) ([]float64, []float64, error) {
+			return teacher.Predict(ctx, m, s, in.part(), p.Adj, 64)
+		}
+		if _, err := d.score(&in, tc.name, SourceBatched, tc.file, rec, pred, truth, sets, predict, start); err != nil {
 			return nil, err
 		}
 	}
@@ -506,7 +542,19 @@ func (d *Document) sweep(ctx context.Context, in Input, nb [][]int) error {
 			if err != nil {
 				return fmt.Errorf("report: %s: %w", name, err)
 			}
-			sm, err := d.score(&in, name, SourceStudent, "", m.MeanReceptive(), pred, eval.Truth, start)
+			sets := make([][]int, set.Nodes)
+			for z := range sets {
+				sets[z] = m.Receptive(z)
+			}
+			predict := func(s *snapshot.Set) ([]float64, []float64, error) {
+				t, err := outageTargets(ctx, tm.Model, s, p, in.part())
+				if err != nil {
+					return nil, nil, err
+				}
+				pred, err := m.Forecast(t)
+				return pred, t.Truth, err
+			}
+			sm, err := d.score(&in, name, SourceStudent, "", m.MeanReceptive(), pred, eval.Truth, sets, predict, start)
 			if err != nil {
 				return err
 			}
@@ -517,21 +565,68 @@ func (d *Document) sweep(ctx context.Context, in Input, nb [][]int) error {
 }
 
 // score adds a model's report over the replayed range: the masked metrics
-// overall, per channel, per node and per chunk, and the paper's metrics.
-func (d *Document) score(in *Input, name, source, file string, receptive float64, pred, truth []float64, start time.Time) (*Model, error) {
+// overall, per channel, per node and per chunk, by the completeness of
+// the forecasts' inputs (the sensors whose windows each node's forecast
+// reads in sets; nil: its own only), the paper's metrics, and, under an
+// outage scenario, its scores in each pass, which predict forecasts from
+// a set silenced for that pass.
+func (d *Document) score(in *Input, name, source, file string, receptive float64, pred, truth []float64, sets [][]int, predict func(*snapshot.Set) ([]float64, []float64, error), start time.Time) (*Model, error) {
 	set := in.Prepared.Set
 	rep, err := evaluation.Build(pred, truth, in.part().Len(), set.Nodes, set.Channels, in.Chunks, in.MAPEFloor)
 	if err != nil {
 		return nil, fmt.Errorf("report: %s: %w", name, err)
 	}
 	rep.ChannelNames, rep.ChannelUnits = in.Bundle.Meta.Channels, d.Units
+	b, err := breakdown(set, in.part(), snapshot.Outage{}, pred, truth, sets, in.MAPEFloor)
+	if err != nil {
+		return nil, fmt.Errorf("report: %s: %w", name, err)
+	}
+	rep.Completeness = &b
 	pm, err := evaluation.Paper(pred, truth, d.lo, d.hi)
 	if err != nil {
 		return nil, fmt.Errorf("report: %s: %w", name, err)
 	}
-	d.Models = append(d.Models, Model{Name: name, Source: source, File: file, Receptive: receptive, Report: rep, Paper: pm,
-		Seconds: time.Since(start).Seconds(), pred: pred})
+	m := Model{Name: name, Source: source, File: file, Receptive: receptive, Report: rep, Paper: pm, pred: pred}
+	if o := in.Outage; o.Enabled() && predict != nil {
+		for _, l := range o.Lengths {
+			in.progress(fmt.Sprintf("outages of %s", name), slices.Index(o.Lengths, l), len(o.Lengths))
+			sil := set.Silenced(o.For(l))
+			spred, struth, err := predict(sil)
+			if err != nil {
+				return nil, fmt.Errorf("report: %s, outage of %d readings: %w", name, l, err)
+			}
+			b, err := breakdown(sil, in.part(), o, spred, struth, sets, in.MAPEFloor)
+			if err != nil {
+				return nil, fmt.Errorf("report: %s, outage of %d readings: %w", name, l, err)
+			}
+			m.Outages = append(m.Outages, OutagePass{Length: l, Overall: metricsFloor(spred, struth, in.MAPEFloor), Breakdown: b})
+		}
+		in.progress(fmt.Sprintf("outages of %s", name), len(o.Lengths), len(o.Lengths))
+	}
+	m.Seconds = time.Since(start).Seconds()
+	d.Models = append(d.Models, m)
 	return &d.Models[len(d.Models)-1], nil
+}
+
+// breakdown returns the completeness breakdown of forecasts pred of part
+// p from the inputs of set, the sensors silenced by o marked where set
+// silences any.
+func breakdown(set *snapshot.Set, p snapshot.Part, o snapshot.Outage, pred, truth []float64, sets [][]int, floor float64) (evaluation.Breakdown, error) {
+	g, err := set.Completeness(p, o, sets)
+	if err != nil {
+		return evaluation.Breakdown{}, err
+	}
+	return evaluation.Stratify(pred, truth, set.Nodes, set.Channels, g, floor)
+}
+
+// outageTargets returns the teacher's embeddings of part p from the
+// inputs of set, with p's truths: what a distilled student forecasts from.
+func outageTargets(ctx context.Context, m *teacher.Model, set *snapshot.Set, p *snapshot.Prepared, part snapshot.Part) (*sdgnn.Targets, error) {
+	t, err := sdgnn.ComputeTargets(ctx, m, set, part, p.Adj)
+	if err != nil {
+		return nil, err
+	}
+	return t.Only(part)
 }
 
 // metricsFloor scores pred against truth with a MAPE floor.
@@ -600,6 +695,17 @@ func channelNames(names []string, c int) []string {
 
 // gcnLayers returns the number of GCN layers of a teacher (0 for the GRU).
 func gcnLayers(m *teacher.Model) int { return m.Config.GCNLayers() }
+
+// receptiveSets returns the sensors whose windows a teacher's forecast of
+// each node reads: its k-hop neighbourhood for a k-layer GRU-GCN, nil for
+// the GRU (its own only).
+func receptiveSets(m *teacher.Model, nb [][]int) ([][]int, error) {
+	k := gcnLayers(m)
+	if k == 0 {
+		return nil, nil
+	}
+	return sdgnn.Candidates(nb, sdgnn.CandidateConfig{K1: k})
+}
 
 // receptiveOf returns the mean number of nodes a teacher's forecast of one
 // node reads: the node itself for the GRU, its k-hop neighbourhood for a

@@ -558,3 +558,62 @@ func TestStalenessCaption(t *testing.T) {
 		})
 	}
 }
+
+// TestWriteOutages checks the report's outage parts: the completeness and
+// simulated-outage tables list each model's figures, and the figure of MAE
+// against outage length is drawn with a line per model scored under the
+// outages, or left out, saying why, without a scenario.
+func TestWriteOutages(t *testing.T) {
+	d := tinyDocument([]string{"speed"}, SDGNN, GRU)
+	for i := range d.Models {
+		own := []evaluation.Class{{Own: "complete", Metrics: evaluation.Metrics{MAE: 2, Count: 3}}, {Own: "1–2", Metrics: evaluation.Metrics{MAE: 3, Count: 1}},
+			{Own: "4–2"}, {Own: "whole window"}}
+		d.Models[i].Report.Completeness = &evaluation.Breakdown{Window: 3, Own: own}
+	}
+	dir := t.TempDir()
+	if err := d.Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	if f := figureNamed(d, "outage-length"); f == nil || f.Skipped == "" {
+		t.Errorf("outage figure without a scenario: %+v", f)
+	}
+	d.Outage = "share=0.5,len=1:3,seed=1"
+	for i := range d.Models {
+		for _, l := range []int{1, 3} {
+			sil := evaluation.Metrics{MAE: float64(4*(i+1) + l), Count: 2}
+			other := evaluation.Metrics{MAE: 2.5, Count: 2}
+			d.Models[i].Outages = append(d.Models[i].Outages, OutagePass{Length: l, Breakdown: evaluation.Breakdown{Window: 3, Silenced: &sil, Unsilenced: &other}})
+		}
+	}
+	if err := d.Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	f := figureNamed(d, "outage-length")
+	if f == nil || f.Skipped != "" || len(f.Files) == 0 {
+		t.Fatalf("outage figure: %+v", f)
+	}
+	md, err := os.ReadFile(filepath.Join(dir, FileMarkdown))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"| " + SDGNN + " | 2.0000 (n 3) | 3.0000 (n 1) | — (0) | — (0) |",
+		"Scenario share=0.5,len=1:3,seed=1",
+		"| " + SDGNN + " | 2.0000 | 5.0000 | 7.0000 | 2.5000 |",
+		"| " + GRU + " | 2.0000 | 9.0000 | 11.0000 | 2.5000 |",
+	} {
+		if !strings.Contains(string(md), want) {
+			t.Errorf("no %q in:\n%s", want, md)
+		}
+	}
+}
+
+// figureNamed returns d's figure of that name, nil if there is none.
+func figureNamed(d *Document, name string) *Figure {
+	for i := range d.Figures {
+		if d.Figures[i].Name == name {
+			return &d.Figures[i]
+		}
+	}
+	return nil
+}

@@ -173,6 +173,46 @@ func (d *Document) drawFigures(dir string) error {
 		return err
 	}
 
+	// MAE against outage length.
+	skip := ""
+	if d.Outage == "" {
+		skip = "needs a scenario of simulated outages (-outage)"
+	}
+	err = add("outage-length", "MAE against outage length",
+		fmt.Sprintf("MAE of the forecasts of the sensors silenced by the outage scenario %s, against the number of their last readings silenced (%d: the whole window), one line per model, through each model's batched path; at 0, the model's MAE on the forecasts whose inputs were complete. The truths are kept: a silenced sensor is forecast as if it had fallen silent.", d.Outage, d.window),
+		figureW, figureH, func() (*plot.Plot, error) {
+			var lines []figure.Line
+			for _, m := range d.Models {
+				if len(m.Outages) == 0 {
+					continue
+				}
+				l := figure.Line{Name: m.Name}
+				if c := m.Report.Completeness; c != nil && len(c.Own) > 0 && c.Own[0].Metrics.Count > 0 {
+					l.X, l.Y = append(l.X, 0), append(l.Y, c.Own[0].Metrics.MAE)
+				}
+				for _, o := range m.Outages {
+					y := nan
+					if s := o.Breakdown.Silenced; s != nil && s.Count > 0 {
+						y = s.MAE
+					}
+					l.X, l.Y = append(l.X, float64(o.Length)), append(l.Y, y)
+				}
+				if !slices.ContainsFunc(l.Y, isFinite) {
+					leftOut = append(leftOut, m.Name)
+					continue
+				}
+				lines = append(lines, l)
+			}
+			if len(lines) == 0 {
+				return nil, noFinite("no model has a finite MAE under the outages")
+			}
+			p, err := figure.OutageLength(lines, "MAE of the silenced sensors"+unitSuffix(d.unit()), styles)
+			return p, err
+		}, skip)
+	if err != nil {
+		return err
+	}
+
 	// MAPE against receptive field.
 	err = add("mape-receptive", "MAPE against receptive-field size",
 		fmt.Sprintf("MAPE (%%) on the %s split against the mean number of nodes one forecast reads. SDGNN points are labelled with their budget.", d.Part),
@@ -203,7 +243,7 @@ func (d *Document) drawFigures(dir string) error {
 	}
 
 	// Per-node MAE reduction.
-	skip := ""
+	skip = ""
 	if len(d.Reductions) == 0 {
 		skip = "needs the GRU-GCN teacher (-teacher) and the GRU baseline (-gru)"
 	}
@@ -464,6 +504,7 @@ func (d *Document) text(b *strings.Builder, img func(Figure) string) {
 			b.WriteString("\n")
 		}
 	}
+	d.completenessText(b, u)
 	if len(d.Sweep) > 0 {
 		fmt.Fprintf(b, "\n### MAPE against receptive field\n\n| series | budget | mean receptive field | MAE%s | MAPE %% | seconds |\n|---|---:|---:|---:|---:|---:|\n", u)
 		for _, s := range d.Sweep {
@@ -534,6 +575,96 @@ func (d *Document) text(b *strings.Builder, img func(Figure) string) {
 			fmt.Fprintf(b, "- %s\n", oneLine(n))
 		}
 	}
+}
+
+// completenessText writes the models' MAE by the completeness of their
+// inputs in the data as they are, then, under an outage scenario, the MAE
+// of the silenced sensors by the readings silenced; u is the unit suffix.
+func (d *Document) completenessText(b *strings.Builder, u string) {
+	var classes []evaluation.Class
+	for _, m := range d.Models {
+		if c := m.Report.Completeness; c != nil {
+			classes = c.Own
+			break
+		}
+	}
+	if len(classes) > 0 {
+		fmt.Fprintf(b, "\n### Completeness of the inputs\n\nMAE%s by the missing readings of the sensor's own window (of %d) in the data as they are; in brackets, the MAE where the other sensors the model reads were complete, then incomplete (for a model that reads other sensors).\n\n| model |", u, d.window)
+		for _, c := range classes {
+			fmt.Fprintf(b, " %s |", cell(c.Own))
+		}
+		b.WriteString("\n|---|" + strings.Repeat("---:|", len(classes)) + "\n")
+		for _, m := range d.Models {
+			c := m.Report.Completeness
+			if c == nil {
+				continue
+			}
+			fmt.Fprintf(b, "| %s |", cell(m.Name))
+			for k, cl := range c.Own {
+				fmt.Fprintf(b, " %s", maeCount(cl.Metrics))
+				if 2*k+1 < len(c.Joint) {
+					fmt.Fprintf(b, " (%s; %s)", maeOf(c.Joint[2*k].Metrics), maeOf(c.Joint[2*k+1].Metrics))
+				}
+				b.WriteString(" |")
+			}
+			b.WriteString("\n")
+		}
+	}
+	if d.Outage == "" {
+		return
+	}
+	var lengths []int
+	for _, m := range d.Models {
+		if len(m.Outages) > 0 {
+			for _, o := range m.Outages {
+				lengths = append(lengths, o.Length)
+			}
+			break
+		}
+	}
+	fmt.Fprintf(b, "\n### Simulated outages\n\nScenario %s: in every snapshot the same sensors silenced for their last L readings (%d: the whole window), their truths kept. MAE%s of the silenced sensors' forecasts (each model's batched path); the last column is the other sensors' at the longest outage.\n\n| model | inputs complete |", oneLine(d.Outage), d.window, u)
+	for _, l := range lengths {
+		fmt.Fprintf(b, " %d |", l)
+	}
+	b.WriteString(" others |\n|---|---:|" + strings.Repeat("---:|", len(lengths)+1) + "\n")
+	for _, m := range d.Models {
+		if len(m.Outages) == 0 {
+			continue
+		}
+		complete := nan
+		if c := m.Report.Completeness; c != nil && len(c.Own) > 0 {
+			complete = c.Own[0].Metrics.MAE
+		}
+		fmt.Fprintf(b, "| %s | %.4f |", cell(m.Name), complete)
+		for _, o := range m.Outages {
+			fmt.Fprintf(b, " %s |", maeOf(derefMetrics(o.Breakdown.Silenced)))
+		}
+		fmt.Fprintf(b, " %s |\n", maeOf(derefMetrics(m.Outages[len(m.Outages)-1].Breakdown.Unsilenced)))
+	}
+}
+
+// maeOf formats m's MAE, — where m counts no pair.
+func maeOf(m evaluation.Metrics) string {
+	if m.Count == 0 {
+		return "—"
+	}
+	return fmt.Sprintf("%.4f", m.MAE)
+}
+
+// maeCount formats m's MAE and its number of pairs.
+func maeCount(m evaluation.Metrics) string {
+	if m.Count == 0 {
+		return "— (0)"
+	}
+	return fmt.Sprintf("%.4f (n %d)", m.MAE, m.Count)
+}
+
+// derefMetrics returns *m, the zero Metrics for nil.
+func derefMetrics(m *evaluation.Metrics) evaluation.Metrics {
+	if m == nil {
+		return evaluation.Metrics{}
+	}
+	return *m
 }
 
 // unit returns the unit of every channel's readings when they share one,

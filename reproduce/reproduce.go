@@ -39,6 +39,11 @@ const (
 	SDGNN      = "SDGNN"
 )
 
+// SDGNNMainWeights names, in Run.Outages, an SDGNN bundle with silent
+// weights (sdgnn.Theta.Silent) scored without them: how much of SDGNN's
+// forecasts of silent sensors the silent weights make.
+const SDGNNMainWeights = "SDGNN, main weights only"
+
 // Models lists the table's columns.
 var Models = []string{GRUGCN, GRU, GLNN, NOSMOG, PPRGo, SDGNNEqual, SDGNN}
 
@@ -69,6 +74,33 @@ type Config struct {
 	// ModelDir, when set, is where teacher models are saved and looked for:
 	// a model file already there for a seed is reused instead of trained.
 	ModelDir string `json:"model_dir,omitempty"`
+	// Outage is a scenario of simulated outages every model is also
+	// scored under, one pass a silenced length (Run.Outages); the zero
+	// Outage: none. It changes no model and no other score.
+	Outage snapshot.Outage `json:"outage,omitzero"`
+	// MaskInput gives every model's GRU a missing mark per channel beside
+	// each reading (snapshot.Normalizer.Mask, teacher.Config.MaskInputs),
+	// Gate the GRU-GCN's skip a gate (teacher.Config.Gate), and
+	// TrainOutage, when not "" or "off", is a scenario of simulated
+	// outages (snapshot.ParseOutage) the teachers are trained under, drawn
+	// anew each epoch, and the students' training targets computed under,
+	// drawn once; each seed draws them with its own seed (the scenario's
+	// seed= is replaced by the run's). All three are off in the paper's
+	// protocol, whose tables they leave unchanged.
+	MaskInput   bool   `json:"mask_input,omitempty"`
+	Gate        bool   `json:"gate,omitempty"`
+	TrainOutage string `json:"train_outage,omitempty"`
+}
+
+// trainOutage returns the training outages of seed seed in text form, ""
+// for none: TrainOutage with the run's seed.
+func (c Config) trainOutage(seed uint64) (string, error) {
+	o, err := snapshot.ParseOutage(c.TrainOutage)
+	if err != nil || !o.Enabled() {
+		return "", err
+	}
+	o.Seed = seed
+	return o.String(), nil
 }
 
 // prep returns the input preprocessing, PrepStandard where Prep is empty.
@@ -145,6 +177,13 @@ type Run struct {
 	// speed, each in its units, which Metrics pools); absent otherwise,
 	// and in tables written before it was recorded.
 	Channels map[string][]evaluation.Metrics `json:"channels,omitempty"`
+	// Completeness holds, per model, its test metrics by how complete the
+	// forecasts' inputs were in the data as they are (their own gaps);
+	// absent in tables written before it was recorded.
+	Completeness map[string]evaluation.Breakdown `json:"completeness,omitempty"`
+	// Outages holds, per model, its test scores under each length of the
+	// outage scenario (Config.Outage); absent without one.
+	Outages map[string][]OutageScore `json:"outages,omitempty"`
 }
 
 // Cell is one model's summary over seeds.
@@ -243,6 +282,14 @@ func RunAll(ctx context.Context, cfg Config, h Hooks) (*Table, error) {
 	p, err := snapshot.PrepareFit(cfg.DataDir, cfg.Dataset, cfg.Window, cfg.spec(), cfg.prep())
 	if err != nil {
 		return nil, err
+	}
+	if _, err := cfg.trainOutage(1); err != nil {
+		return nil, fmt.Errorf("reproduce: training outages: %w", err)
+	}
+	if cfg.MaskInput {
+		masked := *p
+		masked.Set = p.Set.Masked(true)
+		p = &masked
 	}
 	cfg.Steps = p.Split.Steps // what was cut, if anything
 	t := &Table{Dataset: cfg.Dataset, Config: cfg, MAPEFloor: cfg.MAPEFloor, Created: time.Now().UTC().Format(time.RFC3339)}
@@ -368,8 +415,31 @@ func runSeed(ctx context.Context, cfg Config, p *snapshot.Prepared, seed uint64,
 			h.Scored(seed, name, run.Metrics[name], run.Receptive[name], run.Seconds[name])
 		}
 	}
-	score := func(name string, pred, truth []float64, receptive float64, maxRec int, start time.Time) error {
+	// score records a model's test scores: pred and truth from the data as
+	// they are, sets the sensors each forecast reads (nil: its own only),
+	// and predict, for the outage scenario, its forecasts from a set
+	// silenced for a length.
+	score := func(name string, pred, truth []float64, receptive float64, maxRec int, sets [][]int, start time.Time,
+		predict func(set *snapshot.Set, length int) ([]float64, []float64, error)) error {
 		run.MaxReceptive[name] = maxRec
+		b, err := completeness(set, split.Test, cfg.Outage, pred, truth, sets, cfg.MAPEFloor)
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		if run.Completeness == nil { // a fresh run, or one resumed from before it was kept
+			run.Completeness = map[string]evaluation.Breakdown{}
+		}
+		run.Completeness[name] = b
+		if cfg.Outage.Enabled() {
+			outs, err := outageScores(set, split.Test, cfg.Outage, sets, cfg.MAPEFloor, predict)
+			if err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+			if run.Outages == nil {
+				run.Outages = map[string][]OutageScore{}
+			}
+			run.Outages[name] = outs
+		}
 		pm, err := evaluation.Paper(pred, truth, lo, hi)
 		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)
@@ -431,31 +501,50 @@ func runSeed(ctx context.Context, cfg Config, p *snapshot.Prepared, seed uint64,
 			return nil, "", err
 		}
 		r, mr := 1.0, 1
+		var hood [][]int
 		if kind == teacher.KindGRUGCN {
-			hood, err := sdgnn.Candidates(p.Dataset.Graph.Neighbors(), sdgnn.CandidateConfig{K1: m.Config.GCNLayers()})
-			if err != nil {
+			if hood, err = sdgnn.Candidates(p.Dataset.Graph.Neighbors(), sdgnn.CandidateConfig{K1: m.Config.GCNLayers()}); err != nil {
 				return nil, "", err
 			}
 			r, mr = meanLen(hood), maxLen(hood)
 		}
-		if err := score(name, pred, truth, r, mr, start); err != nil {
+		predict := func(s *snapshot.Set, _ int) ([]float64, []float64, error) {
+			return teacher.Predict(ctx, m, s, split.Test, p.Adj, 64)
+		}
+		if err := score(name, pred, truth, r, mr, hood, start, predict); err != nil {
 			return nil, "", err
 		}
 	}
 
-	// Targets of the frozen teacher.
+	// Targets of the frozen teacher: the training ones under the training
+	// outages, if any.
+	sc := cfg.SDGNN
+	sc.Seed, sc.Candidates.Seed, sc.MAPEFloor = seed, seed, cfg.MAPEFloor
+	if sc.Outage, err = cfg.trainOutage(seed); err != nil {
+		return nil, "", err
+	}
 	tg, err := sdgnn.PartTargets(ctx, gruGCN, set, p.Adj, split.Train, split.Val, split.Test)
 	if err != nil {
 		return nil, "", err
 	}
 	train, val, test := tg[0], tg[1], tg[2]
+	if sc.Outage != "" {
+		ts, err := sc.TrainSet(set)
+		if err != nil {
+			return nil, "", err
+		}
+		if train, err = sdgnn.ComputeTargets(ctx, gruGCN, ts, split.Train, p.Adj); err != nil {
+			return nil, "", err
+		}
+		if train, err = train.Only(split.Train); err != nil {
+			return nil, "", err
+		}
+	}
 	nb := p.Dataset.Graph.Neighbors()
 
 	// SDGNN, distilled, or the bundle of an interrupted run when SDGNN-Equal
 	// still needs its Θ.
 	start := time.Now()
-	sc := cfg.SDGNN
-	sc.Seed, sc.Candidates.Seed, sc.MAPEFloor = seed, seed, cfg.MAPEFloor
 	var theta *sdgnn.Theta
 	if !done(SDGNN) || !done(SDGNNEqual) {
 		var b *sdgnn.Bundle
@@ -478,13 +567,49 @@ func runSeed(ctx context.Context, cfg Config, p *snapshot.Prepared, seed uint64,
 			if err != nil {
 				return nil, "", err
 			}
-			if err := score(SDGNN, pred, truth, b.Theta.MeanReceptive(), maxLen(b.Theta.Nodes), start); err != nil {
+			predict := func(s *snapshot.Set, _ int) ([]float64, []float64, error) {
+				return sdgnn.Predict(ctx, b, s, split.Test, 64)
+			}
+			if err := score(SDGNN, pred, truth, b.Theta.MeanReceptive(), maxLen(b.Theta.Nodes), b.Theta.Nodes, start, predict); err != nil {
 				return nil, "", err
+			}
+			if b.Theta.Silent != nil && cfg.Outage.Enabled() {
+				// The remedy's share: the same bundle without its silent weights.
+				main, err := b.Clone()
+				if err != nil {
+					return nil, "", err
+				}
+				main.Theta.Silent = nil
+				outs, err := outageScores(set, split.Test, cfg.Outage, b.Theta.Nodes, cfg.MAPEFloor, func(s *snapshot.Set, _ int) ([]float64, []float64, error) {
+					return sdgnn.Predict(ctx, main, s, split.Test, 64)
+				})
+				if err != nil {
+					return nil, "", fmt.Errorf("%s: %w", SDGNNMainWeights, err)
+				}
+				run.Outages[SDGNNMainWeights] = outs
+				if keep != "" {
+					if err := kept.save(keep); err != nil {
+						return nil, "", err
+					}
+				}
 			}
 		}
 	}
 
-	// Distilled baselines on the same targets.
+	// Distilled baselines on the same targets, and on the test targets of
+	// the outage scenario's passes, computed once for them all.
+	outTargets := map[int]*sdgnn.Targets{}
+	baselineTest := func(s *snapshot.Set, length int) (*sdgnn.Targets, error) {
+		if t, ok := outTargets[length]; ok {
+			return t, nil
+		}
+		tg, err := sdgnn.PartTargets(ctx, gruGCN, s, p.Adj, split.Test)
+		if err != nil {
+			return nil, err
+		}
+		outTargets[length] = tg[0]
+		return tg[0], nil
+	}
 	bc := cfg.Baseline
 	bc.Seed, bc.Walk.Seed, bc.MAPEFloor = seed, seed, cfg.MAPEFloor // NOSMOG's walks too: each seed its own encodings
 	for _, name := range []string{GLNN, NOSMOG, PPRGo, SDGNNEqual} {
@@ -511,10 +636,20 @@ func runSeed(ctx context.Context, cfg Config, p *snapshot.Prepared, seed uint64,
 			return nil, "", fmt.Errorf("%s: %w", name, err)
 		}
 		mr := 0
-		for z := 0; z < set.Nodes; z++ {
-			mr = max(mr, len(m.Receptive(z)))
+		sets := make([][]int, set.Nodes)
+		for z := range sets {
+			sets[z] = m.Receptive(z)
+			mr = max(mr, len(sets[z]))
 		}
-		if err := score(name, pred, test.Truth, m.MeanReceptive(), mr, start); err != nil {
+		predict := func(s *snapshot.Set, length int) ([]float64, []float64, error) {
+			t, err := baselineTest(s, length)
+			if err != nil {
+				return nil, nil, err
+			}
+			pred, err := m.Forecast(t)
+			return pred, t.Truth, err
+		}
+		if err := score(name, pred, test.Truth, m.MeanReceptive(), mr, sets, start, predict); err != nil {
 			return nil, "", err
 		}
 	}
@@ -550,6 +685,11 @@ func distil(ctx context.Context, cfg Config, p *snapshot.Prepared, gruGCN *teach
 	res, err := sdgnn.Distill(ctx, gruGCN, set.Norm, cands, train, val, sc, onRound)
 	if err != nil {
 		return nil, fmt.Errorf("sdgnn: %w", err)
+	}
+	if sc.SilentWeights {
+		if _, _, err := sdgnn.FitSilentWeights(ctx, res.Student, res.Decoder, gruGCN, set, p.Split.Train, p.Split.Val, p.Adj, sc); err != nil {
+			return nil, fmt.Errorf("sdgnn: %w", err)
+		}
 	}
 	graph := p.GraphFingerprint()
 	bounds, err := p.Bounds()
@@ -593,12 +733,22 @@ func distil(ctx context.Context, cfg Config, p *snapshot.Prepared, gruGCN *teach
 func trainOrLoad(ctx context.Context, cfg Config, p *snapshot.Prepared, kind string, seed uint64, onEpoch func(teacher.Epoch), resumed func(file string, epoch int)) (*teacher.Model, error) {
 	tc := cfg.Teacher
 	tc.Seed = seed
+	var err error
+	if tc.Outage, err = cfg.trainOutage(seed); err != nil {
+		return nil, err
+	}
 	noise := cfg.NoiseStd
 	if kind == teacher.KindGRU {
 		noise = 0
 	}
 	mc := teacher.Config{Kind: kind, Window: cfg.Window, Channels: p.Set.Channels, Hidden: cfg.Hidden, NoiseStd: noise, Seed: seed,
-		TimeInputs: p.Set.Inputs() - p.Set.Channels}
+		Gate: cfg.Gate && kind == teacher.KindGRUGCN}
+	if p.Set.Norm.Time != nil {
+		mc.TimeInputs = snapshot.TimeInputCount
+	}
+	if p.Set.Norm.Mask {
+		mc.MaskInputs = p.Set.Channels
+	}
 	var path, statePath string
 	var tr *teacher.Trainer
 	if cfg.ModelDir != "" {
@@ -663,7 +813,7 @@ func trainOrLoad(ctx context.Context, cfg Config, p *snapshot.Prepared, kind str
 		}
 	}
 	tr.MAPEFloor = cfg.MAPEFloor // the epochs' validation MAPE, as the table's
-	err := tr.Run(ctx, p.Set, p.Split, p.Adj, each)
+	err = tr.Run(ctx, p.Set, p.Split, p.Adj, each)
 	if saveErr != nil {
 		return nil, fmt.Errorf("train %s: %w", kind, saveErr)
 	}
@@ -856,7 +1006,7 @@ func (t *Table) Markdown(w io.Writer) error {
 	if t.Config.Steps > 0 {
 		part += fmt.Sprintf(", the series' first %d steps only", t.Config.Steps)
 	}
-	if _, err := fmt.Fprintf(w, "%s, %s, %d seed(s), %s preprocessing%s\n\n%s| metric |", t.Dataset, part, len(t.Runs), t.Config.prep(), floor, pooledNote(t.Dataset)); err != nil {
+	if _, err := fmt.Fprintf(w, "%s, %s, %d seed(s), %s preprocessing%s%s\n\n%s| metric |", t.Dataset, part, len(t.Runs), t.Config.prep(), t.Config.awareNote(), floor, pooledNote(t.Dataset)); err != nil {
 		return err
 	}
 	for _, m := range Models {
@@ -886,6 +1036,12 @@ func (t *Table) Markdown(w io.Writer) error {
 		return err
 	}
 	if err := t.channelMarkdown(w); err != nil {
+		return err
+	}
+	if err := t.outageMarkdown(w); err != nil {
+		return err
+	}
+	if err := t.completenessMarkdown(w); err != nil {
 		return err
 	}
 	if err := t.pairedMarkdown(w); err != nil {

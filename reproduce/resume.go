@@ -80,6 +80,9 @@ func checkReuse(path string, m teacher.Meta, cfg Config, p *snapshot.Prepared, t
 		return fmt.Errorf("reuse %s: a %s with window %d, hidden %d, noise %g, seed %d; this run needs window %d, hidden %d, noise %g, seed %d (remove the file to retrain)",
 			path, c.Kind, c.Window, c.Hidden, c.NoiseStd, c.Seed, mc.Window, mc.Hidden, mc.NoiseStd, mc.Seed)
 	}
+	if c := m.Config; c.MaskInputs != mc.MaskInputs || c.Gate != mc.Gate {
+		return fmt.Errorf("reuse %s: a %s with %d missing marks and gate %v; this run needs %d and %v (remove the file to retrain)", path, c.Kind, c.MaskInputs, c.Gate, mc.MaskInputs, mc.Gate)
+	}
 	if c := m.Config; c.GCNLayers() != mc.GCNLayers() {
 		return fmt.Errorf("reuse %s: a %s with %d GCN layers; this run needs %d (remove the file to retrain)", path, c.Kind, c.GCNLayers(), mc.GCNLayers())
 	}

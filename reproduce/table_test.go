@@ -2,10 +2,12 @@ package reproduce
 
 import (
 	"encoding/json"
-	"github.com/pemsforecast/sdgnn/evaluation"
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/pemsforecast/sdgnn/evaluation"
+	"github.com/pemsforecast/sdgnn/snapshot"
 )
 
 func TestMeanStd(t *testing.T) {
@@ -149,5 +151,52 @@ func TestMarkdownByChannel(t *testing.T) {
 		if strings.Contains(md.String(), "By channel") {
 			t.Errorf("%s: a table by channel:\n%s", tc.name, md.String())
 		}
+	}
+}
+
+// TestMarkdownOutages checks the outage tables: the silenced sensors' MAE
+// and MAPE per length and model, mean ± std over seeds, and the MAE by
+// the data's own gaps; none for runs without them (tables written before).
+func TestMarkdownOutages(t *testing.T) {
+	run := func(seed uint64, whole float64) Run {
+		r := Run{Seed: seed, Metrics: map[string]evaluation.Metrics{}, Outages: map[string][]OutageScore{}, Completeness: map[string]evaluation.Breakdown{}}
+		for _, m := range Models {
+			r.Metrics[m] = evaluation.Metrics{MAE: 4, Count: 10}
+			own := []evaluation.Class{{Metrics: evaluation.Metrics{MAE: 3.5, Count: 70}}, {Metrics: evaluation.Metrics{MAE: 4.5, Count: 20}},
+				{Metrics: evaluation.Metrics{MAE: 5, Count: 9}}, {Metrics: evaluation.Metrics{MAE: 6, Count: 1}}}
+			r.Completeness[m] = evaluation.Breakdown{Window: 12, Own: own}
+			for _, l := range []int{3, 12} {
+				sil, other := evaluation.Metrics{MAE: whole * float64(l) / 12, MAPE: 50, Count: 5}, evaluation.Metrics{MAE: 4, Count: 50}
+				r.Outages[m] = append(r.Outages[m], OutageScore{Length: l, Breakdown: evaluation.Breakdown{Window: 12, Silenced: &sil, Unsilenced: &other}})
+			}
+		}
+		return r
+	}
+	cfg := Quick("sz-taxi")
+	cfg.Outage = snapshot.Outage{Share: 0.1, Lengths: []int{3, 12}, Seed: 1}
+	tab := &Table{Dataset: "sz-taxi", Config: cfg, Cells: map[string]Cell{}, Runs: []Run{run(1, 12), run(2, 14)}}
+	var md strings.Builder
+	if err := tab.Markdown(&md); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"Simulated outages (share=0.1,len=3:12,seed=1)",
+		"| none, inputs complete | MAE | 3.5000 ± 0.0000 |",
+		"| 3 | MAE | 3.2500 ± 0.3536 |",
+		"| 12 (whole window) | MAE | 13.0000 ± 1.4142 |",
+		"|  | MAPE (%) | 50.00 ± 0.00 |",
+		"| whole window | 1 (1.0 %) | 6.0000 ± 0.0000 |",
+	} {
+		if !strings.Contains(md.String(), want) {
+			t.Errorf("no %q in:\n%s", want, md.String())
+		}
+	}
+	plain := &Table{Dataset: "sz-taxi", Config: Quick("sz-taxi"), Cells: map[string]Cell{}, Runs: []Run{{Seed: 1}}}
+	md.Reset()
+	if err := plain.Markdown(&md); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(md.String(), "Simulated outages") || strings.Contains(md.String(), "own gaps") {
+		t.Errorf("outage tables for runs without them:\n%s", md.String())
 	}
 }

@@ -21,6 +21,11 @@ import (
 // FileKindBundle is the checkpoint kind of a bundle file.
 const FileKindBundle = "sdgnn-bundle"
 
+// tensorSilent names the tensor of Θ's silent weights (Theta.Silent), in
+// the order of theta.val; bundles without silent weights, those written
+// before they existed among them, have none.
+const tensorSilent = "theta.silent"
+
 // BundleMeta describes a bundle: the data it was distilled on and how.
 type BundleMeta struct {
 	Dataset  string              `json:"dataset"`
@@ -85,7 +90,8 @@ func (b *Bundle) Receptive(z int) ([]int, []float64) { return b.Theta.Nodes[z], 
 // Embed sets dst (length Hidden) to φ(GRU(window)) for one node. window holds
 // the node's last Window readings on the original scale, row-major
 // (step, channel), oldest first; missing readings (0) are fed as in
-// training (see snapshot.Normalizer.Input). end is the time of the
+// training (snapshot.Normalizer.StepInputs, the inputs Set.Fill gives,
+// with their missing marks where the bundle's normaliser has them). end is the time of the
 // window's last step, Unix ms: the calendar inputs of a bundle trained with
 // the paper's preprocessing are computed from it (other bundles ignore it).
 func (b *Bundle) Embed(dst, window []float64, end int64) error {
@@ -111,14 +117,11 @@ func (b *Bundle) EmbedBatch(dst, windows []float64, ends []int64) error {
 		b.xs[t] = nn.Resize(b.xs[t], rows, in)
 		x := b.xs[t].RawMatrix().Data
 		for i := 0; i < rows; i++ {
-			w := windows[(i*T+t)*C : (i*T+t+1)*C]
-			xi := x[i*in : (i+1)*in]
-			for c, v := range w {
-				xi[c] = norm.Input(v, c)
-			}
+			var ms int64
 			if norm.Time != nil {
-				norm.Time.At(xi[C:], ends[i]-int64(T-1-t)*norm.Time.StepMs)
+				ms = ends[i] - int64(T-1-t)*norm.Time.StepMs
 			}
+			norm.StepInputs(x[i*in:(i+1)*in], windows[(i*T+t)*C:(i*T+t+1)*C], nil, ms)
 		}
 	}
 	h, err := b.GRU.Encode(b.xs)
@@ -145,9 +148,23 @@ func (b *Bundle) Forecast(dst []float64, z int, emb [][]float64) error {
 // in the same order whatever the batch). It allocates only when len(zs)
 // exceeds every earlier call's.
 func (b *Bundle) ForecastMany(dst []float64, zs []int, emb [][]float64) error {
+	return b.ForecastManySilent(dst, zs, emb, nil)
+}
+
+// ForecastManySilent is ForecastMany where silent[i] says whether node
+// zs[i]'s own window was empty (every reading of it missing: a sensor
+// fallen silent), so that a bundle with silent weights (Theta.Silent)
+// weighs its receptive nodes' embeddings with those: what ForecastBatch
+// does for such a node. silent nil, or a bundle without silent weights,
+// is ForecastMany. The receptive nodes, and so the embeddings to pass,
+// are Receptive's either way.
+func (b *Bundle) ForecastManySilent(dst []float64, zs []int, emb [][]float64, silent []bool) error {
 	C, d, m := len(b.Meta.Norm.Mean), b.Meta.Hidden, len(zs)
 	if m < 1 || len(dst) != m*C {
 		return fmt.Errorf("forecast: destination %d for %d nodes of %d channels", len(dst), m, C)
+	}
+	if silent != nil && len(silent) != m {
+		return fmt.Errorf("forecast: %d silence marks for %d nodes", len(silent), m)
 	}
 	b.zrow = nn.Resize(b.zrow, m, d)
 	zd := b.zrow.RawMatrix().Data
@@ -157,6 +174,9 @@ func (b *Bundle) ForecastMany(dst []float64, zs []int, emb [][]float64) error {
 			return fmt.Errorf("forecast: node %d outside [0,%d)", z, b.Theta.N())
 		}
 		ks, ws := b.Receptive(z)
+		if silent != nil && silent[r] && b.Theta.Silent != nil {
+			ws = b.Theta.Silent[z]
+		}
 		if len(emb)-next < len(ks) {
 			return fmt.Errorf("forecast node %d: %d embeddings for %d receptive nodes", z, len(emb)-next, len(ks))
 		}
@@ -203,6 +223,17 @@ func (b *Bundle) ForecastBatch(xs []*mat.Dense) ([]float64, error) {
 	theta, _ := b.Theta.CSR()
 	z := mat.NewDense(r, d, nil)
 	theta.MulBlocks(z, phi)
+	if silent := b.silentMarks(xs); silent != nil {
+		// The rows of nodes silent for their whole window, weighed by
+		// the silent weights: what ForecastManySilent gives each.
+		zs := mat.NewDense(r, d, nil)
+		b.Theta.SilentCSR().MulBlocks(zs, phi)
+		for i, sil := range silent {
+			if sil {
+				copy(z.RawRowView(i), zs.RawRowView(i))
+			}
+		}
+	}
 	out := b.Dec.Forward(z)
 	od := out.RawMatrix().Data
 	C := len(b.Meta.Norm.Mean)
@@ -211,6 +242,35 @@ func (b *Bundle) ForecastBatch(xs []*mat.Dense) ([]float64, error) {
 		res[i] = b.Meta.Norm.Denormalize(v, i%C)
 	}
 	return res, nil
+}
+
+// silentMarks returns, for a bundle with silent weights, which rows of the
+// batch xs (inputs with missing marks) are of a node whose every reading
+// of the window is missing; nil for a bundle without silent weights, or
+// whose inputs carry no marks to tell.
+func (b *Bundle) silentMarks(xs []*mat.Dense) []bool {
+	norm := &b.Meta.Norm
+	if b.Theta.Silent == nil || !norm.Mask {
+		return nil
+	}
+	C := len(norm.Mean)
+	first := norm.Inputs() - C // the marks end each step's inputs
+	r, _ := xs[0].Dims()
+	out := make([]bool, r)
+	for i := range out {
+		out[i] = true
+		for _, x := range xs {
+			for _, v := range x.RawRowView(i)[first:] {
+				if v != 1 {
+					out[i] = false
+				}
+			}
+			if !out[i] {
+				break
+			}
+		}
+	}
+	return out
 }
 
 // Clone returns an independent copy of b (sharing nothing mutable).
@@ -248,6 +308,12 @@ func (b *Bundle) Clone() (*Bundle, error) {
 	for z := range b.Theta.Weights {
 		c.Theta.Weights[z] = slices.Clone(b.Theta.Weights[z])
 	}
+	if b.Theta.Silent != nil {
+		c.Theta.Silent = make([][]float64, len(b.Theta.Silent))
+		for z := range b.Theta.Silent {
+			c.Theta.Silent[z] = slices.Clone(b.Theta.Silent[z])
+		}
+	}
 	return c, nil
 }
 
@@ -284,6 +350,9 @@ func (b *Bundle) file() (*checkpoint.File, string, error) {
 		checkpoint.Tensor{Name: "theta.rowptr", Shape: []int{len(ptr)}, Data: ptr},
 		checkpoint.Tensor{Name: "theta.col", Shape: []int{len(col)}, Data: col},
 		checkpoint.Tensor{Name: "theta.val", Shape: []int{len(theta.Val)}, Data: append([]float64(nil), theta.Val...)})
+	if sc := b.Theta.SilentCSR(); sc != nil {
+		ts = append(ts, checkpoint.Tensor{Name: tensorSilent, Shape: []int{len(sc.Val)}, Data: append([]float64(nil), sc.Val...)})
+	}
 	f := &checkpoint.File{Kind: FileKindBundle, Tensors: ts}
 	meta := b.Meta
 	if meta.Version == "" {
@@ -360,6 +429,9 @@ func NewBundle(meta BundleMeta, g *gru.GRU, phi *nn.MLP, theta *Theta, dec *nn.M
 	}
 	if err := theta.Validate(meta.Nodes); err != nil {
 		return nil, err
+	}
+	if err := silentNeedsMarks(theta, meta.Norm); err != nil {
+		return nil, fmt.Errorf("new bundle: %w", err)
 	}
 	C := len(meta.Norm.Mean)
 	if meta.Window < 1 || meta.Window > snapshot.MaxWindow || meta.Hidden < 1 || meta.Nodes < 1 || C < 1 {
@@ -457,7 +529,7 @@ func decodeBundle(f *checkpoint.File) (*Bundle, error) {
 	// A tensor that is none of these was written for a bundle of another
 	// architecture: dropping it would load another model than the saved.
 	for _, t := range f.Tensors {
-		if byName[t.Name] == nil && t.Name != "theta.rowptr" && t.Name != "theta.col" && t.Name != "theta.val" {
+		if byName[t.Name] == nil && t.Name != "theta.rowptr" && t.Name != "theta.col" && t.Name != "theta.val" && t.Name != tensorSilent {
 			return nil, fmt.Errorf("tensor %s is not a parameter of the bundle its metadata describes", t.Name)
 		}
 	}
@@ -477,6 +549,9 @@ func decodeBundle(f *checkpoint.File) (*Bundle, error) {
 	}
 	theta, err := decodeTheta(f, meta.Nodes)
 	if err != nil {
+		return nil, err
+	}
+	if err := silentNeedsMarks(theta, meta.Norm); err != nil {
 		return nil, err
 	}
 	b.Theta = theta
@@ -523,7 +598,19 @@ func decodeTheta(f *checkpoint.File, n int) (*Theta, error) {
 	if err := wholeIn(col, n-1); err != nil {
 		return nil, err
 	}
+	var silent *checkpoint.Tensor
+	if hasTensor(f, tensorSilent) {
+		if silent, err = f.Tensor(tensorSilent); err != nil {
+			return nil, err
+		}
+		if len(silent.Data) != len(val.Data) {
+			return nil, fmt.Errorf("theta: tensor %s has %d silent weights for %d weights", silent.Name, len(silent.Data), len(val.Data))
+		}
+	}
 	t := &Theta{Nodes: make([][]int, n), Weights: make([][]float64, n)}
+	if silent != nil {
+		t.Silent = make([][]float64, n)
+	}
 	for z := 0; z < n; z++ {
 		lo, hi := int(ptr.Data[z]), int(ptr.Data[z+1])
 		if lo > hi || hi > len(col.Data) {
@@ -532,9 +619,31 @@ func decodeTheta(f *checkpoint.File, n int) (*Theta, error) {
 		for i := lo; i < hi; i++ {
 			t.Nodes[z] = append(t.Nodes[z], int(col.Data[i]))
 			t.Weights[z] = append(t.Weights[z], val.Data[i])
+			if silent != nil {
+				t.Silent[z] = append(t.Silent[z], silent.Data[i])
+			}
+		}
+		if silent != nil && t.Silent[z] == nil {
+			t.Silent[z] = []float64{} // a node without receptive nodes: none, as its weights
 		}
 	}
 	return t, t.Validate(n)
+}
+
+// silentNeedsMarks refuses silent weights for inputs without missing
+// marks: the batched path (ForecastBatch) tells a silent node by its
+// marks, and could not use them, while the online one
+// (ForecastManySilent) would, and the two would part.
+func silentNeedsMarks(theta *Theta, norm snapshot.Normalizer) error {
+	if theta.Silent != nil && !norm.Mask {
+		return fmt.Errorf("theta has silent weights but the inputs carry no missing marks to tell a silent sensor by")
+	}
+	return nil
+}
+
+// hasTensor reports whether f holds a tensor of that name.
+func hasTensor(f *checkpoint.File, name string) bool {
+	return slices.ContainsFunc(f.Tensors, func(t checkpoint.Tensor) bool { return t.Name == name })
 }
 
 // wholeIn reports the first value of t that is not a whole number in
@@ -556,6 +665,9 @@ func zeroRand() *rand.Rand { return rand.New(rand.NewPCG(0, 0)) }
 // Fits reports whether set's snapshots are what the bundle reads: the same
 // nodes, window and channels, prepared with the same inputs per step.
 func (b *Bundle) Fits(set *snapshot.Set) error {
+	if set.Norm.Mask != b.Meta.Norm.Mask {
+		return fmt.Errorf("data with missing marks %v, a bundle %s them (use snapshot.Set.Masked)", set.Norm.Mask, map[bool]string{true: "that reads", false: "that does not read"}[b.Meta.Norm.Mask])
+	}
 	if set.Nodes != b.Meta.Nodes || set.Window != b.Meta.Window || set.Channels != len(b.Meta.Norm.Mean) || set.Inputs() != b.Meta.Norm.Inputs() {
 		return fmt.Errorf("data has %s, window %d, %s, %s (%s preprocessing); the bundle wants %d, %d, %d, %d (%s)",
 			english.Count(set.Nodes, "node"), set.Window, english.Count(set.Channels, "channel"), english.Count(set.Inputs(), "input"), set.Norm.Prep(), b.Meta.Nodes, b.Meta.Window, len(b.Meta.Norm.Mean), b.Meta.Norm.Inputs(), b.Meta.Norm.Prep())

@@ -40,6 +40,34 @@ type Config struct {
 	Select         string  `json:"select"`     // validation metric for the best checkpoint: "mape" or "mae"
 	MAPEFloor      float64 `json:"mape_floor"` // truths below it are left out of validation MAPE (see evaluation.Accumulator)
 	Seed           uint64  `json:"seed"`
+	// Outage, when not "" or "off", is a scenario of simulated outages
+	// (snapshot.ParseOutage) under which the training targets are
+	// computed (TrainSet): the silenced sensors' H and the teacher's Z
+	// with them silent, so that Θ and φ are fitted to forecasts of
+	// sensors fallen silent too. Validation stays on the data as they are.
+	// Kept in its text form, so that a Config compares with ==; bundles
+	// written before it lack it, as they ran.
+	Outage string `json:"outage,omitempty"`
+	// SilentWeights fits, after distillation, a second set of weights
+	// over every node's receptive nodes for when its own window is empty
+	// (Theta.Silent, FitSilentWeights); off, a silent node is forecast
+	// with its main weights. Bundles written before it lack it, as they
+	// ran.
+	SilentWeights bool `json:"silent_weights,omitempty"`
+}
+
+// TrainSet returns the set whose inputs the training targets are computed
+// from: set silenced by c.Outage's draw of round 0 (one draw: the targets
+// are computed once), or set itself without outages.
+func (c Config) TrainSet(set *snapshot.Set) (*snapshot.Set, error) {
+	o, err := snapshot.ParseOutage(c.Outage)
+	if err != nil {
+		return nil, fmt.Errorf("sdgnn config: %w", err)
+	}
+	if !o.Enabled() {
+		return set, nil
+	}
+	return set.Silenced(o.Draw(0)), nil
 }
 
 // DefaultConfig returns the reference schedule of the SDGNN paper: Θ
@@ -94,6 +122,9 @@ func (c Config) Validate() error {
 		return fmt.Errorf("sdgnn config: MAPE floor %g: must be finite and ≥ 0", c.MAPEFloor)
 	case c.Select != "mape" && c.Select != "mae":
 		return fmt.Errorf("sdgnn config: select %q: want mape or mae", c.Select)
+	}
+	if _, err := snapshot.ParseOutage(c.Outage); err != nil {
+		return fmt.Errorf("sdgnn config: %w", err)
 	}
 	return nil
 }

@@ -18,9 +18,18 @@ import (
 
 // Theta holds the sparse non-negative weights of every node: node z's
 // receptive nodes Nodes[z] (sorted, each once) and their weights Weights[z].
+//
+// Silent, when not nil, holds a second set of weights over the same
+// receptive nodes, Silent[z][i] that of Nodes[z][i], for a node whose own
+// window is empty (every reading missing: a sensor fallen silent): Ẑ_z is
+// then Σ Silent[z][i]·φ(H_k) (FitSilent). A node silent for its whole
+// window has an embedding that says nothing of its traffic, so weights
+// fitted to sensors that read (most of them on the node itself) forecast
+// it from nothing; the silent weights lean on its receptive neighbours.
 type Theta struct {
 	Nodes   [][]int
 	Weights [][]float64
+	Silent  [][]float64
 }
 
 // N returns the number of nodes.
@@ -69,7 +78,34 @@ func (t *Theta) Validate(n int) error {
 			}
 		}
 	}
+	if t.Silent == nil {
+		return nil
+	}
+	if len(t.Silent) != n {
+		return fmt.Errorf("theta: %d silent weight lists for %d nodes", len(t.Silent), n)
+	}
+	for z, ws := range t.Silent {
+		if len(ws) != len(t.Nodes[z]) {
+			return fmt.Errorf("theta: node %d has %d receptive nodes but %d silent weights", z, len(t.Nodes[z]), len(ws))
+		}
+		for i, w := range ws {
+			if !(w >= 0) || math.IsInf(w, 0) {
+				return fmt.Errorf("theta: node %d silent weight %g for node %d is not a finite non-negative number", z, w, t.Nodes[z][i])
+			}
+		}
+	}
 	return nil
+}
+
+// SilentCSR returns the silent weights as a sparse matrix of Θ's
+// structure (row z holds Silent[z] over Nodes[z]), nil when t has none.
+func (t *Theta) SilentCSR() *pems.CSR {
+	if t.Silent == nil {
+		return nil
+	}
+	w := &Theta{Nodes: t.Nodes, Weights: t.Silent}
+	theta, _ := w.CSR()
+	return theta
 }
 
 // CSR returns Θ as a sparse matrix whose row z holds θ_z, and its transpose.

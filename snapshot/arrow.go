@@ -180,6 +180,7 @@ func WriteSnapshotsLabelled(path string, s *Set, snapshots []int, l SnapshotLabe
 		yv := yb.ValueBuilder().(*array.Float64Builder)
 		xv.Reserve((hi - lo) * xLen)
 		yv.Reserve((hi - lo) * ch)
+		step := make([]float64, s.Inputs())
 		for k := lo; k < hi; k++ {
 			sn, i := snapshots[k/nodes], k%nodes
 			sb.Append(int64(sn))
@@ -189,11 +190,8 @@ func WriteSnapshotsLabelled(path string, s *Set, snapshots []int, l SnapshotLabe
 			}
 			xb.Append(true)
 			for t := 0; t < s.Window; t++ {
-				off := ((sn+t)*nodes + i) * ch
-				xv.AppendValues(s.norm[off:off+ch], nil)
-				if s.times != nil {
-					xv.AppendValues(s.times[(sn+t)*TimeInputCount:(sn+t+1)*TimeInputCount], nil)
-				}
+				s.nodeInputs(step, sn, t, i)
+				xv.AppendValues(step, nil)
 			}
 			yb.Append(true)
 			off := ((sn+s.Window)*nodes + i) * ch

@@ -18,6 +18,13 @@
 // whose parts interleave, the steps fitted on are read by validation and
 // test snapshots too, as in Gao & Ribeiro's code.
 //
+// A missing reading (0) enters a model as a reading of 0 would, with a
+// missing mark beside it where the normaliser has marks (StepInputs, the
+// one definition offline and online). Outage scenarios (Outage) silence
+// sensors of a Set's windows (Set.Silenced) to score or train models on
+// sensors fallen silent, and Set.Completeness gives evaluation.Stratify
+// how complete each forecast's inputs were.
+//
 // Windows, splits, normalisation and the Arrow files take the raw series
 // fields rather than a type of a dataset package; only Prepare and its kin,
 // which load a dataset from the data directory, use datasets/pems. The

@@ -28,6 +28,13 @@ type Normalizer struct {
 	// graph with distances, or a weighted graph's own weights (Los-loop's,
 	// with Links or the dataset's default); nil: every link weighs 1.
 	Edges *EdgeScale `json:"edges,omitempty"`
+	// Mask, when set, appends to every step's inputs one missing mark per
+	// channel: 1 where the channel's reading is missing (0 or not finite,
+	// or silenced by a simulated outage), 0 where it is present (see
+	// StepInputs). Without it a missing reading is told from a present one
+	// only by its value, which under min-max scaling is an ordinary one.
+	// Files written before it existed lack it: no marks, as they ran.
+	Mask bool `json:"mask,omitempty"`
 }
 
 // EdgeScale says how links weigh by their costs: the cost min-max scaled
@@ -103,6 +110,8 @@ func ScalingDiff(a, b Normalizer) string {
 		return fmt.Sprintf("calendar inputs %v against %v", a.Time != nil, b.Time != nil)
 	case a.Time != nil && *a.Time != *b.Time:
 		return fmt.Sprintf("calendar inputs %+v against %+v", *a.Time, *b.Time)
+	case a.Mask != b.Mask:
+		return fmt.Sprintf("missing marks %v against %v", a.Mask, b.Mask)
 	}
 	return ""
 }
@@ -119,12 +128,17 @@ func (n Normalizer) Prep() Prep {
 }
 
 // Inputs returns the number of model inputs per step: the channels, plus
-// TimeInputCount where n has calendar inputs.
+// TimeInputCount where n has calendar inputs, plus one missing mark per
+// channel where n.Mask.
 func (n Normalizer) Inputs() int {
+	in := len(n.Mean)
 	if n.Time != nil {
-		return len(n.Mean) + TimeInputCount
+		in += TimeInputCount
 	}
-	return len(n.Mean)
+	if n.Mask {
+		in += len(n.Mean)
+	}
+	return in
 }
 
 // Input returns the model input of reading v of channel c. A missing

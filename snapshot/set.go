@@ -32,6 +32,12 @@ type Set struct {
 	raw   []float64 // the caller's data, not copied
 	norm  []float64 // normalised copy, same layout as raw
 	times []float64 // Steps × TimeInputCount calendar inputs, nil without Norm.Time
+
+	// silence, when not nil, silences the last steps of some windows'
+	// inputs (see Silenced); missIn holds each channel's input of a
+	// missing reading, what a silenced reading enters as.
+	silence Silence
+	missIn  []float64
 }
 
 // MaxWindow is the longest input window, in steps, that a model may read:
@@ -76,6 +82,10 @@ func NewSet(data []float64, steps, nodes, channels, window int, norm Normalizer)
 			norm.Time.At(times[st*TimeInputCount:], norm.Time.StepTime(st))
 		}
 	}
+	missIn := make([]float64, channels)
+	for c := range missIn {
+		missIn[c] = norm.Input(0, c)
+	}
 	return &Set{
 		Steps:    steps,
 		Nodes:    nodes,
@@ -85,7 +95,65 @@ func NewSet(data []float64, steps, nodes, channels, window int, norm Normalizer)
 		raw:      data,
 		norm:     normed,
 		times:    times,
+		missIn:   missIn,
 	}, nil
+}
+
+// Masked returns a Set over the same series and snapshots whose inputs
+// carry missing marks (Normalizer.Mask) when on, and none when off: what a
+// model trained with marks, or without them, reads. It shares s's data.
+func (s *Set) Masked(on bool) *Set {
+	if s == nil {
+		return nil
+	}
+	c := *s
+	c.Norm.Mask = on
+	return &c
+}
+
+// Silenced returns a Set over the same series and snapshots whose input
+// windows are silenced as f says: the last f(snapshot, node) steps of a
+// node's window enter as missing readings, with their missing marks where
+// the normaliser has them, as a sensor fallen silent would give them. The
+// targets (Batch.Y and Batch.Raw, RawAt) stay the true readings. A nil f
+// silences nothing. It shares s's data; it is how outages are simulated
+// for evaluation (Outage.For) and for training (Outage.Draw).
+func (s *Set) Silenced(f Silence) *Set {
+	if s == nil {
+		return nil
+	}
+	c := *s
+	c.silence = f
+	return &c
+}
+
+// Silence returns the silence of s's inputs (see Silenced), nil for none.
+func (s *Set) Silence() Silence { return s.silence }
+
+// Gaps returns, row-major (snapshot, node) for the given snapshots, the
+// number of missing steps of every node's input window and how many of
+// them end it (see WindowGaps): a forecast's completeness, counting the
+// steps s's silence takes away. Snapshots outside [0, Len()) are an error.
+func (s *Set) Gaps(snapshots []int) (missing, trailing []int, err error) {
+	if s == nil {
+		return nil, nil, errNilSet
+	}
+	n, c, t := s.Nodes, s.Channels, s.Window
+	missing, trailing = make([]int, len(snapshots)*n), make([]int, len(snapshots)*n)
+	win := make([]float64, t*c)
+	for b, sn := range snapshots {
+		if sn < 0 || sn >= s.Len() {
+			return nil, nil, fmt.Errorf("snapshot: gaps: snapshot %d out of range [0, %d)", sn, s.Len())
+		}
+		for z := 0; z < n; z++ {
+			for j := 0; j < t; j++ {
+				at := ((sn+j)*n + z) * c
+				copy(win[j*c:(j+1)*c], s.raw[at:at+c])
+			}
+			missing[b*n+z], trailing[b*n+z] = WindowGaps(win, c, silencedLen(s.silence, sn, z, t))
+		}
+	}
+	return missing, trailing, nil
 }
 
 // Inputs returns the number of model inputs per node and step: Channels,
@@ -204,7 +272,7 @@ func (s *Set) Fill(dst *Batch, snapshots []int) error {
 	for b, sn := range snapshots {
 		out := b * block
 		for t, x := range dst.X {
-			s.fillInputs(x.RawMatrix().Data[b*s.Nodes*in:(b+1)*s.Nodes*in], sn+t)
+			s.fillInputs(x.RawMatrix().Data[b*s.Nodes*in:(b+1)*s.Nodes*in], sn, t)
 		}
 		at := (sn + s.Window) * block
 		copy(y[out:out+block], s.norm[at:at+block])
@@ -213,21 +281,44 @@ func (s *Set) Fill(dst *Batch, snapshots []int) error {
 	return nil
 }
 
-// fillInputs writes the model inputs of every node at step st into dst
-// (Nodes × Inputs, row-major): the normalised readings, then the step's
-// calendar inputs where there are any.
-func (s *Set) fillInputs(dst []float64, st int) {
-	block := s.Nodes * s.Channels
-	src := s.norm[st*block : (st+1)*block]
-	if s.times == nil {
-		copy(dst, src)
+// fillInputs writes the model inputs of every node at step t of the
+// window of snapshot sn into dst (Nodes × Inputs, row-major): the
+// normalised readings, then the step's calendar inputs where there are
+// any, then the missing marks where the normaliser has them, a silenced
+// reading entering as a missing one. The values are StepInputs's.
+func (s *Set) fillInputs(dst []float64, sn, t int) {
+	if s.times == nil && !s.Norm.Mask && s.silence == nil {
+		block := s.Nodes * s.Channels
+		st := sn + t
+		copy(dst, s.norm[st*block:(st+1)*block])
 		return
 	}
-	in, c := s.Inputs(), s.Channels
-	tm := s.times[st*TimeInputCount : (st+1)*TimeInputCount]
+	in := s.Inputs()
 	for i := 0; i < s.Nodes; i++ {
-		copy(dst[i*in:i*in+c], src[i*c:(i+1)*c])
-		copy(dst[i*in+c:(i+1)*in], tm)
+		s.nodeInputs(dst[i*in:(i+1)*in], sn, t, i)
+	}
+}
+
+// nodeInputs writes the model inputs of node i at step t of the window of
+// snapshot sn into dst (Inputs values), as fillInputs describes.
+func (s *Set) nodeInputs(dst []float64, sn, t, i int) {
+	st, c := sn+t, s.Channels
+	at := (st*s.Nodes + i) * c
+	silenced := t >= s.Window-silencedLen(s.silence, sn, i, s.Window)
+	if silenced {
+		copy(dst[:c], s.missIn)
+	} else {
+		copy(dst[:c], s.norm[at:at+c])
+	}
+	next := c
+	if s.times != nil {
+		copy(dst[c:c+TimeInputCount], s.times[st*TimeInputCount:(st+1)*TimeInputCount])
+		next += TimeInputCount
+	}
+	if s.Norm.Mask {
+		for ch, v := range s.raw[at : at+c] {
+			dst[next+ch] = mark(silenced || Missing(v))
+		}
 	}
 }
 

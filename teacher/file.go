@@ -187,8 +187,8 @@ func decodeModel(f *checkpoint.File, prefix string) (*Saved, error) {
 	if len(meta.Channels) != 0 && len(meta.Channels) != meta.Config.Channels { // none: written before names were kept
 		return nil, fmt.Errorf("metadata: channel_names %q name %d channels, the model has %d", meta.Channels, len(meta.Channels), meta.Config.Channels)
 	}
-	if in := meta.Norm.Inputs(); in != meta.Config.Inputs() {
-		return nil, fmt.Errorf("metadata: the normaliser gives %d inputs per step (%s preprocessing), the model reads %d", in, meta.Norm.Prep(), meta.Config.Inputs())
+	if in := meta.Norm.Inputs(); in != meta.Config.Inputs() || meta.Norm.Mask != (meta.Config.MaskInputs > 0) {
+		return nil, fmt.Errorf("metadata: the normaliser gives %d inputs per step (%s preprocessing, missing marks %v), the model reads %d (%d marks)", in, meta.Norm.Prep(), meta.Norm.Mask, meta.Config.Inputs(), meta.Config.MaskInputs)
 	}
 	if g := meta.Graph; g != nil {
 		if err := g.Validate(meta.Nodes); err != nil {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/pemsforecast/sdgnn/checkpoint"
 	"github.com/pemsforecast/sdgnn/datasets/pems"
+	"github.com/pemsforecast/sdgnn/nn"
 	"github.com/pemsforecast/sdgnn/snapshot"
 )
 
@@ -589,5 +590,75 @@ func TestModelFileGraph(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestModelFileMaskGate saves and loads a GRU-GCN that reads missing marks
+// and gates its skip: it forecasts as the saved one did; a file whose
+// configuration lost either setting is refused rather than loaded as
+// another model; and data without marks do not fit it.
+func TestModelFileMaskGate(t *testing.T) {
+	dir := t.TempDir()
+	meta := Meta{Norm: snapshot.Normalizer{Mean: []float64{0, 0, 0}, Std: []float64{1, 1, 1}, Mask: true}, Dataset: "pems08", Nodes: 5}
+	m, err := New(Config{Kind: KindGRUGCN, Window: 4, Channels: 3, Hidden: 6, Seed: 5, MaskInputs: 3, Gate: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.GRU.In != 6 || m.GCN.Gate == nil {
+		t.Fatalf("GRU reads %d inputs, gate %v; want 6 and a gate", m.GRU.In, m.GCN.Gate)
+	}
+	// Every layer but the gate starts as in the model without marks' or gate's extra rows.
+	plain, err := New(Config{Kind: KindGRUGCN, Window: 4, Channels: 3, Hidden: 6, Seed: 5, MaskInputs: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]*nn.Param{}
+	for _, p := range m.Params() {
+		byName[p.Name] = p
+	}
+	for _, p := range plain.Params() {
+		if !mat.Equal(p.W, byName[p.Name].W) {
+			t.Errorf("%s differs between the models with and without a gate", p.Name)
+		}
+	}
+	path := filepath.Join(dir, "aware.model")
+	if err := SaveModel(path, m, meta); err != nil {
+		t.Fatal(err)
+	}
+	got, err := LoadModel(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Meta.Config != m.Config || !got.Meta.Norm.Mask {
+		t.Fatalf("loaded %+v with norm %+v", got.Meta.Config, got.Meta.Norm)
+	}
+	if want, p := forecast(t, m), forecast(t, got.Model); !mat.Equal(p, want) {
+		t.Error("loaded model forecasts differently")
+	}
+	for _, tc := range []struct {
+		name, key, want string
+	}{{"no gate", "gate", "gcn.gate"}, {"no marks", "mask_inputs", "missing marks"}} {
+		bad := filepath.Join(dir, tc.key+".model")
+		rewriteConfig(t, path, bad, func(cfg map[string]any) { delete(cfg, tc.key) })
+		if _, err := LoadModel(bad); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want an error naming %s", tc.name, err, tc.want)
+		}
+	}
+	set, err := snapshot.NewSet(make([]float64, 20*5*3), 20, 5, 3, 4, snapshot.Normalizer{Mean: []float64{0, 0, 0}, Std: []float64{1, 1, 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	part := snapshot.Part{Range: snapshot.Range{Start: 0, End: 2}}
+	if _, _, err := Predict(context.Background(), m, set, part, ringAdjacency(5), 4); err == nil || !strings.Contains(err.Error(), "Masked") {
+		t.Errorf("data without marks for a model that reads them: %v", err)
+	}
+	if _, _, err := Predict(context.Background(), m, set.Masked(true), part, ringAdjacency(5), 4); err != nil {
+		t.Errorf("data with marks: %v", err)
+	}
+	if _, err := New(Config{Kind: KindGRU, Window: 4, Channels: 3, Hidden: 6, Gate: true}); err == nil {
+		t.Error("a gate for a GRU accepted")
+	}
+	if _, err := New(Config{Kind: KindGRU, Window: 4, Channels: 3, Hidden: 6, MaskInputs: 1}); err == nil {
+		t.Error("one mark for three channels accepted")
 	}
 }

@@ -50,10 +50,25 @@ type Config struct {
 	// 0 otherwise): the GRU reads Channels+TimeInputs inputs per step and
 	// the decoder still forecasts Channels.
 	TimeInputs int `json:"time_inputs,omitempty"`
+	// MaskInputs is the number of missing marks appended to every step
+	// (snapshot.Normalizer.Mask: Channels of them, one per channel; 0
+	// without): the GRU then knows which readings are missing rather than
+	// reading them as values. Files written before it existed lack it: no
+	// marks.
+	MaskInputs int `json:"mask_inputs,omitempty"`
+	// Gate puts a gate on the GCN's skip (gcn.GCN.EnableGate), so that a
+	// node whose own window was empty can be forecast from its
+	// neighbours; ignored for KindGRU. Files written before it existed
+	// lack it: no gate.
+	Gate bool `json:"gate,omitempty"`
 }
 
-// Inputs returns the GRU's inputs per step: Channels + TimeInputs.
-func (c Config) Inputs() int { return c.Channels + c.TimeInputs }
+// Inputs returns the GRU's inputs per step: Channels + TimeInputs +
+// MaskInputs.
+func (c Config) Inputs() int { return c.Channels + c.TimeInputs + c.MaskInputs }
+
+// gated reports whether the model of c has a gate on its GCN's skip.
+func (c Config) gated() bool { return c.Gate && c.Kind == KindGRUGCN }
 
 // DefaultLayers is the GCN depth of a GRU-GCN whose Config.Layers is 0.
 const DefaultLayers = 2
@@ -88,6 +103,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("time inputs %d: want 0 or %d", c.TimeInputs, snapshot.TimeInputCount)
 	case c.Kind == KindGRUGCN && (c.Layers < 0 || c.Layers > 2):
 		return fmt.Errorf("gcn layers %d: want 1 or 2 (0 for the default, %d)", c.Layers, DefaultLayers)
+	case c.MaskInputs != 0 && c.MaskInputs != c.Channels:
+		return fmt.Errorf("mask inputs %d: want 0 or one per channel (%d)", c.MaskInputs, c.Channels)
+	case c.Gate && c.Kind != KindGRUGCN:
+		return fmt.Errorf("a gate on the GCN's skip for a %s model, which has no GCN", c.Kind)
 	}
 	return nil
 }
@@ -99,7 +118,7 @@ func (c Config) NumParams() (int, bool) {
 	dec, ok2 := nn.MLPParams(c.Hidden, c.Hidden, c.Channels)
 	gc, ok3 := 0, true
 	if c.Kind == KindGRUGCN {
-		gc, ok3 = gcn.NumParams(c.GCNLayers(), c.Hidden, c.Hidden, c.Hidden)
+		gc, ok3 = gcn.NumParamsGated(c.GCNLayers(), c.Hidden, c.Hidden, c.Hidden, c.gated())
 	}
 	n, ok := nn.CountParams([]int{g}, []int{dec}, []int{gc})
 	return n, ok && ok1 && ok2 && ok3
@@ -126,6 +145,11 @@ func New(cfg Config) (*Model, error) {
 		m.GCN = gcn.NewLayers(cfg.GCNLayers(), cfg.Hidden, cfg.Hidden, cfg.Hidden, rng)
 	}
 	m.Dec = nn.NewMLP("dec", cfg.Hidden, cfg.Hidden, cfg.Channels, rng)
+	if cfg.gated() {
+		// Drawn last, so that every other layer starts as in the same
+		// model without a gate.
+		m.GCN.EnableGate(rng)
+	}
 	return m, nil
 }
 

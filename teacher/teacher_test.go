@@ -43,25 +43,48 @@ func TestWholeModelGradients(t *testing.T) {
 		kind, loss string
 		noise      float64
 		layers     int
+		mask, gate bool // missing marks as inputs, a gate on the GCN's skip
 	}{
-		{KindGRUGCN, LossMSE, 0, 0},
-		{KindGRUGCN, LossMSE, 0.05, 2},
-		{KindGRUGCN, LossMAE, 0.01, 0},
-		{KindGRUGCN, LossMSE, 0, 1},
-		{KindGRUGCN, LossMAE, 0.05, 1},
-		{KindGRU, LossMSE, 0, 0},
+		{KindGRUGCN, LossMSE, 0, 0, false, false},
+		{KindGRUGCN, LossMSE, 0.05, 2, false, false},
+		{KindGRUGCN, LossMAE, 0.01, 0, false, false},
+		{KindGRUGCN, LossMSE, 0, 1, false, false},
+		{KindGRUGCN, LossMAE, 0.05, 1, false, false},
+		{KindGRU, LossMSE, 0, 0, false, false},
+		{KindGRUGCN, LossMSE, 0.05, 2, true, true},
+		{KindGRUGCN, LossMSE, 0, 1, true, true},
+		{KindGRUGCN, LossMSE, 0, 2, false, true},
+		{KindGRU, LossMSE, 0, 0, true, false},
 	} {
 		const nodes, blocks, window, channels = 5, 2, 4, 3
 		rng := rand.New(rand.NewPCG(21, 22))
-		m, err := New(Config{Kind: tc.kind, Window: window, Channels: channels, Hidden: 6, NoiseStd: tc.noise, Seed: 3, Layers: tc.layers})
+		cfg := Config{Kind: tc.kind, Window: window, Channels: channels, Hidden: 6, NoiseStd: tc.noise, Seed: 3, Layers: tc.layers, Gate: tc.gate}
+		if tc.mask {
+			cfg.MaskInputs = channels
+		}
+		m, err := New(cfg)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if tc.gate {
+			m.GCN.Gate.B.W.Set(0, 0, 0.2) // well inside (0, 1), where the gate's gradient is large
 		}
 		a := ringAdjacency(nodes)
 		rows := nodes * blocks
 		xs := make([]*mat.Dense, window)
 		for i := range xs {
-			xs[i] = randDense(rng, rows, channels)
+			xs[i] = randDense(rng, rows, cfg.Inputs())
+			if tc.mask { // marks of 0 and 1, the last rows' last steps missing
+				for r := 0; r < rows; r++ {
+					for c := channels; c < cfg.Inputs(); c++ {
+						v := 0.0
+						if r >= rows-3 && i >= window-2 {
+							v = 1
+						}
+						xs[i].Set(r, c, v)
+					}
+				}
+			}
 		}
 		y := randDense(rng, rows, channels)
 		raw := randDense(rng, rows, channels)
@@ -87,7 +110,7 @@ func TestWholeModelGradients(t *testing.T) {
 			}
 		}
 		if worst, err := nn.GradCheck(m.Params(), grad, loss, 1e-5, 1e-5, 0); err != nil {
-			t.Errorf("%s/%s/noise %g/layers %d: %v (worst %.3g)", tc.kind, tc.loss, tc.noise, tc.layers, err, worst)
+			t.Errorf("%s/%s/noise %g/layers %d/mask %v/gate %v: %v (worst %.3g)", tc.kind, tc.loss, tc.noise, tc.layers, tc.mask, tc.gate, err, worst)
 		}
 	}
 }

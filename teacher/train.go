@@ -36,6 +36,14 @@ type TrainConfig struct {
 	// early: "" for the validation MAE on the original scale, or
 	// SelectScaled.
 	Select string `json:"select,omitempty"`
+	// Outage, when not "" or "off", is a scenario of simulated outages
+	// (snapshot.ParseOutage) drawn anew every epoch over the training
+	// snapshots (snapshot.Outage.Draw with the epoch's number): the
+	// silenced sensors' windows enter as missing readings, their targets
+	// kept, so that the model learns to forecast sensors that fell silent.
+	// Validation is on the data as they are. Kept in its text form, so
+	// that a TrainConfig compares with ==.
+	Outage string `json:"outage,omitempty"`
 }
 
 // SelectScaled (TrainConfig.Select) picks the epoch with the lowest mean,
@@ -72,7 +80,16 @@ func (c TrainConfig) Validate() error {
 	case c.Select != "" && c.Select != SelectScaled:
 		return fmt.Errorf("selection %q: want \"\" (validation MAE) or %q", c.Select, SelectScaled)
 	}
+	if _, err := snapshot.ParseOutage(c.Outage); err != nil {
+		return fmt.Errorf("training outages: %w", err)
+	}
 	return nil
+}
+
+// outage returns the training outages of c (the zero Outage for none).
+func (c TrainConfig) outage() snapshot.Outage {
+	o, _ := snapshot.ParseOutage(c.Outage) // checked by Validate
+	return o
 }
 
 // Epoch is the record of one training epoch.
@@ -192,11 +209,16 @@ func (t *Trainer) Run(ctx context.Context, set *snapshot.Set, split snapshot.Spl
 		return err
 	}
 	ps := t.Model.Params()
+	outage := t.Config.outage()
 	for !t.Stopped() {
 		start := time.Now()
 		e := t.Epoch + 1
 		shuffle := rand.New(rand.NewPCG(t.Config.Seed, uint64(e)))
 		noise := rand.New(rand.NewPCG(t.Config.Seed^0xdeadbeef, uint64(e)))
+		train := set
+		if outage.Enabled() {
+			train = set.Silenced(outage.Draw(uint64(e)))
+		}
 		batches := snapshot.BatchesOf(split.Train.Snapshots(), t.Config.BatchSize, shuffle)
 		if t.Config.MaxBatches > 0 && len(batches) > t.Config.MaxBatches {
 			batches = batches[:t.Config.MaxBatches]
@@ -210,7 +232,7 @@ func (t *Trainer) Run(ctx context.Context, set *snapshot.Set, split snapshot.Spl
 				}
 				return err
 			}
-			l, err := t.step(set, split.Train, idx, a, noise, ps)
+			l, err := t.step(train, split.Train, idx, a, noise, ps)
 			if err != nil {
 				return fmt.Errorf("epoch %d: %w", e, err)
 			}
@@ -445,6 +467,9 @@ func evaluate(ctx context.Context, m *Model, set *snapshot.Set, p snapshot.Part,
 // checkSet reports whether set's snapshots fit m: the same channels and
 // the same inputs per step (the preprocessing's calendar inputs included).
 func checkSet(m *Model, set *snapshot.Set) error {
+	if set.Norm.Mask != (m.Config.MaskInputs > 0) {
+		return fmt.Errorf("data with missing marks %v, a model that reads %d of them (use snapshot.Set.Masked)", set.Norm.Mask, m.Config.MaskInputs)
+	}
 	if set.Channels != m.Config.Channels || set.Inputs() != m.Config.Inputs() {
 		return fmt.Errorf("data have %s and %s per step (%s preprocessing), the model %d and %d",
 			english.Count(set.Channels, "channel"), english.Count(set.Inputs(), "input"), set.Norm.Prep(), m.Config.Channels, m.Config.Inputs())

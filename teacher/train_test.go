@@ -487,3 +487,73 @@ func TestRunRefusesUnscoredValidation(t *testing.T) {
 		t.Fatalf("Run on a validation part without readings: %v (best epoch %d), want an error naming it", err, tr.BestEpoch)
 	}
 }
+
+// TestOutageTrainingResumes trains with simulated outages and missing
+// marks: an interrupted run resumes to the uninterrupted one bit for bit
+// (each epoch's outages are drawn from its number), and the outages change
+// what is learnt.
+func TestOutageTrainingResumes(t *testing.T) {
+	set, split, adj := realData(t, 300)
+	set = set.Masked(true)
+	cfg := Config{Kind: KindGRUGCN, Window: 12, Channels: set.Channels, Hidden: 8, NoiseStd: 0.05, Seed: 4, MaskInputs: set.Channels, Gate: true}
+	newTrainer := func(outage string) *Trainer {
+		m, err := New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tc := DefaultTrain()
+		tc.MaxEpochs, tc.MaxBatches, tc.Outage = 3, 3, outage
+		tr, err := NewTrainer(m, tc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tr
+	}
+	const outage = "share=0.3,len=1-12,seed=2"
+	full := newTrainer(outage)
+	if err := full.Run(context.Background(), set, split, adj, nil); err != nil {
+		t.Fatal(err)
+	}
+	part := newTrainer(outage)
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := part.Run(ctx, set, split, adj, func(e Epoch) {
+		if e.Epoch == 1 {
+			cancel()
+		}
+	}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("interrupted run returned %v", err)
+	}
+	path := filepath.Join(t.TempDir(), "run.state")
+	if err := part.SaveState(path, Meta{Norm: set.Norm, Dataset: "sz-taxi", Nodes: set.Nodes, Split: split}); err != nil {
+		t.Fatal(err)
+	}
+	resumed, _, err := LoadState(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resumed.Config.Outage != outage {
+		t.Fatalf("resumed with outages %q", resumed.Config.Outage)
+	}
+	if err := resumed.Run(context.Background(), set, split, adj, nil); err != nil {
+		t.Fatal(err)
+	}
+	clean := newTrainer("")
+	if err := clean.Run(context.Background(), set, split, adj, nil); err != nil {
+		t.Fatal(err)
+	}
+	same := true
+	for i, p := range full.Model.Params() {
+		if !equalData(p, resumed.Model.Params()[i]) {
+			t.Fatalf("parameter %s differs after resume", p.Name)
+		}
+		same = same && equalData(p, clean.Model.Params()[i])
+	}
+	if same {
+		t.Error("training with outages learnt what training without them did")
+	}
+	bad := DefaultTrain()
+	bad.Outage = "share=2,len=1"
+	if err := bad.Validate(); err == nil {
+		t.Error("a training outage of share 2 accepted")
+	}
+}

@@ -36,6 +36,9 @@ func cmdDistill(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return fmt.Errorf("-teacher: %w", err)
 	}
 	m := saved.Meta
+	if f.cfg.SilentWeights && !m.Norm.Mask {
+		return fmt.Errorf("-silent-weights: the teacher %s reads no missing marks, by which a bundle tells a silent sensor (train it with -mask-input)", *f.tpath)
+	}
 	p, err := prepareSaved(*f.dataDir, teacherData(*f.tpath, &m), stderr)
 	if err != nil {
 		return err
@@ -70,6 +73,7 @@ type distillFlags struct {
 	chunks   *int
 	scale    *int
 	version  *string
+	trainOut *string
 	cfg      *sdgnn.Config
 }
 
@@ -107,6 +111,8 @@ func addDistillFlags(fs *flag.FlagSet) distillFlags {
 	fs.Float64Var(&cfg.MAPEFloor, "mape-floor", 0, "leave truths below this value out of MAPE, in validation and the final report")
 	fs.StringVar(&cfg.Select, "select", cfg.Select, "validation metric for the best checkpoint: mape or mae")
 	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed of φ's initialisation, sampling and shuffling")
+	f.trainOut = fs.String("train-outage", snapshot.OutageOff, "compute the training targets under simulated outages (one draw): off, train (share=0.1,len=1-12) or share=S,len=L[:L…],seed=N")
+	fs.BoolVar(&cfg.SilentWeights, "silent-weights", false, "fit a second set of weights over each sensor's receptive nodes for when its own window is empty (needs a teacher that reads missing marks)")
 	return f
 }
 
@@ -139,6 +145,13 @@ func (f distillFlags) check(stderr io.Writer) error {
 	}
 	f.schedule()
 	cfg.Candidates.Seed = cfg.Seed
+	o, err := snapshot.ParseOutage(*f.trainOut)
+	if err != nil {
+		return badFlags(fmt.Errorf("-train-outage: %w", err))
+	}
+	if o.Enabled() {
+		cfg.Outage = o.String()
+	}
 	if err := cfg.Validate(); err != nil {
 		return badFlags(err)
 	}
@@ -177,8 +190,10 @@ func (f distillFlags) schedule() {
 	}
 }
 
-// distil computes the teacher's targets and the candidates, and distils
-// the teacher into a student, logging every round.
+// distil computes the teacher's targets (the training ones under
+// -train-outage's outages) and the candidates, distils the teacher into
+// a student, logging every round, and with -silent-weights fits the
+// student's silent weights.
 func (f distillFlags) distil(ctx context.Context, log zerolog.Logger, saved *teacher.Saved, p *snapshot.Prepared, start time.Time) (*sdgnn.Result, error) {
 	cfg, m := *f.cfg, saved.Meta
 	tg, err := sdgnn.PartTargets(ctx, saved.Model, p.Set, p.Adj, p.Split.Train, p.Split.Val)
@@ -186,6 +201,18 @@ func (f distillFlags) distil(ctx context.Context, log zerolog.Logger, saved *tea
 		return nil, err
 	}
 	train, val := tg[0], tg[1]
+	if cfg.Outage != "" {
+		ts, err := cfg.TrainSet(p.Set)
+		if err != nil {
+			return nil, err
+		}
+		if train, err = sdgnn.ComputeTargets(ctx, saved.Model, ts, p.Split.Train, p.Adj); err != nil {
+			return nil, err
+		}
+		if train, err = train.Only(p.Split.Train); err != nil {
+			return nil, err
+		}
+	}
 	cands, err := sdgnn.Candidates(p.Dataset.Graph.Neighbors(), cfg.Candidates)
 	if err != nil {
 		return nil, err
@@ -197,11 +224,20 @@ func (f distillFlags) distil(ctx context.Context, log zerolog.Logger, saved *tea
 	log.Info().Str("teacher", *f.tpath).Str("dataset", m.Dataset).Int("train", train.Snapshots()).Int("val", val.Snapshots()).
 		Float64("mean_candidates", mc/float64(len(cands))).Int("epochs", cfg.Epochs).Int("budget_start", cfg.BudgetStart).
 		Int("budget", cfg.BudgetEnd).Str("targets_took", time.Since(start).Round(time.Millisecond).String()).Msg("distilling")
-	return sdgnn.Distill(ctx, saved.Model, m.Norm, cands, train, val, cfg, func(r sdgnn.Round) {
+	res, err := sdgnn.Distill(ctx, saved.Model, m.Norm, cands, train, val, cfg, func(r sdgnn.Round) {
 		log.Info().Int("epoch", r.Epoch).Int("budget", r.Budget).Float64("receptive", r.MeanReceptive).
 			Float64("phi_loss", r.PhiLoss).Float64("nr", r.NR).Float64("val_mae", r.Val.MAE).Float64("val_mape", r.Val.MAPE).
 			Float64("kkt", r.KKT).Bool("best", r.Best).Msg("round")
 	})
+	if err != nil || !cfg.SilentWeights {
+		return res, err
+	}
+	n, mae, err := sdgnn.FitSilentWeights(ctx, res.Student, res.Decoder, saved.Model, p.Set, p.Split.Train, p.Split.Val, p.Adj, cfg)
+	if err != nil {
+		return nil, err
+	}
+	log.Info().Int("nodes", n).Float64("val_mae_silent", mae).Msg("silent weights fitted")
+	return res, nil
 }
 
 // save makes the bundle of the distilled student and writes it to -out.

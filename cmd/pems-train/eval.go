@@ -13,6 +13,7 @@ import (
 	"github.com/pemsforecast/sdgnn/datasets/pems"
 	"github.com/pemsforecast/sdgnn/evaluation"
 	"github.com/pemsforecast/sdgnn/internal/english"
+	"github.com/pemsforecast/sdgnn/sdgnn"
 	"github.com/pemsforecast/sdgnn/snapshot"
 )
 
@@ -45,6 +46,65 @@ type evalResult struct {
 	// Against is the comparison with a second model (-against), absent
 	// without one.
 	Against *comparison `json:"against,omitempty"`
+	// Outage is the scenario of simulated outages (-outage), absent
+	// without one, and Outages the model's scores under it, one pass a
+	// silenced length.
+	Outage  string        `json:"outage,omitempty"`
+	Outages []outageScore `json:"outages,omitempty"`
+	// SelfWeight says, for an SDGNN bundle, how much of each sensor's
+	// weight falls on the sensor itself; absent for a teacher.
+	SelfWeight *selfWeight `json:"self_weight,omitempty"`
+}
+
+// selfWeight summarises θ_zz / Σ_k θ_zk over a bundle's sensors: for its
+// main weights, and for its silent weights where it has them.
+type selfWeight struct {
+	Nodes int `json:"nodes"`
+	// Mean is the mean share, Over80 the sensors whose share is above 0.8.
+	Mean   float64 `json:"mean"`
+	Over80 int     `json:"over_80"`
+	// SilentMean and SilentOver80 are the same for the silent weights.
+	SilentMean   *float64 `json:"silent_mean,omitempty"`
+	SilentOver80 *int     `json:"silent_over_80,omitempty"`
+}
+
+// selfWeightOf returns the self-weight summary of theta.
+func selfWeightOf(theta *sdgnn.Theta) *selfWeight {
+	share := func(ws [][]float64) (mean float64, over int) {
+		for z, w := range ws {
+			var tot, self float64
+			for i, k := range theta.Nodes[z] {
+				tot += w[i]
+				if k == z {
+					self = w[i]
+				}
+			}
+			if tot > 0 {
+				mean += self / tot
+				if self/tot > 0.8 {
+					over++
+				}
+			}
+		}
+		return mean / float64(max(1, len(ws))), over
+	}
+	s := &selfWeight{Nodes: theta.N()}
+	s.Mean, s.Over80 = share(theta.Weights)
+	if theta.Silent != nil {
+		m, o := share(theta.Silent)
+		s.SilentMean, s.SilentOver80 = &m, &o
+	}
+	return s
+}
+
+// outageScore is a model's scores in one pass of an outage scenario: the
+// sensors it silences silenced for Length steps.
+type outageScore struct {
+	Length int `json:"length"`
+	// Report holds the metrics over every forecast, and, in its
+	// completeness breakdown, those of the silenced sensors and of the
+	// others.
+	Report evaluation.Report `json:"report"`
 }
 
 // comparison is eval's test of the model against a second one on the same
@@ -65,7 +125,8 @@ func cmdEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if err := f.check(stderr); err != nil {
+	scenario, err := f.check(stderr)
+	if err != nil {
 		return err
 	}
 	lm, err := loadAny(*f.model)
@@ -85,13 +146,23 @@ func cmdEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			return err
 		}
 	}
-	pred, truth, err := lm.predict(ctx, p, r)
+	pred, truth, err := lm.predict(ctx, p.Set, p, r)
 	if err != nil {
 		return err
 	}
-	res := evalResult{Model: *f.model, Kind: lm.kind, Dataset: lm.dataset, Split: *f.part, Range: r.Range, Deal: r.Deal, Nodes: r.Nodes, Prep: lm.norm.Prep(), Receptive: lm.receptive, Trained: lm.trained}
-	if res.Report, res.Paper, err = f.score(lm, p, r, pred, truth); err != nil {
+	res := evalResult{Model: *f.model, Kind: lm.kind, Dataset: lm.dataset, Split: *f.part, Range: r.Range, Deal: r.Deal, Nodes: r.Nodes, Prep: lm.norm.Prep(), Receptive: lm.receptive, Trained: lm.trained, SelfWeight: lm.selfWeight}
+	receptive, err := lm.receptiveSets(p)
+	if err != nil {
 		return err
+	}
+	if res.Report, res.Paper, err = f.score(lm, p, r, pred, truth, receptive); err != nil {
+		return err
+	}
+	if scenario.Enabled() {
+		res.Outage = scenario.String()
+		if res.Outages, err = scoreOutages(ctx, lm, p, r, scenario, receptive, *f.mapeFloor); err != nil {
+			return err
+		}
 	}
 	if *f.preds != "" {
 		if err := writePredictions(*f.preds, p, *f.part, r, lm.channels, pred, truth); err != nil {
@@ -122,6 +193,7 @@ type evalFlags struct {
 	asJSON    *bool
 	preds     *string
 	against   *string
+	outage    *string
 }
 
 // addEvalFlags defines eval's flags on fs.
@@ -136,44 +208,53 @@ func addEvalFlags(fs *flag.FlagSet) evalFlags {
 		asJSON:    fs.Bool("json", false, "print the full report as JSON"),
 		preds:     fs.String("predictions", "", "also write per-snapshot, per-node predictions to this Arrow IPC file"),
 		against:   fs.String("against", "", "a second model or bundle of the same data and window whose split has the same -split-part: compare the two on the same snapshots with a Diebold–Mariano test"),
+		outage:    fs.String("outage", snapshot.OutageOff, "simulated outages to score the model under besides the data as they are: off, standard (share=0.1,len=1:3:6:12,seed=1) or share=S,len=L[:L…],seed=N (see docs/analysts.md): each length a pass, the same sensors of each snapshot silenced for their last L readings, truths kept"),
 	}
 }
 
-// check refuses the flags that are wrong whatever the data, and makes
-// -predictions' directory.
-func (f evalFlags) check(stderr io.Writer) error {
+// check refuses the flags that are wrong whatever the data, makes
+// -predictions' directory and returns the -outage scenario.
+func (f evalFlags) check(stderr io.Writer) (snapshot.Outage, error) {
 	if *f.model == "" || f.fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "eval: -model FILE is required and takes no other arguments (got %q)\n", f.fs.Args())
-		return errUsage
+		return snapshot.Outage{}, errUsage
 	}
 	if err := checkReportFlags(*f.chunks, *f.mapeFloor); err != nil {
-		return err
+		return snapshot.Outage{}, err
 	}
 	if err := checkPart(*f.part); err != nil {
-		return err
+		return snapshot.Outage{}, err
+	}
+	scenario, err := snapshot.ParseOutage(*f.outage)
+	if err != nil {
+		return scenario, badFlags(fmt.Errorf("-outage: %w", err))
 	}
 	if *f.preds != "" {
 		if err := checkOut("predictions", *f.preds, *f.model, *f.against); err != nil {
-			return err
+			return scenario, err
 		}
 		// Made now, as distill and teacher make theirs: a folder missing
 		// would fail the write only after the scoring.
 		if err := os.MkdirAll(filepath.Dir(*f.preds), 0o755); err != nil {
-			return fmt.Errorf("create output directory: %w", err)
+			return scenario, fmt.Errorf("create output directory: %w", err)
 		}
 	}
-	return nil
+	return scenario, nil
 }
 
 // score returns the report of the forecasts pred against truth on the
-// part r of p, and their errors as the paper computes them (min-max
-// scaled by the data the normaliser was fitted on).
-func (f evalFlags) score(lm *loaded, p *snapshot.Prepared, r snapshot.Part, pred, truth []float64) (evaluation.Report, evaluation.PaperMetrics, error) {
+// part r of p, broken down by the completeness of the windows of each
+// node and of the receptive sets it reads, and their errors as the paper
+// computes them (min-max scaled by the data the normaliser was fitted on).
+func (f evalFlags) score(lm *loaded, p *snapshot.Prepared, r snapshot.Part, pred, truth []float64, receptive [][]int) (evaluation.Report, evaluation.PaperMetrics, error) {
 	rep, err := evaluation.Build(pred, truth, r.Len(), p.Set.Nodes, p.Set.Channels, *f.chunks, *f.mapeFloor)
 	if err != nil {
 		return rep, evaluation.PaperMetrics{}, err
 	}
 	rep.ChannelNames, rep.ChannelUnits = lm.channels, pems.ChannelUnits(lm.dataset, lm.channels)
+	if rep.Completeness, err = breakdown(p.Set, r, snapshot.Outage{}, pred, truth, receptive, *f.mapeFloor); err != nil {
+		return rep, evaluation.PaperMetrics{}, err
+	}
 	s := p.Dataset.Series
 	fit, fitNodes, steps := p.Split.FitData(s.Data, s.Nodes, s.Channels, p.Set.Window)
 	lo, hi, err := snapshot.FitMinMax(fit, fitNodes, s.Channels, steps)
@@ -201,6 +282,16 @@ func printEval(stdout io.Writer, res evalResult, snapshots, nodes int) error {
 	_, err := fmt.Fprintf(stdout, "\npaper-style (min-max scaled, unmasked, |p-y|/(|y|+1)): MAPE %.3f%%, RMSE %.5f over %s\n", paper.MAPE, paper.RMSE, english.Count(paper.Rows, "row"))
 	if err != nil {
 		return err
+	}
+	if err := outageTable(stdout, res.Outage, res.Outages, rep.Unit()); err != nil {
+		return err
+	}
+	if sw := res.SelfWeight; sw != nil {
+		fmt.Fprintf(stdout, "\nweight on the sensor itself (θ_zz / Σθ_z): mean %.3f, above 0.8 for %d of %d sensors", sw.Mean, sw.Over80, sw.Nodes)
+		if sw.SilentMean != nil {
+			fmt.Fprintf(stdout, "; silent weights: mean %.3f, above 0.8 for %d", *sw.SilentMean, *sw.SilentOver80)
+		}
+		fmt.Fprintln(stdout)
 	}
 	if cmp != nil {
 		d := cmp.DM
@@ -246,7 +337,7 @@ func compareWith(ctx context.Context, path, dataDir, part string, lm *loaded, pr
 	if err != nil {
 		return nil, err
 	}
-	opred, otruth, err := o.predict(ctx, p, r)
+	opred, otruth, err := o.predict(ctx, p.Set, p, r)
 	if err != nil {
 		return nil, fmt.Errorf("-against %s: %w", path, err)
 	}

@@ -69,7 +69,13 @@ type loaded struct {
 	data          modelData // for prepareSaved
 	receptive     float64
 	trained       provenance
-	predict       func(ctx context.Context, p *snapshot.Prepared, r snapshot.Part) (pred, truth []float64, err error)
+	// predict forecasts part r of p's snapshots from the inputs of set
+	// (p.Set, or a view of it with outages simulated).
+	predict func(ctx context.Context, set *snapshot.Set, p *snapshot.Prepared, r snapshot.Part) (pred, truth []float64, err error)
+	// receptiveSets returns the sensors whose windows each node's
+	// forecast reads, nil for a model that reads only the node's own.
+	receptiveSets func(p *snapshot.Prepared) ([][]int, error)
+	selfWeight    *selfWeight // a bundle's; nil for a teacher
 }
 
 // loadAny loads a teacher model or an SDGNN bundle.
@@ -87,9 +93,10 @@ func loadAny(path string) (*loaded, error) {
 		m := s.Meta
 		return &loaded{kind: m.Config.Kind, dataset: m.Dataset, window: m.Config.Window, layers: m.Config.GCNLayers(), channels: m.Channels, norm: m.Norm, split: m.Split, data: teacherData(path, &m),
 			trained: provenance{Created: m.Created, Digest: f.Digest(), Epochs: m.Epochs, BestEpoch: m.BestEpoch, BestValMAE: m.BestValMAE, NoiseStd: m.Config.NoiseStd},
-			predict: func(ctx context.Context, p *snapshot.Prepared, r snapshot.Part) ([]float64, []float64, error) {
-				return teacher.Predict(ctx, s.Model, p.Set, r, p.Adj, 64)
-			}}, nil
+			predict: func(ctx context.Context, set *snapshot.Set, p *snapshot.Prepared, r snapshot.Part) ([]float64, []float64, error) {
+				return teacher.Predict(ctx, s.Model, set, r, p.Adj, 64)
+			},
+			receptiveSets: func(p *snapshot.Prepared) ([][]int, error) { return teacherSets(m.Config.GCNLayers(), p) }}, nil
 	case sdgnn.FileKindBundle:
 		b, err := sdgnn.LoadBundle(path)
 		if err != nil {
@@ -98,9 +105,11 @@ func loadAny(path string) (*loaded, error) {
 		m := b.Meta
 		return &loaded{kind: "sdgnn", dataset: m.Dataset, window: m.Window, channels: m.Channels, norm: m.Norm, split: m.Split, data: bundleData(path, &m), receptive: b.Theta.MeanReceptive(),
 			trained: provenance{Created: m.Created, Digest: f.Digest(), Teacher: m.Teacher, Version: m.Version, Rounds: len(m.Rounds), Budget: m.Config.BudgetEnd},
-			predict: func(ctx context.Context, p *snapshot.Prepared, r snapshot.Part) ([]float64, []float64, error) {
-				return sdgnn.Predict(ctx, b, p.Set, r, 64)
-			}}, nil
+			predict: func(ctx context.Context, set *snapshot.Set, p *snapshot.Prepared, r snapshot.Part) ([]float64, []float64, error) {
+				return sdgnn.Predict(ctx, b, set, r, 64)
+			},
+			receptiveSets: func(*snapshot.Prepared) ([][]int, error) { return b.Theta.Nodes, nil },
+			selfWeight:    selfWeightOf(b.Theta)}, nil
 	}
 	return nil, fmt.Errorf("load model %s: file holds a %q, which eval does not know", path, f.Kind)
 }

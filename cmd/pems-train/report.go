@@ -23,6 +23,7 @@ import (
 	"github.com/pemsforecast/sdgnn/internal/english"
 	"github.com/pemsforecast/sdgnn/report"
 	"github.com/pemsforecast/sdgnn/sdgnn"
+	"github.com/pemsforecast/sdgnn/snapshot"
 	"github.com/pemsforecast/sdgnn/teacher"
 )
 
@@ -33,7 +34,7 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := parseFlags(flags, args); err != nil {
 		return err
 	}
-	budgets, err := f.check(stderr)
+	budgets, scenario, err := f.check(stderr)
 	if err != nil {
 		return err
 	}
@@ -57,7 +58,7 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	in := report.Input{Prepared: p, Part: *f.part, Range: r.Range, Deal: r.Deal, Nodes: r.Nodes, Bundle: b, BundlePath: *f.model, Chunks: *f.chunks, MAPEFloor: *f.mapeFloor,
-		Sensor: sensor, Sweep: budgets, SweepScale: *f.scale, Baselines: *f.baselines}
+		Sensor: sensor, Sweep: budgets, SweepScale: *f.scale, Baselines: *f.baselines, Outage: scenario}
 	if err := f.loadTeachers(&in, stderr); err != nil {
 		return err
 	}
@@ -99,6 +100,7 @@ type reportFlags struct {
 	sweep     *string
 	scale     *int
 	baselines *bool
+	outage    *string
 	progress  *string
 }
 
@@ -120,51 +122,58 @@ func addReportFlags(flags *flag.FlagSet) reportFlags {
 		sweep:     flags.String("sweep", "", "comma-separated SDGNN budgets to distil for the MAPE-against-receptive-field figure, e.g. 2,4,6,10,20 (needs a teacher; empty: none)"),
 		scale:     flags.Int("sweep-scale", 1, "shorten the sweep's and the baselines' schedules this many times (see distill -schedule-scale)"),
 		baselines: flags.Bool("baselines", false, "also train GLNN, NOSMOG and PPRGo against the teacher"),
+		outage:    flags.String("outage", snapshot.OutageOff, "also score every model under simulated outages (off, standard, or share=S,len=L[:L…],seed=N, as eval -outage), through each model's batched path, and draw MAE against outage length"),
 		progress:  flags.String("progress", "auto", "progress on stderr: auto (bars on a terminal, else a line per finished stage), always (bars) or never"),
 	}
 }
 
 // check refuses the flags that are wrong whatever the data, and returns
-// -sweep's budgets; it sets -dataset to the dataset's own name.
-func (f reportFlags) check(stderr io.Writer) ([]int, error) {
+// -sweep's budgets and the -outage scenario; it sets -dataset to the
+// dataset's own name.
+func (f reportFlags) check(stderr io.Writer) ([]int, snapshot.Outage, error) {
+	var none snapshot.Outage
 	if *f.model == "" || *f.out == "" || f.fs.NArg() > 0 {
 		fmt.Fprintln(stderr, "report: -model BUNDLE and -out DIR are required and it takes no other arguments")
-		return nil, errUsage
+		return nil, none, errUsage
 	}
 	budgets, err := parseBudgets(*f.sweep)
 	if err != nil {
 		fmt.Fprintf(stderr, "report: -sweep %q: %v\n", *f.sweep, err)
-		return nil, errUsage
+		return nil, none, errUsage
 	}
 	if err := checkReportFlags(*f.chunks, *f.mapeFloor); err != nil {
-		return nil, err
+		return nil, none, err
 	}
 	switch {
 	case *f.scale < 1:
 		fmt.Fprintf(stderr, "report: -sweep-scale %d: must be at least 1\n", *f.scale)
-		return nil, errUsage
+		return nil, none, errUsage
 	case negativeSensor(*f.sensor):
 		fmt.Fprintf(stderr, "report: -sensor %s: want a sensor's ID or index, or leave it out for the one with the largest receptive set\n", *f.sensor)
-		return nil, errUsage
+		return nil, none, errUsage
 	case *f.progress != "auto" && *f.progress != "always" && *f.progress != "never":
 		fmt.Fprintf(stderr, "report: -progress %q: want auto, always or never\n", *f.progress)
-		return nil, errUsage
+		return nil, none, errUsage
 	}
 
 	if err := checkPart(*f.part); err != nil {
-		return nil, err
+		return nil, none, err
+	}
+	scenario, err := snapshot.ParseOutage(*f.outage)
+	if err != nil {
+		return nil, none, badFlags(fmt.Errorf("-outage: %w", err))
 	}
 	if err := checkOutDir("out", *f.out); err != nil {
-		return nil, err
+		return nil, none, err
 	}
 	if *f.dataset != "" {
 		name, err := checkDataset(*f.dataset)
 		if err != nil {
-			return nil, err
+			return nil, none, err
 		}
 		*f.dataset = name
 	}
-	return budgets, nil
+	return budgets, scenario, nil
 }
 
 // loadTeachers loads into in the teachers the report compares: -teacher

@@ -42,7 +42,7 @@ func TestReportOnPeMSLayout(t *testing.T) {
 	}
 	out := filepath.Join(tmp, "report")
 	code, stdout, stderr := runCmd(t, "report", "-data", dir, "-model", bundle, "-dataset", "pems08", "-teacher1", model1, "-gru", gru,
-		"-out", out, "-sweep", "2,4", "-baselines", "-sweep-scale", "1", "-chunks", "4", "-sensor", "7")
+		"-out", out, "-sweep", "2,4", "-baselines", "-sweep-scale", "1", "-chunks", "4", "-sensor", "7", "-outage", "share=0.2,len=3:12,seed=1")
 	if code != 0 {
 		t.Fatalf("report exited %d:\n%s\n%s", code, stdout, stderr)
 	}
@@ -66,7 +66,7 @@ func TestReportOnPeMSLayout(t *testing.T) {
 	// The report's numbers are eval's: SDGNN through the online replay,
 	// the teachers through their batched path.
 	for name, file := range map[string]string{report.SDGNN: bundle, report.GRUGCN: model, report.GRUGCN + " L1": model1, report.GRU: gru} {
-		code, stdout, stderr := runCmd(t, "eval", "-data", dir, "-model", file, "-json", "-chunks", "4")
+		code, stdout, stderr := runCmd(t, "eval", "-data", dir, "-model", file, "-json", "-chunks", "4", "-outage", "share=0.2,len=3:12,seed=1")
 		if code != 0 {
 			t.Fatalf("eval %s exited %d:\n%s", file, code, stderr)
 		}
@@ -86,6 +86,17 @@ func TestReportOnPeMSLayout(t *testing.T) {
 			tol = 1e-9 // the per-node online path sums in another order than the batched one
 		}
 		reportsEqual(t, name, m.Report, ev.Report, tol)
+		// Under the outages both forecast through the batched path.
+		if len(m.Outages) != 2 || len(ev.Outages) != 2 {
+			t.Fatalf("%s: %d outage passes in the report, %d in eval", name, len(m.Outages), len(ev.Outages))
+		}
+		for i, o := range m.Outages {
+			e := ev.Outages[i]
+			if o.Length != e.Length || o.Breakdown.Silenced.MAE != e.Report.Completeness.Silenced.MAE || o.Overall.MAE != e.Report.Overall.MAE {
+				t.Errorf("%s, outage of %d: silenced MAE %v, all %v; eval %v, %v", name, o.Length, o.Breakdown.Silenced.MAE, o.Overall.MAE,
+					e.Report.Completeness.Silenced.MAE, e.Report.Overall.MAE)
+			}
+		}
 		if d := math.Abs(m.Paper.MAPE - ev.Paper.MAPE); d > tol*max(1, ev.Paper.MAPE) {
 			t.Errorf("%s: paper MAPE %g, eval %g", name, m.Paper.MAPE, ev.Paper.MAPE)
 		}
@@ -110,8 +121,8 @@ func TestReportOnPeMSLayout(t *testing.T) {
 	}
 
 	// Every figure drawn, PNG and SVG, non-empty; the PNG decodes.
-	if len(doc.Figures) != 7 {
-		t.Errorf("%d figures, want 7", len(doc.Figures))
+	if len(doc.Figures) != 8 || doc.Outage != "share=0.2,len=3:12,seed=1" {
+		t.Errorf("%d figures, want 8; outage %q", len(doc.Figures), doc.Outage)
 	}
 	html, err := os.ReadFile(filepath.Join(out, report.FileHTML))
 	if err != nil {

@@ -85,6 +85,12 @@ type reproduceFlags struct {
 	splitBy  *string
 	split    *string
 	prepName *string
+	aware    *bool
+	maskIn   *bool
+	gate     *bool
+	silentW  *bool
+	trainOut *string
+	outage   *string
 	steps    *int
 }
 
@@ -114,6 +120,12 @@ func addReproduceFlags(fs *flag.FlagSet) reproduceFlags {
 		splitBy:  fs.String("split-by", snapshot.ByTime, "what the split divides: time (consecutive ranges) nodes (Gao & Ribeiro's transductive split: every snapshot, sensors dealt round-robin by degree, each model trained and scored on its part's sensors) or windows (their inductive split: snapshots dealt round-robin in time order, every sensor); tables are written as table*-nodes and table*-windows"),
 		split:    fs.String("split", "", "train,val,test ratios (default 6,2,2 by time, 7,1,2 by nodes or windows)"),
 		prepName: fs.String("prep", string(snapshot.PrepStandard), "input preprocessing of every model: standard or paper (Gao & Ribeiro's min-max inputs with minute-of-day and day-of-week inputs); paper tables are written as table-paper*"),
+		aware:    fs.Bool("aware", false, "train every model for missing readings: -mask-input -gate -train-outage train -silent-weights together (off: the paper's protocol)"),
+		maskIn:   fs.Bool("mask-input", false, "give every model's GRU a missing mark per channel beside each reading"),
+		gate:     fs.Bool("gate", false, "gate the GRU-GCN's skip by the node's own embedding, so that a node silent for its whole window can be forecast from its neighbours"),
+		silentW:  fs.Bool("silent-weights", false, "fit SDGNN a second set of weights over each sensor's receptive nodes, used when its own window is empty (needs -mask-input)"),
+		trainOut: fs.String("train-outage", snapshot.OutageOff, "train the teachers under simulated outages drawn anew each epoch, and distil the students on training targets computed under one draw: off, train (share=0.1,len=1-12) or share=S,len=L[:L…] (each seed draws with its own seed)"),
+		outage:   fs.String("outage", snapshot.OutageOff, "also score every model under simulated outages: off, standard (share=0.1,len=1:3:6:12,seed=1) or share=S,len=L[:L…],seed=N; each length a pass with the same sensors of each test snapshot silenced for their last L readings, truths kept (changes no model)"),
 		steps:    fs.Int("steps", 0, fmt.Sprintf("use only the first N steps of each series (0: all; default %d with -quick, two weeks of PeMS); tables and models of a run with -steps are written as table*-stepsN and models*-stepsN", reproduce.QuickSteps)),
 	}
 }
@@ -147,9 +159,11 @@ type reproduceRun struct {
 	seeds    []uint64
 	prep     snapshot.Prep
 	spec     snapshot.SplitSpec
-	stepsSet bool     // -steps was given
-	names    []string // the datasets, by their own names
-	suffix   string   // of the tables' and the models' names: -quick, -stepsN
+	outage   snapshot.Outage // scored besides the data as they are
+	train    snapshot.Outage // trained under (-train-outage, or -aware's)
+	stepsSet bool            // -steps was given
+	names    []string        // the datasets, by their own names
+	suffix   string          // of the tables' and the models' names: -quick, -stepsN
 }
 
 // check refuses the flags that are wrong whatever the data, and resolves
@@ -171,6 +185,21 @@ func (f reproduceFlags) check(stderr io.Writer) (reproduceRun, error) {
 	}
 	if err := checkNoise(*f.noise); err != nil {
 		return r, err
+	}
+	if r.outage, err = snapshot.ParseOutage(*f.outage); err != nil {
+		return r, badFlags(fmt.Errorf("-outage: %w", err))
+	}
+	if *f.aware {
+		*f.maskIn, *f.gate, *f.silentW = true, true, true
+		if !flagSet(f.fs, "train-outage") {
+			*f.trainOut = snapshot.OutageTrain
+		}
+	}
+	if r.train, err = snapshot.ParseOutage(*f.trainOut); err != nil {
+		return r, badFlags(fmt.Errorf("-train-outage: %w", err))
+	}
+	if *f.silentW && !*f.maskIn {
+		return r, badFlags(fmt.Errorf("-silent-weights needs -mask-input: a bundle tells a silent sensor by its missing marks"))
 	}
 	if err := checkReportFlags(1, *f.floor); err != nil {
 		return r, err
@@ -272,7 +301,11 @@ func (f reproduceFlags) config(name string, r reproduceRun) (reproduce.Config, e
 	if err := cfg.Baseline.Validate(); err != nil {
 		return cfg, badFlags(err)
 	}
-	cfg.DataDir, cfg.MAPEFloor, cfg.Prep = *f.dataDir, *f.floor, r.prep
+	cfg.DataDir, cfg.MAPEFloor, cfg.Prep, cfg.Outage = *f.dataDir, *f.floor, r.prep, r.outage
+	cfg.MaskInput, cfg.Gate, cfg.SDGNN.SilentWeights = *f.maskIn, *f.gate, *f.silentW
+	if r.train.Enabled() {
+		cfg.TrainOutage = r.train.String()
+	}
 	cfg.SplitBy, cfg.Ratios = r.spec.By, r.spec.Ratios
 	cfg.NoiseStd = noiseFor(name, *f.noise)
 	if r.stepsSet {

@@ -83,6 +83,9 @@ type teacherFlags struct {
 	jsonLogs  *bool
 	evalChunk *int
 	mapeFloor *float64
+	maskIn    *bool
+	gate      *bool
+	trainOut  *string
 	tc        *teacher.TrainConfig
 	selectBy  *string
 }
@@ -110,6 +113,9 @@ func addTeacherFlags(fs *flag.FlagSet) teacherFlags {
 		jsonLogs:  fs.Bool("log-json", false, "log JSON lines instead of text"),
 		evalChunk: fs.Int("chunks", 10, "chronological chunks of the test split in the final report (at most one a snapshot: more are cut to that)"),
 		mapeFloor: fs.Float64("mape-floor", 0, "leave truths below this value out of MAPE in the epochs' log and the final report (not out of MAE/RMSE)"),
+		maskIn:    fs.Bool("mask-input", false, "give the GRU a missing mark per channel beside each reading (off: missing readings enter as zeros, as in the paper)"),
+		gate:      fs.Bool("gate", false, "gate the GRU-GCN's skip by the node's own embedding, so that a node silent for its whole window can be forecast from its neighbours' embeddings"),
+		trainOut:  fs.String("train-outage", snapshot.OutageOff, "train under simulated outages drawn anew each epoch: off, train (share=0.1,len=1-12) or share=S,len=L[:L…],seed=N"),
 	}
 	f.tc = &tc
 	fs.IntVar(&tc.MaxEpochs, "epochs", tc.MaxEpochs, "maximum epochs")
@@ -229,6 +235,12 @@ func (f teacherFlags) fresh(stderr io.Writer) (teacherRun, error) {
 		return teacherRun{}, err
 	}
 	cfg.Channels, cfg.TimeInputs = p.Set.Channels, p.Set.Inputs()-p.Set.Channels
+	if *f.maskIn {
+		masked := *p
+		masked.Set = p.Set.Masked(true)
+		p = &masked
+		cfg.MaskInputs = p.Set.Channels
+	}
 	m, err := teacher.New(cfg)
 	if err != nil {
 		return teacherRun{}, err
@@ -276,12 +288,19 @@ func (f teacherFlags) config(stderr io.Writer) (teacher.Config, snapshot.SplitSp
 		fmt.Fprintf(stderr, "teacher: -prep: %v\n", err)
 		return cfg, spec, prep, errUsage
 	}
-	cfg = teacher.Config{Kind: *f.kind, Window: *f.window, Channels: 1, Hidden: *f.hidden, NoiseStd: noiseFor(*f.dataset, *f.noise), Seed: *f.seed, Layers: *f.layers}
+	cfg = teacher.Config{Kind: *f.kind, Window: *f.window, Channels: 1, Hidden: *f.hidden, NoiseStd: noiseFor(*f.dataset, *f.noise), Seed: *f.seed, Layers: *f.layers, Gate: *f.gate}
 	if cfg.Kind == teacher.KindGRU {
 		cfg.NoiseStd, cfg.Layers = 0, 0
 	}
 	tc := f.tc
 	tc.Seed = *f.seed
+	o, err := snapshot.ParseOutage(*f.trainOut)
+	if err != nil {
+		return cfg, spec, prep, badFlags(fmt.Errorf("-train-outage: %w", err))
+	}
+	if o.Enabled() {
+		tc.Outage = o.String()
+	}
 	if tc.Select, err = teacherSelect("select", *f.selectBy); err != nil {
 		return cfg, spec, prep, err
 	}
