@@ -137,3 +137,42 @@ func TestDMMarkdown(t *testing.T) {
 		t.Errorf("runs without tests have a Diebold–Mariano section:\n%s", md.String())
 	}
 }
+
+// TestGraphGain checks the teacher against the GRU, seed by seed, and its
+// row in the Markdown: GRU-GCN's MAEs 1.4 and 2.0 against the GRU's 1.5 and
+// 2.1 differ by −0.1 in both seeds (no spread, no test); with a third seed
+// at +0.1 the mean is −1/30, the std 0.2/√3 and t = −0.5, whose two-sided
+// p-value with two degrees of freedom is 1 − |t|/√(2+t²) = 2/3.
+func TestGraphGain(t *testing.T) {
+	tab := pairedTable([]float64{1, 2, 3}, []float64{1.5, 2.1, 2.9})
+	for i, v := range []float64{1.4, 2.0, 3.0} {
+		tab.Runs[i].Metrics[GRUGCN] = evaluation.Metrics{MAE: v, MAPE: v + 10, RMSE: v + 1}
+		tab.Runs[i].Paper[GRUGCN] = evaluation.PaperMetrics{MAPE: v + 2}
+	}
+	two := &Table{Dataset: tab.Dataset, Config: tab.Config, Runs: tab.Runs[:2]}
+	g := two.GraphGain()
+	if g.Model != GRU || g.Seeds != 2 || math.Abs(g.MAE.Mean+0.1) > 1e-12 || g.MAE.Lower != 2 || math.Abs(g.MAE.Std) > 1e-12 || !math.IsNaN(g.MAE.P) {
+		t.Errorf("two seeds: %+v, want GRU, −0.1 in both seeds, no test", g)
+	}
+	g = tab.GraphGain()
+	if math.Abs(g.MAE.Mean+1.0/30) > 1e-12 || math.Abs(g.MAE.Std-0.2/math.Sqrt(3)) > 1e-12 || g.MAE.Lower != 2 || math.Abs(g.MAE.P-2.0/3) > 1e-9 {
+		t.Errorf("three seeds: %+v, want mean −1/30, std 0.2/√3, 2 lower, p 2/3", g.MAE)
+	}
+	tab.Cells = summarise(tab.Runs)
+	var md strings.Builder
+	if err := tab.Markdown(&md); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"The graph's gain, seed by seed: GRU-GCN − GRU", "| GRU-GCN − |", "| GRU | -0.0333 ± 0.1155, 2/3, p 0.67 |"} {
+		if !strings.Contains(md.String(), want) {
+			t.Errorf("Markdown lacks %q:\n%s", want, md.String())
+		}
+	}
+	md.Reset()
+	if err := pairedTable([]float64{1}, []float64{2}).Markdown(&md); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(md.String(), "graph's gain") {
+		t.Errorf("one seed has the graph's gain:\n%s", md.String())
+	}
+}

@@ -755,7 +755,7 @@ func trainOrLoad(ctx context.Context, cfg Config, p *snapshot.Prepared, kind str
 		path = TeacherPath(cfg.ModelDir, cfg.Dataset, kind, p, seed)
 		statePath = strings.TrimSuffix(path, ".model") + ".state"
 		if s, err := teacher.LoadModel(path); err == nil {
-			if err := checkReuse(path, s.Meta, cfg, p, tc, mc); err != nil {
+			if err := checkReuse(path, s.Meta, cfg, p, tc, mc, false); err != nil {
 				return nil, err
 			}
 			return s.Model, nil
@@ -763,10 +763,11 @@ func trainOrLoad(ctx context.Context, cfg Config, p *snapshot.Prepared, kind str
 			return nil, err
 		}
 		if t, meta, err := teacher.LoadState(statePath); err == nil {
-			if err := checkReuse(statePath, meta, cfg, p, tc, mc); err != nil {
+			if err := checkReuse(statePath, meta, cfg, p, tc, mc, true); err != nil {
 				return nil, err
 			}
 			tr = t
+			tr.Config.MaxEpochs = tc.MaxEpochs // a cap raised since (checkReuse)
 			if resumed != nil {
 				resumed(statePath, tr.Epoch)
 			}

@@ -54,10 +54,10 @@ func scoresPath(dir, dataset string, p *snapshot.Prepared, seed uint64) string {
 	return seedFile(dir, dataset, "scores", p, seed, ".json")
 }
 
-// checkReuse reports why a teacher saved at path (a model or a training
-// state, described by m) cannot serve a run that needs training tc and model
-// mc on p, if it cannot.
-func checkReuse(path string, m teacher.Meta, cfg Config, p *snapshot.Prepared, tc teacher.TrainConfig, mc teacher.Config) error {
+// checkReuse reports why a teacher saved at path (a finished model, or a
+// training state when state is set, described by m) cannot serve a run that
+// needs training tc and model mc on p, if it cannot.
+func checkReuse(path string, m teacher.Meta, cfg Config, p *snapshot.Prepared, tc teacher.TrainConfig, mc teacher.Config, state bool) error {
 	if m.Dataset != cfg.Dataset || !m.Split.Equal(p.Split) || m.Norm.Prep() != p.Set.Norm.Prep() {
 		return fmt.Errorf("reuse %s: trained on %s with split %+v and %s preprocessing, this run needs %s with %+v and %s",
 			path, m.Dataset, m.Split, m.Norm.Prep(), cfg.Dataset, p.Split, p.Set.Norm.Prep())
@@ -73,8 +73,13 @@ func checkReuse(path string, m teacher.Meta, cfg Config, p *snapshot.Prepared, t
 			return fmt.Errorf("reuse %s: %w (remove the file to retrain)", path, err)
 		}
 	}
-	if m.Train != tc {
+	capped := m.Train // the cap is checked below
+	capped.MaxEpochs = tc.MaxEpochs
+	if capped != tc {
 		return fmt.Errorf("reuse %s: trained with %+v, this run needs %+v (remove the file to retrain)", path, m.Train, tc)
+	}
+	if err := checkCap(m, tc, state); err != nil {
+		return fmt.Errorf("reuse %s: %w", path, err)
 	}
 	if c := m.Config; c.Kind != mc.Kind || c.Window != mc.Window || c.Hidden != mc.Hidden || c.NoiseStd != mc.NoiseStd || c.Seed != mc.Seed {
 		return fmt.Errorf("reuse %s: a %s with window %d, hidden %d, noise %g, seed %d; this run needs window %d, hidden %d, noise %g, seed %d (remove the file to retrain)",
@@ -87,6 +92,29 @@ func checkReuse(path string, m teacher.Meta, cfg Config, p *snapshot.Prepared, t
 		return fmt.Errorf("reuse %s: a %s with %d GCN layers; this run needs %d (remove the file to retrain)", path, c.Kind, c.GCNLayers(), mc.GCNLayers())
 	}
 	return nil
+}
+
+// checkCap reports why a teacher trained with cap m.Train.MaxEpochs, which
+// has run m.Epochs epochs, is not what a run capped at tc.MaxEpochs would
+// train, if it is not. The cap only stops training, so a state that has not
+// passed the new cap continues as a run with it would (a Los-loop teacher
+// still improving at 1000 epochs can be given more), and a model that
+// stopped early, by patience, within the new cap is that run's model. A
+// model that stopped at its cap, or one that ran past the new cap, is not.
+func checkCap(m teacher.Meta, tc teacher.TrainConfig, state bool) error {
+	was, want := m.Train.MaxEpochs, tc.MaxEpochs
+	early := m.BestEpoch > 0 && m.Epochs-m.BestEpoch >= m.Train.Patience
+	switch {
+	case was == want:
+		return nil
+	case m.Epochs > want:
+		return fmt.Errorf("ran %d epochs (at most %d), past this run's cap of %d (remove the file to retrain)", m.Epochs, was, want)
+	case state || early:
+		return nil
+	default:
+		return fmt.Errorf("stopped at its cap of %d epochs, not by early stopping, so a run capped at %d would train it further "+
+			"(its training state is gone with the model: remove the file to retrain)", was, want)
+	}
 }
 
 // scores is what an unfinished seed keeps between runs: the run so far,

@@ -309,7 +309,7 @@ func TestCheckReuseEdges(t *testing.T) {
 		mc := teacher.Config{Kind: tc2.kind}
 		m := teacher.Meta{Dataset: "pems08", Norm: norm, Train: tc, Config: mc}
 		m.Norm.Edges = tc2.edges
-		err := checkReuse("t.model", m, cfg, p, tc, mc)
+		err := checkReuse("t.model", m, cfg, p, tc, mc, false)
 		if tc2.want == "" && err != nil || tc2.want != "" && (err == nil || !strings.Contains(err.Error(), tc2.want)) {
 			t.Errorf("%s with %v: %v, want %q", tc2.kind, tc2.edges, err, tc2.want)
 		}
@@ -349,7 +349,7 @@ func TestCheckReuseScaling(t *testing.T) {
 			m.Norm.Mean = append([]float64(nil), norm.Mean...)
 			m.Norm.Std = append([]float64(nil), norm.Std...)
 			c.edit(&m.Norm)
-			err := checkReuse("t.model", m, cfg, p, tc, mc)
+			err := checkReuse("t.model", m, cfg, p, tc, mc, false)
 			if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
 				t.Errorf("%s, %s: %v, want %q", c.name, kind, err, c.want)
 			}
@@ -383,7 +383,7 @@ func TestCheckReuseLayers(t *testing.T) {
 		{teacher.KindGRU, 0, 0, false},
 	} {
 		m := teacher.Meta{Dataset: "pems08", Norm: norm, Train: tc, Config: teacher.Config{Kind: c.kind, Layers: c.saved}}
-		err := checkReuse("t.model", m, cfg, p, tc, teacher.Config{Kind: c.kind, Layers: c.want})
+		err := checkReuse("t.model", m, cfg, p, tc, teacher.Config{Kind: c.kind, Layers: c.want}, false)
 		if c.refused && (err == nil || !strings.Contains(err.Error(), "t.model")) || !c.refused && err != nil {
 			t.Errorf("%s of %d layers saved, %d wanted: %v, want refused %v", c.kind, c.saved, c.want, err, c.refused)
 		}
@@ -429,7 +429,7 @@ func TestReuseChecksGraph(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			mc := teacher.Config{Kind: c.kind}
 			meta := teacher.Meta{Dataset: "pems08", Norm: norm, Split: split, Train: tc, Config: mc, Graph: c.graph}
-			err := checkReuse("t.model", meta, cfg, p, tc, mc)
+			err := checkReuse("t.model", meta, cfg, p, tc, mc, false)
 			if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "t.model")) {
 				t.Errorf("checkReuse: %v, want an error with %q", err, c.want)
 			}
@@ -450,6 +450,111 @@ func TestReuseChecksGraph(t *testing.T) {
 			got, err := resumeBundle(file, m, sc, p)
 			if c.want == "" && (err != nil || got == nil) || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), file)) {
 				t.Errorf("resumeBundle: %v, want an error with %q", err, c.want)
+			}
+		})
+	}
+}
+
+// TestTeacherCapRaised interrupts a teacher capped at 3 epochs after its
+// second and resumes its state with the cap raised to 4: the run trains
+// epochs 3 and 4 and ends with the parameters, bit for bit, of a run capped
+// at 4 from the start. The model it saves stopped at its cap, so a run
+// capped at 6 refuses it rather than report it as trained further.
+func TestTeacherCapRaised(t *testing.T) {
+	dir, err := pems.ResolveDataDir("")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("CI needs the shared data: %v", err)
+		}
+		t.Skipf("no data directory: %v", err)
+	}
+	cfg := Quick("sz-taxi")
+	cfg.DataDir = dir
+	cfg.Teacher.MaxEpochs, cfg.Teacher.MaxBatches, cfg.Teacher.Patience = 4, 2, 100
+	p, err := snapshot.PrepareFit(dir, cfg.Dataset, cfg.Window, cfg.spec(), cfg.prep())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.ModelDir = t.TempDir()
+	want, err := trainOrLoad(context.Background(), cfg, p, teacher.KindGRU, 1, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	cfg.ModelDir = t.TempDir()
+	short := cfg
+	short.Teacher.MaxEpochs = 3
+	ctx, cancel := context.WithCancel(context.Background())
+	_, err = trainOrLoad(ctx, short, p, teacher.KindGRU, 1, func(e teacher.Epoch) {
+		if e.Epoch == 2 {
+			cancel()
+		}
+	}, nil)
+	cancel()
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("interrupted run: got %v, want context.Canceled", err)
+	}
+	var epochs []int
+	got, err := trainOrLoad(context.Background(), cfg, p, teacher.KindGRU, 1, func(e teacher.Epoch) { epochs = append(epochs, e.Epoch) }, nil)
+	if err != nil {
+		t.Fatalf("state capped at 3 resumed with cap 4: %v", err)
+	}
+	if len(epochs) != 2 || epochs[0] != 3 || epochs[1] != 4 {
+		t.Errorf("resumed with the cap raised, trained epochs %v, want [3 4]", epochs)
+	}
+	wp, gp := want.Params(), got.Params()
+	for i := range wp {
+		w, g := wp[i].W.RawMatrix().Data, gp[i].W.RawMatrix().Data
+		for j := range w {
+			if math.Float64bits(w[j]) != math.Float64bits(g[j]) {
+				t.Fatalf("%s[%d]: resumed with the cap raised %v, capped at 4 from the start %v", wp[i].Name, j, g[j], w[j])
+			}
+		}
+	}
+	s, err := teacher.LoadModel(TeacherPath(cfg.ModelDir, cfg.Dataset, teacher.KindGRU, p, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Meta.Train.MaxEpochs != 4 || s.Meta.Epochs != 4 {
+		t.Errorf("saved model: cap %d, %d epochs; want 4 and 4", s.Meta.Train.MaxEpochs, s.Meta.Epochs)
+	}
+	longer := cfg
+	longer.Teacher.MaxEpochs = 6
+	if _, err := trainOrLoad(context.Background(), longer, p, teacher.KindGRU, 1, nil, nil); err == nil || !strings.Contains(err.Error(), "stopped at its cap of 4 epochs") {
+		t.Errorf("model stopped at its cap of 4, reused for a cap of 6: got %v, want a refusal", err)
+	}
+}
+
+// TestCheckCap checks when a teacher trained under one epoch cap is what a
+// run under another would train: a state not past the new cap, and a model
+// that stopped by patience within it; not a model that stopped at its cap,
+// nor one past the new cap.
+func TestCheckCap(t *testing.T) {
+	tc := teacher.DefaultTrain() // patience 30
+	for _, c := range []struct {
+		name                   string
+		was, epochs, best, cap int
+		state                  bool
+		want                   string // in the error; "" for none
+	}{
+		{"same cap", 500, 500, 499, 500, false, ""},
+		{"state, cap raised", 1000, 700, 690, 2000, true, ""},
+		{"state at the new cap", 1000, 700, 690, 700, true, ""},
+		{"state past the new cap", 1000, 700, 690, 600, true, "ran 700 epochs (at most 1000), past this run's cap of 600"},
+		{"stopped early, cap raised", 1000, 650, 620, 2000, false, ""},
+		{"stopped early, cap lowered to its epochs", 1000, 650, 620, 650, false, ""},
+		{"stopped early, past the lowered cap", 1000, 650, 620, 640, false, "past this run's cap of 640"},
+		{"stopped at its cap", 1000, 1000, 995, 2000, false, "stopped at its cap of 1000 epochs"},
+		{"stopped at its cap and by patience", 1000, 1000, 970, 2000, false, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m := teacher.Meta{Train: tc, Epochs: c.epochs, BestEpoch: c.best}
+			m.Train.MaxEpochs = c.was
+			run := tc
+			run.MaxEpochs = c.cap
+			err := checkCap(m, run, c.state)
+			if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
+				t.Errorf("checkCap: %v, want %q", err, c.want)
 			}
 		})
 	}

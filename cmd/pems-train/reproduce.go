@@ -113,7 +113,7 @@ func addReproduceFlags(fs *flag.FlagSet) reproduceFlags {
 		bEvery:   fs.Int("budget-every", 0, "epochs per budget decrement (overrides the schedule's)"),
 		keepSelf: fs.Bool("keep-self", sdgnn.DefaultConfig().KeepSelf, "keep every node in its own SDGNN receptive set, unpenalised, LARS choosing the other budget−1; -keep-self=false for the paper's plain path, which can leave a node out of its own set"),
 		blEpochs: fs.Int("baseline-epochs", 0, "student epochs of the distilled baselines (default 100, 20 with -quick)"),
-		tEpochs:  fs.Int("teacher-epochs", 0, "teachers' (GRU-GCN and GRU) most epochs (default 500, 8 with -quick); a reused teacher must have been trained with the same"),
+		tEpochs:  fs.Int("teacher-epochs", 0, "teachers' (GRU-GCN and GRU) most epochs (default 500, 8 with -quick); a saved teacher is reused if trained with the same, or stopped early within it; an unfinished one (its .state) resumes under a cap raised since"),
 		patience: fs.Int("patience", 0, "teachers' early-stopping patience in epochs without a better validation score (see -teacher-select; default 30)"),
 		tSelect:  fs.String("teacher-select", "mae", "validation score that picks the teachers' best epoch: mae or scaled (see teacher -select); a reused teacher must have been trained with the same"),
 		noise:    fs.Float64("noise", -1, "std of the GRU-GCN teacher's training noise between GCN and decoder (-1: dataset default, 0.01 PeMS04 and SZ-taxi, 0.05 PeMS08)"),
