@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strconv"
 )
 
 // Classes of a forecast's own input window by its missing steps, the
@@ -50,6 +51,51 @@ func OwnClassName(c, window int) string {
 		return "whole window"
 	}
 	return fmt.Sprintf("class %d", c)
+}
+
+// OwnClassLabel is OwnClassName in ASCII, for a metrics label or a
+// column name that is typed rather than read: "complete", "1-3", "4-11"
+// (for a window of 12) and "whole". It is "" for a class that windows of
+// that many steps cannot fall in (1–3 missing of a window of 1, 4 or more
+// missing but not all of a window of 4 or fewer), so that a caller lists
+// only the classes that can occur.
+func OwnClassLabel(c, window int) string {
+	span := func(lo, hi int) string {
+		if lo == hi {
+			return strconv.Itoa(lo)
+		}
+		return strconv.Itoa(lo) + "-" + strconv.Itoa(hi)
+	}
+	switch {
+	case c == OwnComplete:
+		return "complete"
+	case c == OwnWhole:
+		return "whole"
+	case c == OwnFew && window > 1:
+		return span(1, min(3, window-1))
+	case c == OwnMany && window > 4:
+		return span(4, window-1)
+	}
+	return ""
+}
+
+// OwnClasses is the number of own-window classes, OwnComplete to
+// OwnWhole: the length of Breakdown.Own.
+const OwnClasses = ownClasses
+
+// OthersIncompleteFor reports whether some receptive sensor of node z other
+// than z itself had a missing step in its window, receptive listing the
+// sensors whose windows z's forecast reads and missing(i) the missing
+// steps of receptive[i]'s: the rule of OthersIncompleteOf for one
+// forecast, for a caller (the streaming service) that counts each
+// forecast's inputs as it makes it.
+func OthersIncompleteFor(z int, receptive []int, missing func(i int) int) bool {
+	for i, k := range receptive {
+		if k != z && missing(i) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // Gaps says how complete each forecast's inputs were, one entry per
@@ -204,12 +250,7 @@ func OthersIncompleteOf(missing []int, snapshots, nodes int, receptive [][]int) 
 	for s := 0; s < snapshots; s++ {
 		row := missing[s*nodes : (s+1)*nodes]
 		for z, ks := range receptive {
-			for _, k := range ks {
-				if k != z && row[k] > 0 {
-					out[s*nodes+z] = true
-					break
-				}
-			}
+			out[s*nodes+z] = OthersIncompleteFor(z, ks, func(i int) int { return row[ks[i]] })
 		}
 	}
 	return out, nil

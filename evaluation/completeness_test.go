@@ -135,3 +135,49 @@ func TestOthersIncompleteOf(t *testing.T) {
 		t.Error("a receptive node outside the graph: no error")
 	}
 }
+
+func TestOwnClassLabel(t *testing.T) {
+	for _, tc := range []struct {
+		window int
+		want   [OwnClasses]string
+	}{
+		{12, [OwnClasses]string{"complete", "1-3", "4-11", "whole"}},
+		{6, [OwnClasses]string{"complete", "1-3", "4-5", "whole"}},
+		{5, [OwnClasses]string{"complete", "1-3", "4", "whole"}},
+		{4, [OwnClasses]string{"complete", "1-3", "", "whole"}},
+		{2, [OwnClasses]string{"complete", "1", "", "whole"}},
+		{1, [OwnClasses]string{"complete", "", "", "whole"}},
+	} {
+		for c, want := range tc.want {
+			if got := OwnClassLabel(c, tc.window); got != want {
+				t.Errorf("OwnClassLabel(%d, %d) = %q, want %q", c, tc.window, got, want)
+			}
+		}
+		// Every number of missing steps falls in a class with a label.
+		for m := 0; m <= tc.window; m++ {
+			if OwnClassLabel(OwnClass(m, tc.window), tc.window) == "" {
+				t.Errorf("window %d: %d missing in class %d, which has no label", tc.window, m, OwnClass(m, tc.window))
+			}
+		}
+	}
+}
+
+func TestOthersIncompleteFor(t *testing.T) {
+	gaps := map[int]int{0: 0, 1: 2, 2: 0, 3: 1}
+	for _, tc := range []struct {
+		z         int
+		receptive []int
+		want      bool
+	}{
+		{0, []int{0, 1}, true},
+		{1, []int{1}, false}, // its own gaps do not count
+		{1, []int{0, 1, 2}, false},
+		{2, []int{2, 3}, true},
+		{0, nil, false},
+	} {
+		got := OthersIncompleteFor(tc.z, tc.receptive, func(i int) int { return gaps[tc.receptive[i]] })
+		if got != tc.want {
+			t.Errorf("OthersIncompleteFor(%d, %v) = %v, want %v", tc.z, tc.receptive, got, tc.want)
+		}
+	}
+}

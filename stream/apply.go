@@ -133,7 +133,7 @@ func (s *Service) emitDue(fb *forecastBatch) error {
 		fs, err := s.emitter.EmitMany(s.emitter.Due(now), now)
 		for i := range fs {
 			f := &fs[i]
-			s.live.Forecast(f.Sensor, f.TS, f.Values)
+			s.live.RecordForecast(f)
 			fb.add(f)
 		}
 		if err != nil {

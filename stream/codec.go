@@ -121,7 +121,18 @@ type Forecast struct {
 	Model      string    `json:"model"`
 	Inputs     []Input   `json:"inputs"`
 	StaleSlots int64     `json:"stale_slots"`
-	EmittedMs  int64     `json:"emitted_ms"` // wall clock at emission, Unix ms
+	// Silent is set (and written, "silent":true; absent otherwise, so
+	// that consumers written before it read the message as ever) when the
+	// sensor's own window, the Window slots before the forecast slot, held
+	// no reading at all: every slot missing (all values 0) or not
+	// received, or the sensor never heard from. The forecast then comes
+	// from the other receptive sensors' windows alone, weighed by the
+	// model's silent weights where it has them (sdgnn.Theta.Silent) and by
+	// its main weights otherwise, as the offline inference forecasts a
+	// sensor silent for its whole window. The inputs' Gaps, Missing and
+	// StaleSlots say the rest.
+	Silent    bool  `json:"silent,omitempty"`
+	EmittedMs int64 `json:"emitted_ms"` // wall clock at emission, Unix ms
 }
 
 // DeadLetter is a refused message with why and where it came from, so that
@@ -692,6 +703,9 @@ func EncodeForecast(dst []byte, f *Forecast) []byte {
 	}
 	dst = append(dst, `],"stale_slots":`...)
 	dst = strconv.AppendInt(dst, f.StaleSlots, 10)
+	if f.Silent {
+		dst = append(dst, `,"silent":true`...)
+	}
 	dst = append(dst, `,"emitted_ms":`...)
 	dst = strconv.AppendInt(dst, f.EmittedMs, 10)
 	return append(dst, '}')

@@ -442,6 +442,8 @@ func (e *Emitter) emitted(z int, t, ms int64, dst *Forecast) {
 			break
 		}
 	}
+	nd := &e.st.nodes[z]
+	cnt.countCompleteness(int(nd.fcOwn), nd.fcOthers)
 	cnt.EmitDelay.Observe(msDuration(dst.EmittedMs - dst.TS))
 	e.advance(z, t, ms)
 }

@@ -35,6 +35,7 @@ var livePage []byte
 const (
 	liveReading  uint8 = 1 << iota // the entry holds the slot's reading
 	liveForecast                   // the entry holds the slot's forecast
+	liveSilent                     // that forecast was made from an empty own window (Forecast.Silent)
 )
 
 // LiveConfig configures a Live.
@@ -173,6 +174,17 @@ func (l *Live) Forecast(sensor int, ts int64, values []float64) bool {
 	return l.record(sensor, ts, values, liveForecast, false)
 }
 
+// RecordForecast records forecast f as Forecast does, with its Silent
+// mark: the view marks a sensor whose latest forecast was made from an
+// empty own window (LiveSensorSummary.Silent, LiveSlot.Silent).
+func (l *Live) RecordForecast(f *Forecast) bool {
+	kind := liveForecast
+	if f.Silent {
+		kind |= liveSilent
+	}
+	return l.record(f.Sensor, f.TS, f.Values, kind, false)
+}
+
 // backfill records a reading or forecast read back from the log (the
 // rebuild), as Reading and Forecast do, except that one older than the
 // slots kept is not counted as dropped: the log holds more than the view
@@ -210,7 +222,7 @@ func (l *Live) record(z int, ts int64, values []float64, kind uint8, backfill bo
 		return false // first one kept
 	}
 	vals := l.readings
-	if kind == liveForecast {
+	if kind&liveForecast != 0 {
 		vals = l.forecasts
 	}
 	copy(vals[i*l.c:(i+1)*l.c], values)
@@ -219,13 +231,13 @@ func (l *Live) record(z int, ts int64, values []float64, kind uint8, backfill bo
 		l.newest[z] = slot
 	}
 	latest := &l.latestR[z]
-	if kind == liveForecast {
+	if kind&liveForecast != 0 {
 		latest = &l.latestF[z]
 	}
 	if *latest == noSlot || slot > *latest {
 		*latest = slot
 	}
-	if l.flags[i] == liveReading|liveForecast { // the second half: score the pair, once
+	if both := liveReading | liveForecast; l.flags[i]&both == both { // the second half: score the pair, once
 		pred, truth := l.forecasts[i*l.c:(i+1)*l.c], l.readings[i*l.c:(i+1)*l.c]
 		for ch, p := range pred {
 			l.score(z, slot, ch, p, truth[ch])
@@ -439,6 +451,12 @@ type LiveSensorSummary struct {
 	// with a forecast and with a reading, nil (null) while there is none.
 	LatestForecastTS *int64 `json:"latest_forecast_ts"`
 	LatestReadingTS  *int64 `json:"latest_reading_ts"`
+	// Silent is set when the sensor's latest forecast was made from an
+	// empty own window (Forecast.Silent): it has been silent for a whole
+	// window, and is forecast from its neighbours alone. Absent
+	// otherwise, and after a restart until its next forecast (the rebuild
+	// reads the forecasts' values only).
+	Silent bool `json:"silent,omitempty"`
 }
 
 // Summary returns the live view of every sensor.
@@ -459,7 +477,7 @@ func (l *Live) Summary() LiveSummary {
 	}
 	for z := range s.Sensors {
 		s.Sensors[z] = LiveSensorSummary{Sensor: z, Metrics: metricsOf(l.acc[z]), PartMetrics: l.partMetrics(z),
-			LatestForecastTS: l.msOf(l.latestF[z]), LatestReadingTS: l.msOf(l.latestR[z])}
+			LatestForecastTS: l.msOf(l.latestF[z]), LatestReadingTS: l.msOf(l.latestR[z]), Silent: l.latestSilent(z)}
 	}
 	return s
 }
@@ -481,6 +499,17 @@ func (l *Live) Inputs(sensors []int, weights []float64) ([]LiveInput, error) {
 		out[i] = LiveInput{Sensor: k, Weight: weights[i], LatestReadingTS: l.msOf(l.latestR[k])}
 	}
 	return out, nil
+}
+
+// latestSilent reports whether sensor z's latest forecast was marked
+// silent; l.mu is held.
+func (l *Live) latestSilent(z int) bool {
+	slot := l.latestF[z]
+	if slot == noSlot {
+		return false
+	}
+	i := z*l.r + posIn(slot, l.r)
+	return l.slots[i] == slot && l.flags[i]&liveSilent != 0
 }
 
 // partMetrics returns sensor z's metrics in the part scope, nil without
@@ -547,6 +576,9 @@ type LiveSlot struct {
 	// InPart is whether the slot's forecast belongs to the part scope
 	// (false, absent, without one).
 	InPart bool `json:"in_part,omitempty"`
+	// Silent is whether the slot's forecast was made from an empty own
+	// window (Forecast.Silent); false, absent, otherwise.
+	Silent bool `json:"silent,omitempty"`
 }
 
 // liveValues are values that marshal non-finite elements as null, so that
@@ -592,6 +624,7 @@ func (l *Live) Sensor(sensor int) (LiveSensor, bool) {
 		}
 		if l.flags[i]&liveForecast != 0 {
 			s.Forecast = append(liveValues(nil), l.forecasts[i*l.c:(i+1)*l.c]...)
+			s.Silent = l.flags[i]&liveSilent != 0
 		}
 		v.Slots = append(v.Slots, s)
 	}

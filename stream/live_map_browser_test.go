@@ -187,3 +187,40 @@ func TestLivePageNoMap(t *testing.T) {
 		t.Errorf("a model without locations shows a map:\n%s", dom)
 	}
 }
+
+// TestLivePageMarksSilent loads the live page of a sensor whose latest
+// forecast was made from an empty own window (Forecast.Silent): the page
+// marks it silent on the map (a class that draws it hollow and dashed),
+// in the sensor picker, beside its name and in its recent slots, and
+// counts it; a sensor with an older silent forecast but a later one
+// that is not is not marked.
+func TestLivePageMarksSilent(t *testing.T) {
+	svc, ids, _ := mapBundleService(t)
+	live := svc.Live()
+	if !live.RecordForecast(&Forecast{Sensor: 3, TS: 11 * testStep, Values: []float64{104}, Silent: true}) ||
+		!live.RecordForecast(&Forecast{Sensor: 2, TS: 9 * testStep, Values: []float64{104}, Silent: true}) {
+		t.Fatal("forecasts not recorded")
+	}
+	dom := liveDOM(t, svc, "/live?sensor="+ids[3])
+	for id, c := range mapCircles(t, dom) {
+		if silent := strings.Contains(c.class, "silent"); silent != (id == ids[3]) {
+			t.Errorf("sensor %s drawn with class %q", id, c.class)
+		}
+	}
+	for _, want := range []string{
+		`<option value="` + ids[3] + `" class="silent-mark">` + ids[3] + ` (silent)</option>`,
+		`<option value="` + ids[2] + `">` + ids[2] + `</option>`,
+		`<span id="silent-count" class="silent-mark">1</span>`,
+		`<tr class="forecast-row silent-forecast" data-slot="` + strconv.FormatInt(11*testStep, 10) + `">`,
+		`<tr class="forecast-row" data-slot="` + strconv.FormatInt(10*testStep, 10) + `">`,
+	} {
+		if !strings.Contains(dom, want) {
+			t.Errorf("the page lacks %s:\n%s", want, dom)
+		}
+	}
+	for _, id := range []string{"silent-badge", "silent-count-box", "silent-note"} {
+		if m := regexp.MustCompile(`<[a-z]+ id="` + id + `"[^>]*>`).FindString(dom); m == "" || strings.Contains(m, " hidden") {
+			t.Errorf("#%s is %q, want shown", id, m)
+		}
+	}
+}

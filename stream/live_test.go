@@ -475,3 +475,47 @@ func TestServiceLiveMAPEFloor(t *testing.T) {
 		}
 	}
 }
+
+// TestLiveSilent checks the live view's silent marks: a sensor is silent
+// while its latest forecast was made from an empty own window, each slot
+// says whether its forecast was, and a silent forecast is scored against
+// its reading as any other.
+func TestLiveSilent(t *testing.T) {
+	l, err := NewLive(LiveConfig{Nodes: 3, Channels: 1, StepMs: testStep, Slots: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := func(z int, slot int64, v float64, silent bool) {
+		t.Helper()
+		if !l.RecordForecast(&Forecast{Sensor: z, TS: slot * testStep, Values: []float64{v}, Silent: silent}) {
+			t.Fatalf("forecast of sensor %d slot %d not recorded", z, slot)
+		}
+	}
+	rec(0, 5, 10, true)
+	rec(1, 5, 10, true)
+	rec(1, 6, 12, false)
+	if l.RecordForecast(&Forecast{Sensor: 1, TS: 6 * testStep, Values: []float64{99}, Silent: true}) {
+		t.Error("a second forecast of a slot recorded") // the first kept, its mark too
+	}
+	l.Reading(0, 5*testStep, []float64{8})
+	sum := l.Summary()
+	if got := []bool{sum.Sensors[0].Silent, sum.Sensors[1].Silent, sum.Sensors[2].Silent}; !slices.Equal(got, []bool{true, false, false}) {
+		t.Errorf("silent sensors %v, want [true false false]", got)
+	}
+	if m := sum.Sensors[0].Metrics; m.Count != 1 || m.MAE != 2 {
+		t.Errorf("the silent forecast scored %+v, want MAE 2 over 1", m)
+	}
+	v, _ := l.Sensor(1)
+	if len(v.Slots) != 2 || !v.Slots[0].Silent || v.Slots[1].Silent || v.Slots[1].Forecast[0] != 12 {
+		t.Errorf("sensor 1's slots %+v, want slot 5 silent and slot 6 not (12)", v.Slots)
+	}
+	b, err := json.Marshal(sum.Sensors[:2])
+	if err != nil || strings.Count(string(b), `"silent":true`) != 1 {
+		t.Errorf("summary JSON %s (%v): want one silent sensor, the other without the field", b, err)
+	}
+	// A later forecast from a window with readings ends the mark.
+	rec(0, 10, 10, false)
+	if l.Summary().Sensors[0].Silent {
+		t.Error("sensor 0 still silent after a forecast from a window with readings")
+	}
+}

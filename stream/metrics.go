@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/pemsforecast/sdgnn/evaluation"
 )
 
 // Counters are the service's metrics. All fields are atomic, so they may be
@@ -77,6 +79,57 @@ type Counters struct {
 	// EmitDelay is observed by Emit: emission time minus the forecast
 	// slot's start (the end of the newest input slot).
 	EmitDelay Histogram
+
+	// Completeness counts the forecasts emitted by how complete their
+	// inputs were, as the offline breakdown (evaluation.Stratify) classes
+	// them: [own class][others], the own class that of the slots of the
+	// sensor's own window before the forecast slot without a reading
+	// (evaluation.OwnClass, OwnComplete to OwnWhole), others 1 where
+	// another receptive sensor's window lacked a reading (missing, not
+	// received, or ending before that slot: evaluation.OthersIncompleteFor)
+	// and 0 where none did. Counted by Emitter.Emit.
+	Completeness [evaluation.OwnClasses][2]atomic.Uint64
+	window       int // the model's window, which the classes' edges depend on; set by NewState
+}
+
+// countCompleteness counts one forecast emitted whose own window had own
+// slots without a reading, others telling whether another receptive
+// sensor's window lacked one.
+func (c *Counters) countCompleteness(own int, others bool) {
+	j := 0
+	if others {
+		j = 1
+	}
+	c.Completeness[evaluation.OwnClass(own, c.window)][j].Add(1)
+}
+
+// writeCompleteness writes Completeness as
+// forecasts_by_completeness_total{own=…,receptive=…}, own labelled by
+// evaluation.OwnClassLabel, only the classes a window of the model's
+// length can fall in; nothing for counters of no model.
+func (c *Counters) writeCompleteness(w io.Writer) {
+	if c.window < 1 {
+		return
+	}
+	name := metricPrefix + "forecasts_by_completeness_total"
+	var labels []string
+	for own := range c.Completeness {
+		if l := evaluation.OwnClassLabel(own, c.window); l != "" {
+			labels = append(labels, l)
+		}
+	}
+	fmt.Fprintf(w, "# HELP %s Forecasts emitted by the slots of the sensor's own %d-slot window without a reading (own: %s) and whether another receptive sensor's window lacked one (receptive).\n# TYPE %s counter\n",
+		name, c.window, strings.Join(labels, ", "), name)
+	others := [2]string{evaluation.OthersComplete, evaluation.OthersIncomplete}
+	for own := range c.Completeness {
+		label := evaluation.OwnClassLabel(own, c.window)
+		if label == "" {
+			continue
+		}
+		for j, r := range others {
+			fmt.Fprintf(w, "%s{own=%q,receptive=%q} %d\n", name, label, r, c.Completeness[own][j].Load())
+		}
+	}
 }
 
 // Reject counts a refused message by the reason of err (Internal when err is
@@ -191,6 +244,7 @@ func (c *Counters) WritePrometheus(w io.Writer) error {
 	counter("forecasts_emitted_total", "Forecasts emitted.", c.Emitted.Load())
 	counter("forecasts_stale_total", "Forecasts emitted at the deadline with lagging inputs.", c.Stale.Load())
 	counter("forecasts_partial_total", "Forecasts emitted with some input window holding slots without a reading (before the sensor's first reading, skipped, or all values 0).", c.Partial.Load())
+	c.writeCompleteness(bw)
 	counter("forecast_slots_skipped_total", "Forecast slots never emitted because an input ran more than the history ahead.", c.Skipped.Load())
 	fmt.Fprintf(bw, "# HELP %sforecast_slots_skipped_last_timestamp_seconds When a forecast slot was last skipped (Unix seconds; 0: never).\n# TYPE %sforecast_slots_skipped_last_timestamp_seconds gauge\n%sforecast_slots_skipped_last_timestamp_seconds %g\n",
 		metricPrefix, metricPrefix, metricPrefix, float64(c.SkippedAtMs.Load())/1000)

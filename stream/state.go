@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/pemsforecast/sdgnn/datasets/pems"
+	"github.com/pemsforecast/sdgnn/evaluation"
 	"github.com/pemsforecast/sdgnn/internal/english"
 	"github.com/pemsforecast/sdgnn/sdgnn"
 	"github.com/pemsforecast/sdgnn/snapshot"
@@ -153,6 +154,13 @@ type node struct {
 	embs        []float64 // R×d cached φ(GRU(window)), by window-end slot
 	embGaps     []int32   // R positions: the slots without a reading of that window (Input.Gaps)
 
+	// The completeness of the node's last forecast made (gather), which
+	// Emitter counts as it emits it: the slots of its own window without a
+	// reading (ownGaps) and whether another receptive node's window lacked
+	// one (evaluation.OthersIncompleteFor).
+	fcOwn    int32
+	fcOthers bool
+
 	applied, dups, ooo, late, gaps uint64
 }
 
@@ -198,6 +206,7 @@ type State struct {
 	fok   []int
 	fz    []int
 	fvals []float64
+	fsil  []bool // of those gathered, whether its own window was empty (Forecast.Silent)
 
 	// Embedding batch: queued windows, the times of their last steps, their
 	// embeddings, and where each goes.
@@ -259,7 +268,7 @@ func NewStateHistory(b *sdgnn.Bundle, stepMs int64, history int) (*State, error)
 	}
 	r := t + history
 	s := &State{b: b, names: names, n: n, t: t, c: c, d: d, r: r, stepMs: stepMs,
-		nodes: make([]node, n), deps: make([][]int, n), window: make([]float64, t*c), Counters: new(Counters), bounds: b.Meta.Bounds}
+		nodes: make([]node, n), deps: make([][]int, n), window: make([]float64, t*c), Counters: &Counters{window: t}, bounds: b.Meta.Bounds}
 	slots := make([]int64, n*r)
 	vals := make([]float64, n*r*c)
 	embAt := make([]int64, n*r)
@@ -715,9 +724,13 @@ var ErrGone = errors.New("input window no longer held")
 // at a time (Prepare computes them in a batch). dst's slices are reused
 // (with enough capacity nothing is allocated); dst.EmittedMs is left to
 // the caller (Emitter.Emit sets it). A receptive node without any reading
-// goes in as a window of missing readings (Input.Missing). The error wraps
-// ErrNoData if no receptive node has a reading yet and ErrGone if a window
-// needed has left the ring.
+// goes in as a window of missing readings (Input.Missing). dst.Silent is
+// set when z's own window ending at slot ts/step − 1 holds no reading
+// (every slot missing or not received: see ownGaps); the bundle's silent
+// weights, where it has them, then weigh the receptive nodes' embeddings,
+// as Bundle.ForecastBatch weighs a row whose every input is marked
+// missing. The error wraps ErrNoData if no receptive node has a reading
+// yet and ErrGone if a window needed has left the ring.
 func (s *State) ForecastSlot(z int, ts int64, dst *Forecast) error {
 	zs, tss, dsts := [1]int{z}, [1]int64{ts}, [1]Forecast{*dst}
 	err := s.ForecastSlots(zs[:], tss[:], dsts[:])[0]
@@ -741,13 +754,13 @@ func (s *State) ForecastSlots(zs []int, ts []int64, dst []Forecast) []error {
 		}
 		return s.ferrs
 	}
-	s.embs, s.fok, s.fz, s.mwant, s.mend = s.embs[:0], s.fok[:0], s.fz[:0], s.mwant[:0], s.mend[:0]
+	s.embs, s.fok, s.fz, s.fsil, s.mwant, s.mend = s.embs[:0], s.fok[:0], s.fz[:0], s.fsil[:0], s.mwant[:0], s.mend[:0]
 	for i, z := range zs {
 		if err := s.gather(z, ts[i], &dst[i]); err != nil {
 			s.ferrs[i] = err
 			continue
 		}
-		s.fok, s.fz = append(s.fok, i), append(s.fz, z)
+		s.fok, s.fz, s.fsil = append(s.fok, i), append(s.fz, z), append(s.fsil, dst[i].Silent)
 	}
 	if len(s.fok) == 0 {
 		return s.ferrs
@@ -766,7 +779,7 @@ func (s *State) ForecastSlots(zs []int, ts []int64, dst []Forecast) []error {
 		return fail(err)
 	}
 	s.fvals = slices.Grow(s.fvals[:0], len(s.fok)*s.c)[:len(s.fok)*s.c]
-	if err := s.b.ForecastMany(s.fvals, s.fz, s.embs); err != nil {
+	if err := s.b.ForecastManySilent(s.fvals, s.fz, s.embs, s.silentMarks()); err != nil {
 		return fail(err)
 	}
 	for j, i := range s.fok {
@@ -781,6 +794,49 @@ func (s *State) ForecastSlots(zs []int, ts []int64, dst []Forecast) []error {
 		f.Sensor, f.ID, f.TS, f.Model = zs[i], s.names.ID(zs[i]), ts[i], s.b.Meta.Version
 	}
 	return s.ferrs
+}
+
+// silentMarks returns, for ForecastManySilent, which of the nodes gathered
+// had an empty own window (Forecast.Silent): where the bundle has silent
+// weights, which it has only for inputs with missing marks, as
+// Bundle.ForecastBatch tells a silent node by them; nil otherwise, every
+// node then forecast with its main weights.
+func (s *State) silentMarks() []bool {
+	if s.b.Theta.Silent == nil || !s.b.Meta.Norm.Mask {
+		return nil
+	}
+	return s.fsil
+}
+
+// ownGaps returns the slots of node z's own window ending at slot
+// target−1 that hold no reading (never received, or every value 0):
+// the window of z the offline path reads for z's forecast of slot
+// target, whether z is among its receptive nodes ks (sorted, with the
+// inputs ins gathered for them) or not. It reads the gaps counted as the
+// embedding was queued where z's input is that window, and counts them
+// in z's ring otherwise, changing nothing cached; a slot no longer held
+// counts as missing.
+func (s *State) ownGaps(z int, target int64, ks []int, ins []Input) int {
+	if i, ok := slices.BinarySearch(ks, z); ok {
+		switch in := &ins[i]; {
+		case in.Missing:
+			return s.t
+		case in.TS == (target-1)*s.stepMs:
+			return in.Gaps
+		}
+	}
+	nd := &s.nodes[z]
+	if nd.newest == noSlot {
+		return s.t
+	}
+	n := 0
+	for sl := target - int64(s.t); sl < target; sl++ {
+		p := s.pos(sl)
+		if nd.slots[p] != sl || allZero(nd.vals[p*s.c:(p+1)*s.c]) {
+			n++
+		}
+	}
+	return n
 }
 
 // gather checks node z's forecast for the slot starting at ts, records
@@ -831,7 +887,22 @@ func (s *State) gather(z int, ts int64, dst *Forecast) error {
 		dst.Inputs = append(dst.Inputs, Input{Sensor: k, ID: s.names.ID(k), TS: end * s.stepMs, Gaps: int(nd.embGaps[s.pos(end)])})
 	}
 	dst.StaleSlots = stale
+	s.completeness(z, target, ks, dst)
 	return nil
+}
+
+// completeness records how complete the inputs of node z's forecast dst
+// of slot target were: dst.Silent, and the node's fcOwn and fcOthers,
+// which Emitter counts. Another receptive node's window lacks a reading
+// when it has gaps or ends before slot target−1 (a stale input).
+func (s *State) completeness(z int, target int64, ks []int, dst *Forecast) {
+	own := s.ownGaps(z, target, ks, dst.Inputs)
+	nd := &s.nodes[z]
+	nd.fcOwn, dst.Silent = int32(own), own >= s.t
+	nd.fcOthers = evaluation.OthersIncompleteFor(z, ks, func(i int) int {
+		in := &dst.Inputs[i]
+		return in.Gaps + int(target-1-in.TS/s.stepMs)
+	})
 }
 
 // Prepare computes, in one batch, the embeddings that the forecasts of
