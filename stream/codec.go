@@ -133,6 +133,12 @@ type Forecast struct {
 	// StaleSlots say the rest.
 	Silent    bool  `json:"silent,omitempty"`
 	EmittedMs int64 `json:"emitted_ms"` // wall clock at emission, Unix ms
+
+	// class is the completeness class of the forecast's inputs that
+	// State gave it, for the live view's breakdown (Live.RecordForecast):
+	// 1 + evaluation.OwnClass×2 + (1 where another receptive window lacked
+	// a reading); 0 where unknown (a forecast decoded from a message).
+	class uint8
 }
 
 // DeadLetter is a refused message with why and where it came from, so that

@@ -52,6 +52,10 @@ type LiveConfig struct {
 	MAPEFloor float64
 	// ChannelNames names the channels; missing names are "channel I".
 	ChannelNames []string
+	// Window is the model's window, whose length the completeness
+	// classes' edges depend on (evaluation.OwnClass); 0 leaves the
+	// breakdown by completeness out.
+	Window int
 	// Part, when not nil, is a part of the model's split whose forecasts
 	// are also scored on their own (LiveSummary.Part, the sensors'
 	// part_metrics): the held-out forecasts of a replay of the data the
@@ -89,6 +93,9 @@ type Live struct {
 	channel   []evaluation.Accumulator // c: over all sensors
 	total     evaluation.Accumulator
 	dropped   uint64 // records refused as invalid or older than the ring
+	window    int
+	cls       []uint8 // n×r: the completeness class of the forecast held (Forecast.class), 0 if unknown
+	byClass   [2 * evaluation.OwnClasses]evaluation.Accumulator
 	unscored  uint64 // finite pairs too far apart to score (see score)
 
 	part        *PartScope               // nil: no part scored apart
@@ -122,7 +129,7 @@ func NewLive(cfg LiveConfig) (*Live, error) {
 	n, c, r := cfg.Nodes, cfg.Channels, cfg.Slots
 	l := &Live{n: n, c: c, r: r, stepMs: cfg.StepMs, floor: cfg.MAPEFloor, channels: make([]string, c),
 		slots: make([]int64, n*r), flags: make([]uint8, n*r), readings: make([]float64, n*r*c), forecasts: make([]float64, n*r*c),
-		newest: make([]int64, n), latestF: make([]int64, n), latestR: make([]int64, n),
+		newest: make([]int64, n), latestF: make([]int64, n), latestR: make([]int64, n), window: max(cfg.Window, 0), cls: make([]uint8, n*r),
 		acc: make([]evaluation.Accumulator, n), channel: make([]evaluation.Accumulator, c),
 		total: evaluation.Accumulator{MAPEFloor: cfg.MAPEFloor}}
 	for i := range l.channels {
@@ -165,24 +172,37 @@ func (l *Live) Nodes() int { return l.n }
 // wrong number of values, a ts off the slot grid or older than the slots
 // kept, or a slot that already has its reading.
 func (l *Live) Reading(sensor int, ts int64, values []float64) bool {
-	return l.record(sensor, ts, values, liveReading, false)
+	return l.record(sensor, ts, values, liveReading, 0, false)
 }
 
 // Forecast records the forecast of sensor for the slot starting at ts
 // (Unix ms), as Reading records a reading.
 func (l *Live) Forecast(sensor int, ts int64, values []float64) bool {
-	return l.record(sensor, ts, values, liveForecast, false)
+	return l.record(sensor, ts, values, liveForecast, 0, false)
 }
 
 // RecordForecast records forecast f as Forecast does, with its Silent
 // mark: the view marks a sensor whose latest forecast was made from an
-// empty own window (LiveSensorSummary.Silent, LiveSlot.Silent).
+// empty own window (LiveSensorSummary.Silent, LiveSlot.Silent). A
+// forecast State made also carries the completeness class of its inputs,
+// by which its error is scored too (LiveSummary.ByCompleteness).
 func (l *Live) RecordForecast(f *Forecast) bool {
 	kind := liveForecast
 	if f.Silent {
 		kind |= liveSilent
 	}
-	return l.record(f.Sensor, f.TS, f.Values, kind, false)
+	return l.record(f.Sensor, f.TS, f.Values, kind, f.class, false)
+}
+
+// liveClass is the code of a forecast's completeness class, as
+// Forecast.class holds it: own an evaluation.OwnClass, others whether
+// another receptive sensor's window lacked a reading.
+func liveClass(own int, others bool) uint8 {
+	c := 1 + 2*own
+	if others {
+		c++
+	}
+	return uint8(c)
 }
 
 // backfill records a reading or forecast read back from the log (the
@@ -190,10 +210,10 @@ func (l *Live) RecordForecast(f *Forecast) bool {
 // slots kept is not counted as dropped: the log holds more than the view
 // keeps, and nothing was refused.
 func (l *Live) backfill(sensor int, ts int64, values []float64, kind uint8) bool {
-	return l.record(sensor, ts, values, kind, true)
+	return l.record(sensor, ts, values, kind, 0, true)
 }
 
-func (l *Live) record(z int, ts int64, values []float64, kind uint8, backfill bool) bool {
+func (l *Live) record(z int, ts int64, values []float64, kind, cls uint8, backfill bool) bool {
 	if z < 0 || z >= l.n || len(values) != l.c || ts%l.stepMs != 0 || ts/l.stepMs == noSlot {
 		l.mu.Lock()
 		l.dropped++
@@ -213,7 +233,7 @@ func (l *Live) record(z int, ts int64, values []float64, kind uint8, backfill bo
 	i := z*l.r + posIn(slot, l.r)
 	if l.slots[i] != slot {
 		// The position's previous slot (if any) is older than the ring now.
-		l.slots[i], l.flags[i] = slot, 0
+		l.slots[i], l.flags[i], l.cls[i] = slot, 0, 0
 	}
 	if l.flags[i]&kind != 0 {
 		if kind == liveReading {
@@ -227,6 +247,9 @@ func (l *Live) record(z int, ts int64, values []float64, kind uint8, backfill bo
 	}
 	copy(vals[i*l.c:(i+1)*l.c], values)
 	l.flags[i] |= kind
+	if kind&liveForecast != 0 {
+		l.cls[i] = cls
+	}
 	if newest == noSlot || slot > newest {
 		l.newest[z] = slot
 	}
@@ -240,15 +263,16 @@ func (l *Live) record(z int, ts int64, values []float64, kind uint8, backfill bo
 	if both := liveReading | liveForecast; l.flags[i]&both == both { // the second half: score the pair, once
 		pred, truth := l.forecasts[i*l.c:(i+1)*l.c], l.readings[i*l.c:(i+1)*l.c]
 		for ch, p := range pred {
-			l.score(z, slot, ch, p, truth[ch])
+			l.score(z, slot, l.cls[i], ch, p, truth[ch])
 		}
 	}
 	return true
 }
 
 // score adds the pair of sensor z's forecast p and reading truth of
-// channel ch at slot to the accumulators.
-func (l *Live) score(z int, slot int64, ch int, p, truth float64) {
+// channel ch at slot to the accumulators, and to its completeness class
+// cls's where known (not 0).
+func (l *Live) score(z int, slot int64, cls uint8, ch int, p, truth float64) {
 	if d := p - truth; math.IsInf(d*d, 0) && !math.IsInf(p, 0) {
 		// A finite pair too far apart to square (a reading of 1e300
 		// let in with the plausible ranges off): scored, every sum would
@@ -260,6 +284,9 @@ func (l *Live) score(z int, slot int64, ch int, p, truth float64) {
 	l.acc[z].Add(p, truth)
 	l.channel[ch].Add(p, truth)
 	l.total.Add(p, truth)
+	if cls > 0 && int(cls) <= len(l.byClass) {
+		l.byClass[cls-1].Add(p, truth)
+	}
 	if l.part != nil && l.part.Holds(z, slot*l.stepMs, l.stepMs) {
 		l.partAcc[z].Add(p, truth)
 		l.partChannel[ch].Add(p, truth)
@@ -284,7 +311,7 @@ func (l *Live) complete(z int, slot int64, i int, values []float64) bool {
 		}
 		held[ch] = x
 		if paired {
-			l.score(z, slot, ch, l.forecasts[i*l.c+ch], x)
+			l.score(z, slot, l.cls[i], ch, l.forecasts[i*l.c+ch], x)
 		}
 	}
 	return true
@@ -371,6 +398,14 @@ func (l *Live) WritePrometheus(w io.Writer) error {
 		}
 	}
 	dropped, unscored := l.dropped, l.unscored
+	type classTotals struct {
+		own, receptive string
+		t              evaluation.Totals
+	}
+	var byClass []classTotals
+	l.classes(func(own, receptive string, j int) {
+		byClass = append(byClass, classTotals{own, receptive, l.byClass[j].Totals()})
+	})
 	l.mu.RUnlock()
 	bw := bufio.NewWriter(w)
 	scopeNames := [...]string{"all", "part"}
@@ -395,6 +430,19 @@ func (l *Live) WritePrometheus(w io.Writer) error {
 	family("live_mape_values_total", "Scored values whose reading is at or above the MAPE floor.", func(t evaluation.Totals) string { return strconv.Itoa(t.MAPECount) })
 	family("live_rel_error_total", "Sum of |forecast - reading| / |reading| over the values in MAPE (a fraction).", func(t evaluation.Totals) string { return float(t.RelError) })
 	family("live_invalid_values_total", "Forecast values that were not finite, against a reading.", func(t evaluation.Totals) string { return strconv.Itoa(t.Invalid) })
+	classFamily := func(name, help string, value func(evaluation.Totals) string) {
+		if len(byClass) == 0 {
+			return
+		}
+		fmt.Fprintf(bw, "# HELP %s%s %s\n# TYPE %s%s counter\n", metricPrefix, name, help, metricPrefix, name)
+		for _, c := range byClass {
+			fmt.Fprintf(bw, "%s%s{own=%q,receptive=%q} %s\n", metricPrefix, name, c.own, c.receptive, value(c.t))
+		}
+	}
+	classFamily("live_completeness_scored_values_total", "Forecast values scored, by the completeness of the forecast's inputs (own: the sensor's own window; receptive: the other receptive sensors' windows), as forecasts_by_completeness_total classes them.",
+		func(t evaluation.Totals) string { return strconv.Itoa(t.Count) })
+	classFamily("live_completeness_abs_error_total", "Sum of the absolute errors of the scored values, by the completeness of the forecast's inputs.", func(t evaluation.Totals) string { return float(t.AbsError) })
+	classFamily("live_completeness_squared_error_total", "Sum of the squared errors of the scored values, by the completeness of the forecast's inputs.", func(t evaluation.Totals) string { return float(t.SquaredError) })
 	fmt.Fprintf(bw, "# HELP %slive_dropped_total Live-view records refused as invalid or older than the slots kept.\n# TYPE %slive_dropped_total counter\n%slive_dropped_total %d\n",
 		metricPrefix, metricPrefix, metricPrefix, dropped)
 	fmt.Fprintf(bw, "# HELP %slive_unscored_total Forecast and reading pairs too far apart to square in float64 (values beyond any sensor's, let in with the plausible ranges off), left out of the sums.\n# TYPE %slive_unscored_total counter\n%slive_unscored_total %d\n",
@@ -421,8 +469,42 @@ type LiveSummary struct {
 	Part *LivePart `json:"part,omitempty"`
 	// Model is the version of the model served, which Service.Handler
 	// sets (it changes at Service.Reload); absent from Live.Summary alone.
-	Model   string              `json:"model,omitempty"`
-	Sensors []LiveSensorSummary `json:"sensors"` // by sensor id
+	Model string `json:"model,omitempty"`
+	// ByCompleteness is the running error of every sensor's forecasts by
+	// how complete their inputs were, as the offline breakdown classes
+	// them (evaluation.Stratify): one entry per class a window of the
+	// model's length can fall in; absent for a Live without its window.
+	ByCompleteness []LiveClass         `json:"by_completeness,omitempty"`
+	Sensors        []LiveSensorSummary `json:"sensors"` // by sensor id
+}
+
+// LiveClass is the running error of the forecasts of one completeness
+// class: Own the class of the sensor's own window (evaluation.OwnClassLabel:
+// complete, 1-3, 4-11, whole for a 12-slot window), Receptive whether
+// every other receptive sensor's window was complete
+// (evaluation.OthersComplete) or not (OthersIncomplete).
+type LiveClass struct {
+	Own       string             `json:"own"`
+	Receptive string             `json:"receptive"`
+	Metrics   evaluation.Metrics `json:"metrics"`
+}
+
+// classes calls f with each completeness class a window of the Live's
+// length can fall in, its labels and its index in byClass.
+func (l *Live) classes(f func(own, receptive string, j int)) {
+	if l.window < 1 {
+		return
+	}
+	others := [2]string{evaluation.OthersComplete, evaluation.OthersIncomplete}
+	for c := range evaluation.OwnClasses {
+		own := evaluation.OwnClassLabel(c, l.window)
+		if own == "" {
+			continue
+		}
+		for k, r := range others {
+			f(own, r, int(liveClass(c, k == 1))-1)
+		}
+	}
 }
 
 // LivePart is the running error of the forecasts in the live view's part
@@ -466,6 +548,9 @@ func (l *Live) Summary() LiveSummary {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	s.Overall = metricsOf(l.total)
+	l.classes(func(own, receptive string, j int) {
+		s.ByCompleteness = append(s.ByCompleteness, LiveClass{Own: own, Receptive: receptive, Metrics: metricsOf(l.byClass[j])})
+	})
 	for ch := range s.PerChannel {
 		s.PerChannel[ch] = metricsOf(l.channel[ch])
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/pemsforecast/sdgnn/datasets/pems"
+	"github.com/pemsforecast/sdgnn/evaluation"
 	"github.com/pemsforecast/sdgnn/internal/browsertest"
 )
 
@@ -197,8 +198,9 @@ func TestLivePageNoMap(t *testing.T) {
 func TestLivePageMarksSilent(t *testing.T) {
 	svc, ids, _ := mapBundleService(t)
 	live := svc.Live()
-	if !live.RecordForecast(&Forecast{Sensor: 3, TS: 11 * testStep, Values: []float64{104}, Silent: true}) ||
-		!live.RecordForecast(&Forecast{Sensor: 2, TS: 9 * testStep, Values: []float64{104}, Silent: true}) {
+	if !live.RecordForecast(&Forecast{Sensor: 3, TS: 11 * testStep, Values: []float64{104}, Silent: true, class: liveClass(evaluation.OwnWhole, false)}) ||
+		!live.RecordForecast(&Forecast{Sensor: 2, TS: 9 * testStep, Values: []float64{104}, Silent: true}) ||
+		!live.Reading(3, 11*testStep, []float64{100}) {
 		t.Fatal("forecasts not recorded")
 	}
 	dom := liveDOM(t, svc, "/live?sensor="+ids[3])
@@ -213,12 +215,14 @@ func TestLivePageMarksSilent(t *testing.T) {
 		`<span id="silent-count" class="silent-mark">1</span>`,
 		`<tr class="forecast-row silent-forecast" data-slot="` + strconv.FormatInt(11*testStep, 10) + `">`,
 		`<tr class="forecast-row" data-slot="` + strconv.FormatInt(10*testStep, 10) + `">`,
+		// The error by completeness: the silent forecast scored in its class.
+		`<tr class="completeness-row"><td class="own">whole window missing</td><td class="receptive">complete</td><td class="mae">4.00</td>`,
 	} {
 		if !strings.Contains(dom, want) {
 			t.Errorf("the page lacks %s:\n%s", want, dom)
 		}
 	}
-	for _, id := range []string{"silent-badge", "silent-count-box", "silent-note"} {
+	for _, id := range []string{"silent-badge", "silent-count-box", "silent-note", "completeness-box"} {
 		if m := regexp.MustCompile(`<[a-z]+ id="` + id + `"[^>]*>`).FindString(dom); m == "" || strings.Contains(m, " hidden") {
 			t.Errorf("#%s is %q, want shown", id, m)
 		}

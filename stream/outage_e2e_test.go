@@ -84,6 +84,7 @@ func TestEndToEndUnderOutage(t *testing.T) {
 	if err := stop(); err != nil {
 		t.Fatalf("service: %v", err)
 	}
+	liveByClass := svc.live.Summary().ByCompleteness
 
 	// Offline: the same series, the slots before `from` missing as the
 	// service never received them; snapshot sn forecasts slot sn+T.
@@ -112,6 +113,7 @@ func TestEndToEndUnderOutage(t *testing.T) {
 		t.Fatal(err)
 	}
 	var count [evaluation.OwnClasses][2]uint64
+	var scored [evaluation.OwnClasses][2]evaluation.Accumulator // what the live view scores: slots whose reading came
 	silent := 0
 	for i := range snaps {
 		slot := int64(from + 1 + i)
@@ -143,8 +145,14 @@ func TestEndToEndUnderOutage(t *testing.T) {
 				j = 1
 			}
 			count[evaluation.OwnClass(missing[r], T)][j]++
+			if slot < int64(to) {
+				for c, v := range f.Values {
+					scored[evaluation.OwnClass(missing[r], T)][j].Add(v, data[(int(slot)*n+z)*C+c])
+				}
+			}
 		}
 	}
+	checkLiveByClass(t, liveByClass, metrics, &scored, T)
 	for own := range count {
 		if count[own][0]+count[own][1] == 0 {
 			t.Errorf("no forecast of own class %s", evaluation.OwnClassLabel(own, T))
@@ -174,4 +182,31 @@ func scrape(t *testing.T, svc *Service) string {
 		t.Fatal(err)
 	}
 	return string(body)
+}
+
+// checkLiveByClass checks the live view's error by completeness class
+// (LiveSummary.ByCompleteness and /metrics' live_completeness_… sums)
+// against the pairs scored directly, class by class.
+func checkLiveByClass(t *testing.T, got []LiveClass, metrics string, want *[evaluation.OwnClasses][2]evaluation.Accumulator, window int) {
+	t.Helper()
+	if len(got) != 2*evaluation.OwnClasses {
+		t.Fatalf("live view: %d completeness classes, want %d", len(got), 2*evaluation.OwnClasses)
+	}
+	i := 0
+	for own := range want {
+		for j, r := range []string{evaluation.OthersComplete, evaluation.OthersIncomplete} {
+			g, w := got[i], want[own][j].Metrics()
+			i++
+			if g.Own != evaluation.OwnClassLabel(own, window) || g.Receptive != r {
+				t.Fatalf("live class %d is %s/%s, want %s/%s", i-1, g.Own, g.Receptive, evaluation.OwnClassLabel(own, window), r)
+			}
+			if g.Metrics.Count != w.Count || (w.Count > 0 && math.Abs(g.Metrics.MAE-w.MAE) > 1e-9*w.MAE) {
+				t.Errorf("live class %s/%s: %d values MAE %g, scored directly %d values MAE %g", g.Own, g.Receptive, g.Metrics.Count, g.Metrics.MAE, w.Count, w.MAE)
+			}
+			line := `sdgnn_stream_live_completeness_scored_values_total{own="` + g.Own + `",receptive="` + r + `"} ` + strconv.Itoa(w.Count) + "\n"
+			if !strings.Contains(metrics, line) {
+				t.Errorf("/metrics lacks %s", strings.TrimSpace(line))
+			}
+		}
+	}
 }

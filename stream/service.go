@@ -294,7 +294,7 @@ func NewService(b *sdgnn.Bundle, cfg Config) (*Service, error) {
 		floor = *cfg.LiveMAPEFloor
 	}
 	live, err := NewLive(LiveConfig{Nodes: b.Meta.Nodes, Channels: len(b.Meta.Norm.Mean), StepMs: cfg.StepMs,
-		Slots: cfg.LiveSlots, MAPEFloor: floor, ChannelNames: b.Meta.Channels, Part: cfg.LivePart})
+		Slots: cfg.LiveSlots, MAPEFloor: floor, ChannelNames: b.Meta.Channels, Window: b.Meta.Window, Part: cfg.LivePart})
 	if err != nil {
 		return nil, fmt.Errorf("stream service: %w", err)
 	}

@@ -187,14 +187,18 @@ const DefaultHistory = 36
 // keep activations); its Counters are, so metrics may be scraped from
 // another goroutine.
 type State struct {
-	b        *sdgnn.Bundle
-	names    *pems.SensorNames // b's sensors' names
-	n, t, c  int
-	d        int
-	r        int // ring length: window + history
-	stepMs   int64
-	nodes    []node
-	deps     [][]int // deps[k]: nodes z with k ∈ θ_z, ascending
+	b       *sdgnn.Bundle
+	names   *pems.SensorNames // b's sensors' names
+	n, t, c int
+	d       int
+	r       int // ring length: window + history
+	stepMs  int64
+	nodes   []node
+	deps    [][]int // deps[k]: nodes z with k ∈ θ_z (or k = z, see waits), ascending
+	// waits[z] is what z's forecast waits for: its receptive nodes, and
+	// z itself where the bundle has silent weights and z is not among
+	// them, for its own window then chooses the weights (silentWeights).
+	waits    [][]int
 	window   []float64
 	Counters *Counters
 
@@ -268,7 +272,7 @@ func NewStateHistory(b *sdgnn.Bundle, stepMs int64, history int) (*State, error)
 	}
 	r := t + history
 	s := &State{b: b, names: names, n: n, t: t, c: c, d: d, r: r, stepMs: stepMs,
-		nodes: make([]node, n), deps: make([][]int, n), window: make([]float64, t*c), Counters: &Counters{window: t}, bounds: b.Meta.Bounds}
+		nodes: make([]node, n), deps: make([][]int, n), waits: make([][]int, n), window: make([]float64, t*c), Counters: &Counters{window: t}, bounds: b.Meta.Bounds}
 	slots := make([]int64, n*r)
 	vals := make([]float64, n*r*c)
 	embAt := make([]int64, n*r)
@@ -288,7 +292,13 @@ func NewStateHistory(b *sdgnn.Bundle, stepMs int64, history int) (*State, error)
 		nd.embGaps = embGaps[z*r : (z+1)*r : (z+1)*r]
 		ks, _ := b.Receptive(z)
 		maxR = max(maxR, len(ks))
-		for _, k := range ks {
+		s.waits[z] = ks
+		if silentWeights(b) {
+			if i, found := slices.BinarySearch(ks, z); !found {
+				s.waits[z] = slices.Insert(slices.Clone(ks), i, z)
+			}
+		}
+		for _, k := range s.waits[z] {
 			s.deps[k] = append(s.deps[k], z)
 		}
 	}
@@ -648,7 +658,9 @@ func (s *State) Window(dst []float64, k int) (w []float64, newest int64, ok bool
 
 // Ready reports whether every receptive node of z has a reading for slot
 // ts (Unix ms), so that z's forecast for the next slot can be made from
-// fresh data. A node without receptive nodes is never ready.
+// fresh data; where the bundle has silent weights, z itself too (its own
+// window chooses the weights). A node without receptive nodes is never
+// ready.
 func (s *State) Ready(z int, ts int64) bool {
 	if z < 0 || z >= s.n || ts%s.stepMs != 0 {
 		return false
@@ -656,10 +668,11 @@ func (s *State) Ready(z int, ts int64) bool {
 	return s.readyFor(z, ts/s.stepMs+1)
 }
 
-// readyFor reports whether every receptive node of z has slot target−1.
+// readyFor reports whether every node z waits for (waits[z]) has slot
+// target−1.
 func (s *State) readyFor(z int, target int64) bool {
 	slot := target - 1
-	ks, _ := s.b.Receptive(z)
+	ks := s.waits[z]
 	for _, k := range ks {
 		nd := &s.nodes[k]
 		if nd.newest == noSlot || slot > nd.newest || slot <= nd.newest-int64(s.r) || nd.slots[s.pos(slot)] != slot {
@@ -802,10 +815,17 @@ func (s *State) ForecastSlots(zs []int, ts []int64, dst []Forecast) []error {
 // Bundle.ForecastBatch tells a silent node by them; nil otherwise, every
 // node then forecast with its main weights.
 func (s *State) silentMarks() []bool {
-	if s.b.Theta.Silent == nil || !s.b.Meta.Norm.Mask {
+	if !silentWeights(s.b) {
 		return nil
 	}
 	return s.fsil
+}
+
+// silentWeights reports whether b forecasts a node with an empty own
+// window by its silent weights: it has them, and the missing marks by
+// which the offline path tells such a node.
+func silentWeights(b *sdgnn.Bundle) bool {
+	return b.Theta.Silent != nil && b.Meta.Norm.Mask
 }
 
 // ownGaps returns the slots of node z's own window ending at slot
@@ -903,6 +923,7 @@ func (s *State) completeness(z int, target int64, ks []int, dst *Forecast) {
 		in := &dst.Inputs[i]
 		return in.Gaps + int(target-1-in.TS/s.stepMs)
 	})
+	dst.class = liveClass(evaluation.OwnClass(own, s.t), nd.fcOthers)
 }
 
 // Prepare computes, in one batch, the embeddings that the forecasts of
