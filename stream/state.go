@@ -384,8 +384,10 @@ func (s *State) Bundle() *sdgnn.Bundle { return s.b }
 // their indices (see DecodeReadingFor).
 func (s *State) Names() *pems.SensorNames { return s.names }
 
-// Dependents returns the nodes whose forecasts use node k (k ∈ θ_z),
-// ascending; the slice is the state's own.
+// Dependents returns the nodes whose forecasts use node k (k ∈ θ_z), and
+// k itself where the bundle has silent weights and k's forecast does not
+// read k (its own window chooses the weights: see Ready), ascending; the
+// slice is the state's own.
 func (s *State) Dependents(k int) []int {
 	if k < 0 || k >= s.n {
 		return nil
