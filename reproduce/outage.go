@@ -3,7 +3,6 @@ package reproduce
 import (
 	"fmt"
 	"io"
-	"math"
 	"strings"
 
 	"github.com/pemsforecast/sdgnn/evaluation"
@@ -115,17 +114,7 @@ func (t *Table) outageMarkdown(w io.Writer) error {
 	row := func(label, metric string, prec int, f func(Run, string) (float64, bool)) {
 		fmt.Fprintf(w, "\n| %s | %s |", label, metric)
 		for _, m := range Models {
-			var v []float64
-			for _, r := range t.Runs {
-				if x, ok := f(r, m); ok {
-					v = append(v, x)
-				}
-			}
-			mean, std := math.NaN(), math.NaN()
-			if len(v) > 0 {
-				mean, std = meanStd(v)
-			}
-			fmt.Fprintf(w, " %s |", pm(prec, mean, std))
+			fmt.Fprintf(w, " %s |", t.cell(prec, func(r Run) (float64, bool) { return f(r, m) }))
 		}
 	}
 	mae := func(m evaluation.Metrics) float64 { return m.MAE }
@@ -181,17 +170,12 @@ func (t *Table) mainWeightsMarkdown(w io.Writer, ls []int) error {
 	for _, l := range ls {
 		fmt.Fprintf(w, "\n| %d |", l)
 		for _, m := range []string{SDGNN, SDGNNMainWeights} {
-			var v []float64
-			for _, r := range t.Runs {
+			fmt.Fprintf(w, " %s |", t.cell(4, func(r Run) (float64, bool) {
 				if s, ok := outageOf(r, m, l); ok && s.Breakdown.Silenced != nil {
-					v = append(v, s.Breakdown.Silenced.MAE)
+					return s.Breakdown.Silenced.MAE, true
 				}
-			}
-			mean, std := math.NaN(), math.NaN()
-			if len(v) > 0 {
-				mean, std = meanStd(v)
-			}
-			fmt.Fprintf(w, " %s |", pm(4, mean, std))
+				return 0, false
+			}))
 		}
 	}
 	_, err := fmt.Fprintln(w)
@@ -238,18 +222,9 @@ func (t *Table) completenessMarkdown(w io.Writer) error {
 	}
 	for c := range counts {
 		fmt.Fprintf(w, "\n| %s | %d (%.1f %%) |", evaluation.OwnClassName(c, window), counts[c], 100*float64(counts[c])/float64(total))
+		mae := own(c, func(m evaluation.Metrics) float64 { return m.MAE })
 		for _, m := range Models {
-			var v []float64
-			for _, r := range t.Runs {
-				if x, ok := own(c, func(m evaluation.Metrics) float64 { return m.MAE })(r, m); ok {
-					v = append(v, x)
-				}
-			}
-			mean, std := math.NaN(), math.NaN()
-			if len(v) > 0 {
-				mean, std = meanStd(v)
-			}
-			fmt.Fprintf(w, " %s |", pm(4, mean, std))
+			fmt.Fprintf(w, " %s |", t.cell(4, func(r Run) (float64, bool) { return mae(r, m) }))
 		}
 	}
 	_, err := fmt.Fprintln(w)

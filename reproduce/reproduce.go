@@ -893,6 +893,22 @@ func allEqual(v []float64) bool {
 	return true
 }
 
+// cell formats, as pm does, the mean ± std over the runs of the figure f
+// gives of each run that has it (ok); "–" where none has.
+func (t *Table) cell(prec int, f func(Run) (float64, bool)) string {
+	var v []float64
+	for _, r := range t.Runs {
+		if x, ok := f(r); ok {
+			v = append(v, x)
+		}
+	}
+	if len(v) == 0 {
+		return pm(prec, math.NaN(), math.NaN())
+	}
+	mean, std := meanStd(v)
+	return pm(prec, mean, std)
+}
+
 // pm formats a mean and its standard deviation with prec decimals; an
 // undefined deviation (one seed) is left out, an undefined mean is "–".
 func pm(prec int, mean, std float64) string {
@@ -969,17 +985,12 @@ func (t *Table) channelMarkdown(w io.Writer) error {
 			fmt.Fprintf(w, "\n| %s | %s |", label, row.name)
 			label = ""
 			for _, m := range Models {
-				var v []float64
-				for _, r := range t.Runs {
+				fmt.Fprintf(w, " %s |", t.cell(row.prec, func(r Run) (float64, bool) {
 					if ms := r.Channels[m]; ch < len(ms) {
-						v = append(v, row.f(ms[ch]))
+						return row.f(ms[ch]), true
 					}
-				}
-				mean, std := math.NaN(), math.NaN()
-				if len(v) > 0 {
-					mean, std = meanStd(v)
-				}
-				fmt.Fprintf(w, " %s |", pm(row.prec, mean, std))
+					return 0, false
+				}))
 			}
 		}
 	}
