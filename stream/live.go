@@ -495,16 +495,9 @@ func (l *Live) classes(f func(own, receptive string, j int)) {
 	if l.window < 1 {
 		return
 	}
-	others := [2]string{evaluation.OthersComplete, evaluation.OthersIncomplete}
-	for c := range evaluation.OwnClasses {
-		own := evaluation.OwnClassLabel(c, l.window)
-		if own == "" {
-			continue
-		}
-		for k, r := range others {
-			f(own, r, int(liveClass(c, k == 1))-1)
-		}
-	}
+	completenessClasses(l.window, func(own int, ownLabel string, others int, receptive string) {
+		f(ownLabel, receptive, int(liveClass(own, others == 1))-1)
+	})
 }
 
 // LivePart is the running error of the forecasts in the live view's part

@@ -120,14 +120,25 @@ func (c *Counters) writeCompleteness(w io.Writer) {
 	}
 	fmt.Fprintf(w, "# HELP %s Forecasts emitted by the slots of the sensor's own %d-slot window without a reading (own: %s) and whether another receptive sensor's window lacked one (receptive).\n# TYPE %s counter\n",
 		name, c.window, strings.Join(labels, ", "), name)
-	others := [2]string{evaluation.OthersComplete, evaluation.OthersIncomplete}
-	for own := range c.Completeness {
-		label := evaluation.OwnClassLabel(own, c.window)
+	completenessClasses(c.window, func(own int, ownLabel string, others int, receptive string) {
+		fmt.Fprintf(w, "%s{own=%q,receptive=%q} %d\n", name, ownLabel, receptive, c.Completeness[own][others].Load())
+	})
+}
+
+// completenessClasses calls f with each completeness class a window of
+// that length can fall in, in order: the own-window class own
+// (evaluation.OwnClass) and its label (evaluation.OwnClassLabel), others
+// 0 where every other receptive window was complete and 1 where not, and
+// its label (evaluation.OthersComplete, OthersIncomplete).
+func completenessClasses(window int, f func(own int, ownLabel string, others int, receptive string)) {
+	receptive := [2]string{evaluation.OthersComplete, evaluation.OthersIncomplete}
+	for own := range evaluation.OwnClasses {
+		label := evaluation.OwnClassLabel(own, window)
 		if label == "" {
 			continue
 		}
-		for j, r := range others {
-			fmt.Fprintf(w, "%s{own=%q,receptive=%q} %d\n", name, label, r, c.Completeness[own][j].Load())
+		for j, r := range receptive {
+			f(own, label, j, r)
 		}
 	}
 }
