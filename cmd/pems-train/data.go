@@ -16,6 +16,10 @@ import (
 	"github.com/pemsforecast/sdgnn/teacher"
 )
 
+// dataDirUsage is the help of every subcommand's -data flag, which all
+// look for the data directory the same way (pems.ResolveDataDir).
+const dataDirUsage = "data directory (default $PEMS_DATA, then shared/datasets beside the current directory or one of its parents)"
+
 // defaultNoise is the training noise σ between GCN and decoder per dataset
 // (the reference values for PeMS; SZ-taxi uses PeMS04's).
 var defaultNoise = map[string]float64{"pems04": 0.01, "pems08": 0.05, "sz-taxi": 0.01}

@@ -82,7 +82,7 @@ func addDistillFlags(fs *flag.FlagSet) distillFlags {
 	cfg := sdgnn.DefaultConfig()
 	f := distillFlags{
 		fs:       fs,
-		dataDir:  fs.String("data", "", "data directory (default $PEMS_DATA, then shared/datasets beside the current directory or one of its parents)"),
+		dataDir:  fs.String("data", "", dataDirUsage),
 		tpath:    fs.String("teacher", "", "GRU-GCN teacher model file (required)"),
 		out:      fs.String("out", "", "bundle file to write (default: the teacher's path with .sdgnn)"),
 		quick:    fs.Bool("quick", false, "a short schedule for demos and CI: 60 epochs at -lr 5e-3, budget 16→6 (one less every 5 epochs), Θ every 5, 5 fine-tuning epochs (flags given override each)"),

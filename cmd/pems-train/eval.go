@@ -200,7 +200,7 @@ type evalFlags struct {
 func addEvalFlags(fs *flag.FlagSet) evalFlags {
 	return evalFlags{
 		fs:        fs,
-		dataDir:   fs.String("data", "", "data directory (default $PEMS_DATA, then shared/datasets beside the current directory or one of its parents)"),
+		dataDir:   fs.String("data", "", dataDirUsage),
 		model:     fs.String("model", "", "model file written by pems-train teacher, or bundle written by distill (required)"),
 		part:      fs.String("split-part", "test", "which part of the model's split: train, val or test"),
 		chunks:    fs.Int("chunks", 10, "chronological chunks for the staleness report (at most one a snapshot: more are cut to that)"),

@@ -60,7 +60,7 @@ type exportFlags struct {
 func addExportFlags(fs *flag.FlagSet) exportFlags {
 	return exportFlags{
 		fs:      fs,
-		dataDir: fs.String("data", "", "data directory (default $PEMS_DATA, then shared/datasets beside the current directory or one of its parents)"),
+		dataDir: fs.String("data", "", dataDirUsage),
 		dataset: fs.String("dataset", "", "dataset (for -what snapshots without -model)"),
 		model:   fs.String("model", "", "model file (needed for embeddings and predictions; fixes dataset, split and normaliser)"),
 		what:    fs.String("what", "snapshots", "snapshots, embeddings (H and Z of the model) or predictions"),

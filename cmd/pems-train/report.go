@@ -108,7 +108,7 @@ type reportFlags struct {
 func addReportFlags(flags *flag.FlagSet) reportFlags {
 	return reportFlags{
 		fs:        flags,
-		dataDir:   flags.String("data", "", "data directory (default $PEMS_DATA, then shared/datasets beside the current directory or one of its parents)"),
+		dataDir:   flags.String("data", "", dataDirUsage),
 		model:     flags.String("model", "", "SDGNN bundle written by pems-train distill (required)"),
 		dataset:   flags.String("dataset", "", "dataset to replay; must be the bundle's (default: the bundle's)"),
 		out:       flags.String("out", "", "directory to write the report into (required)"),

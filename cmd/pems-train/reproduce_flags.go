@@ -47,7 +47,7 @@ type reproduceFlags struct {
 func addReproduceFlags(fs *flag.FlagSet) reproduceFlags {
 	return reproduceFlags{
 		fs:       fs,
-		dataDir:  fs.String("data", "", "data directory (default $PEMS_DATA, then shared/datasets beside the current directory or one of its parents)"),
+		dataDir:  fs.String("data", "", dataDirUsage),
 		datasets: fs.String("dataset", "", "dataset, or comma-separated datasets (rows of the table); required"),
 		seeds:    fs.String("seeds", "", "seeds: N for 1..N, A-B for A..B, or a list A,B,… (default 10, or 1 with -quick); run seeds apart and -merge their tables"),
 		merge:    fs.String("merge", "", "comma-separated table JSON files of one comparison run over different seeds: write their merged table to -out as table*-merged instead of training"),

@@ -42,7 +42,7 @@ func addTeacherFlags(fs *flag.FlagSet) teacherFlags {
 	tc := teacher.DefaultTrain()
 	f := teacherFlags{
 		fs:        fs,
-		dataDir:   fs.String("data", "", "data directory (default $PEMS_DATA, then shared/datasets beside the current directory or one of its parents)"),
+		dataDir:   fs.String("data", "", dataDirUsage),
 		dataset:   fs.String("dataset", "", "dataset name: pems04, pems08, sz-taxi or los-loop (required unless -resume)"),
 		kind:      fs.String("model", teacher.KindGRUGCN, "model: gru-gcn (teacher) or gru (baseline without graph)"),
 		out:       fs.String("out", "", "model file to write (default runs/DATASET-MODEL.model)"),
