@@ -103,7 +103,8 @@ func (t *Table) outageMarkdown(w io.Writer) error {
 		return nil
 	}
 	window := t.Config.Window
-	fmt.Fprintf(w, "\nSimulated outages (%s): in every test snapshot the same sensors silenced for their last L readings (%d: the whole window), their truths kept; the metrics of the silenced sensors' forecasts, mean ± std over seeds.\n\n| readings silenced | metric |", t.Config.Outage, window)
+	fmt.Fprintf(w, "\nSimulated outages (%s): in every test snapshot the same sensors silenced for their last L readings (%d: the whole window), their truths kept; the metrics of the silenced sensors' forecasts, %s.\n\n| readings silenced | metric |", t.Config.Outage, window,
+		t.overSeeds(func(r Run) bool { return len(r.Outages) > 0 }))
 	for _, m := range Models {
 		fmt.Fprintf(w, " %s |", m)
 	}
@@ -212,7 +213,8 @@ func (t *Table) completenessMarkdown(w io.Writer) error {
 	if total == 0 {
 		return nil
 	}
-	fmt.Fprintf(w, "\nThe data's own gaps: test MAE by the missing readings of the sensor's own window (of %d), mean ± std over seeds.\n\n| missing readings | forecasts |", window)
+	over := t.overSeeds(func(r Run) bool { return len(r.Completeness) > 0 })
+	fmt.Fprintf(w, "\nThe data's own gaps: test MAE by the missing readings of the sensor's own window (of %d), %s.\n\n| missing readings | forecasts |", window, over)
 	for _, m := range Models {
 		fmt.Fprintf(w, " %s |", m)
 	}

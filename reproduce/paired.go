@@ -158,6 +158,23 @@ func (t *Table) dmMarkdown(w io.Writer) error {
 	return nil
 }
 
+// overSeeds says over which seeds a table of figures that only some runs
+// record is averaged: "mean ± std over seeds" where every run has them
+// (has), else the seeds that do, so that a merge of tables written before
+// and after a figure was recorded does not pass a subset off as them all.
+func (t *Table) overSeeds(has func(Run) bool) string {
+	var runs []Run
+	for _, r := range t.Runs {
+		if has(r) {
+			runs = append(runs, r)
+		}
+	}
+	if len(runs) == len(t.Runs) {
+		return "mean ± std over seeds"
+	}
+	return fmt.Sprintf("mean ± std over the %d of %d seeds that recorded them (seeds %s; the others' tables were written before)", len(runs), len(t.Runs), seedList(runs))
+}
+
 // seedList names the seeds of runs: "1, 2, 3".
 func seedList(runs []Run) string {
 	seeds := make([]string, len(runs))

@@ -960,7 +960,7 @@ func (t *Table) channelMarkdown(w io.Writer) error {
 			copy(units, in.Units)
 		}
 	}
-	fmt.Fprint(w, "\nBy channel (each in its units):\n\n| channel | metric |")
+	fmt.Fprintf(w, "\nBy channel (each in its units), %s:\n\n| channel | metric |", t.overSeeds(func(r Run) bool { return len(r.Channels) > 0 }))
 	for _, m := range Models {
 		fmt.Fprintf(w, " %s |", m)
 	}

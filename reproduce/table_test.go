@@ -125,7 +125,7 @@ func TestMarkdownByChannel(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
-		"By channel (each in its units):",
+		"By channel (each in its units), mean ± std over seeds:",
 		"| flow (veh/5 min) | MAPE (%) | 12.00 ± 0.00 | 12.00 |",
 		"|  | MAE | 21.0000 ± 1.4142 | 20.0000 |",
 		"| occupancy (fraction) | MAPE (%) |",
@@ -189,6 +189,25 @@ func TestMarkdownOutages(t *testing.T) {
 	} {
 		if !strings.Contains(md.String(), want) {
 			t.Errorf("no %q in:\n%s", want, md.String())
+		}
+	}
+	if over := "mean ± std over seeds."; !strings.Contains(md.String(), over) || strings.Contains(md.String(), "that recorded them") {
+		t.Errorf("runs that all hold the breakdowns: want %q, not a subset, in:\n%s", over, md.String())
+	}
+	// A merge of a table written before the breakdowns were recorded (seed
+	// 3, none) with later ones: the captions name the seeds averaged.
+	tab.Runs = append(tab.Runs, Run{Seed: 3, Metrics: tab.Runs[0].Metrics})
+	md.Reset()
+	if err := tab.Markdown(&md); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"their truths kept; the metrics of the silenced sensors' forecasts, mean ± std over the 2 of 3 seeds that recorded them (seeds 1, 2;",
+		"own window (of 12), mean ± std over the 2 of 3 seeds that recorded them (seeds 1, 2;",
+		"| whole window | 1 (1.0 %) | 6.0000 ± 0.0000 |",
+	} {
+		if !strings.Contains(md.String(), want) {
+			t.Errorf("merged with a seed without breakdowns: no %q in:\n%s", want, md.String())
 		}
 	}
 	plain := &Table{Dataset: "sz-taxi", Config: Quick("sz-taxi"), Cells: map[string]Cell{}, Runs: []Run{{Seed: 1}}}

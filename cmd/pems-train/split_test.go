@@ -249,7 +249,7 @@ func TestSplitByWindows(t *testing.T) {
 		t.Errorf("reproduce's table does not name the window split or was not written as table-windows-quick:\n%s", stdout)
 	}
 	// PeMS's three channels, each in its units, by channel too.
-	for _, want := range []string{"By channel (each in its units):", "| flow (veh/5 min) | MAPE (%) |", "| occupancy (fraction) | MAPE (%) |", "| speed (mph) | MAPE (%) |"} {
+	for _, want := range []string{"By channel (each in its units), mean ± std over seeds:", "| flow (veh/5 min) | MAPE (%) |", "| occupancy (fraction) | MAPE (%) |", "| speed (mph) | MAPE (%) |"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("reproduce's table lacks %q:\n%s", want, stdout)
 		}
