@@ -115,12 +115,7 @@ func (t *Table) GraphGain() Pair { return t.pair(GRUGCN, GRU) }
 // the p-value of each seed and the seeds in which SDGNN is significantly
 // lower or higher at 5 %. Nothing when no run holds the tests.
 func (t *Table) dmMarkdown(w io.Writer) error {
-	var runs []Run
-	for _, r := range t.Runs {
-		if len(r.DM) > 0 {
-			runs = append(runs, r)
-		}
-	}
+	runs := t.runsWith(func(r Run) bool { return len(r.DM) > 0 })
 	if len(runs) == 0 {
 		return nil
 	}
@@ -158,17 +153,23 @@ func (t *Table) dmMarkdown(w io.Writer) error {
 	return nil
 }
 
-// overSeeds says over which seeds a table of figures that only some runs
-// record is averaged: "mean ± std over seeds" where every run has them
-// (has), else the seeds that do, so that a merge of tables written before
-// and after a figure was recorded does not pass a subset off as them all.
-func (t *Table) overSeeds(has func(Run) bool) string {
+// runsWith returns the runs that hold a figure (has): tables written
+// before a figure was recorded lack it, and merges mix them with later ones.
+func (t *Table) runsWith(has func(Run) bool) []Run {
 	var runs []Run
 	for _, r := range t.Runs {
 		if has(r) {
 			runs = append(runs, r)
 		}
 	}
+	return runs
+}
+
+// overSeeds says over which seeds a table of a figure only some runs hold
+// is averaged: "mean ± std over seeds" where every run holds it, else the
+// seeds that do, so that a merge does not pass a subset off as them all.
+func (t *Table) overSeeds(has func(Run) bool) string {
+	runs := t.runsWith(has)
 	if len(runs) == len(t.Runs) {
 		return "mean ± std over seeds"
 	}
